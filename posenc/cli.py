@@ -1,0 +1,56 @@
+"""The ``posenc`` command: argument parsing and dispatch to ``posenc.commands``.
+
+Each sub-command lives in its own module under ``posenc/commands/`` with a
+``register(subparsers)`` function that adds its parser and sets ``func``.
+Modules import their heavy dependencies (sympy, scipy, torch) inside ``func``
+so that ``posenc --help`` stays fast.  A :class:`~posenc.errors.PosencError`
+(or an argparse error) becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from .errors import PosencError
+
+#: Sub-command modules under ``posenc.commands``, in help order.
+COMMANDS = (
+    "encodings",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
+        raise PosencError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="posenc", description=__doc__.splitlines()[0])
+    from . import __version__
+    parser.add_argument("--version", action="version", version=f"posenc {__version__}")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(f"posenc.commands.{name}").register(subs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        code = args.func(args)
+        return int(code or 0)
+    except PosencError as exc:
+        print(f"posenc: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("posenc: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,1 @@
+"""One module per ``posenc`` sub-command; see :mod:`posenc.cli`."""

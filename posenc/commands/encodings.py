@@ -1,0 +1,43 @@
+"""``posenc encodings``: list the catalogue with parameters, defaults and families."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("encodings", help="list the PE catalogue and the paper-code presets")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..encodings import PRESETS, REGISTRY
+
+    rows = []
+    for name, cls in REGISTRY.items():
+        params = {f.name: _default(f) for f in dataclasses.fields(cls)}
+        rows.append({"name": name, "doc": cls.doc, "parameters": params})
+    presets = {name: spec.to_string() for name, spec in PRESETS.items()}
+    if args.json:
+        print(json.dumps({"families": rows, "presets": presets}, indent=2))
+        return 0
+    for row in rows:
+        print(f"{row['name']:<17} {row['doc']}")
+        for key, value in row["parameters"].items():
+            print(f"    {key:<16} = {value}")
+    print("\npresets (the paper's code conventions):")
+    for name, text in presets.items():
+        print(f"    {name:<20} = {text}")
+    return 0
+
+
+def _default(f: dataclasses.Field) -> object:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        value = f.default_factory()  # type: ignore[misc]
+        return value.to_string() if hasattr(value, "to_string") else value
+    return None

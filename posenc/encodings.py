@@ -1,0 +1,365 @@
+"""The single catalogue of positional encodings (PEs): pure data.
+
+One frozen dataclass per PE family holds that family's parameters with their
+documented defaults; every convention that silently differs between code bases
+is an explicit parameter.  Nothing here imports sympy, numpy or torch: the
+symbolic (``posenc.theory``), numeric (``posenc.numerics``) and empirical
+(``posenc.empirical``) layers each implement these specs independently, so that
+their agreement is evidence, not an echo.
+
+Conventions shared by every layer (head dimension ``d``, ``H`` heads, query
+position ``i``, key position ``j``, offset ``k = i - j``):
+
+* **RoPE.**  Rotary dims ``r = 2 * floor(fraction * d / 2)`` (the first ``r``
+  dims of a head; the rest carry no position).  Plane ``m = 0 .. r/2 - 1`` has
+  frequency ``theta_m = base ** (-2 m / r)``; with ``keep < 1`` (p-RoPE,
+  Barbero et al. 2024) only the ``round(keep * r / 2)`` highest frequencies
+  rotate and the planes of the lowest ones get ``theta_m = 0``.  Pairing
+  ``interleaved``: plane m = dims (2m, 2m+1); ``half``: dims (m, m + r/2).  A
+  vector at position p is rotated in each plane by angle ``p * theta_m``:
+  ``(a, b) -> (a cos - b sin, a sin + b cos)``, i.e. ``a + ib -> (a + ib) e^{i p theta}``.
+  ``heads = k`` applies the rotation to heads ``0 .. k-1`` only (partial RoPE).
+* **Sinusoidal** (Vaswani et al. 2017): ``PE[p, 2m] = sin(p / base^(2m/D))``,
+  ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width ``D``, added to the input.
+* **ALiBi** (Press et al. 2022): head ``h = 1 .. H`` has slope ``2^(-8h/H)``
+  (``press``; for ``H`` not a power of two, the slopes of the nearest lower power
+  of two ``P`` followed by every other slope of ``2P``, first ``H - P`` of them)
+  or ``exp(-h/H)`` (``exp``, the paper's code).  Bias ``B_ij = -slope * |i - j|``
+  (``symmetric``) or ``-slope * (i - j)`` for ``j <= i`` and 0 above the diagonal
+  (``causal``; use with a causal attention mask).
+* **Relative bias.**  ``t5``: the T5 bucket of the relative position ``j - i``
+  (Raffel et al. 2020; bidirectional, half the buckets per sign, exact below
+  ``num_buckets/4``, log-spaced up to ``max_distance``); ``table``: one scalar
+  per offset ``i - j`` clipped to ``[-max_distance, max_distance]`` (the paper's
+  code).  Values are learned, one table per head.
+* **MLA** (DeepSeek-V2, 2024): queries and keys are a content part computed
+  from latents of widths ``q_latent``/``kv_latent`` and carrying no position,
+  concatenated with a decoupled RoPE part of width ``rope_dim`` whose key is
+  shared across heads when ``shared_rope_key``.  ``None`` widths are resolved
+  by the model: latents ``4 * head_dim`` (capped at the model width),
+  ``rope_dim = head_dim // 2`` rounded down to even.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional
+
+from .errors import PosencError
+from .expression import Expr
+
+FAMILIES = ("none", "additive-input", "additive-bias", "multiplicative", "hybrid")
+
+
+def _check(ok: bool, msg: str) -> None:
+    if not ok:
+        raise PosencError(msg)
+
+
+def _choice(pe: str, param: str, value: Any, options: tuple[str, ...]) -> None:
+    _check(value in options, f"{pe}: {param} must be one of {', '.join(options)}; got {value!r}")
+
+
+def _positive(pe: str, param: str, value: Any) -> None:
+    _check(isinstance(value, (int, float)) and not isinstance(value, bool)
+           and math.isfinite(value) and value > 0,
+           f"{pe}: {param} must be a positive number; got {value!r}")
+
+
+def _positive_int(pe: str, param: str, value: Any) -> None:
+    _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+           f"{pe}: {param} must be a positive integer; got {value!r}")
+
+
+@dataclass(frozen=True)
+class PESpec:
+    """Base of every catalogue entry.  Subclasses set ``name`` and ``family``."""
+
+    name: ClassVar[str] = ""
+    doc: ClassVar[str] = ""
+
+    @property
+    def family(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, PESpec):
+                value = value.to_dict()
+            elif isinstance(value, Expr):
+                value = value.text
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    def to_string(self) -> str:
+        """The compact spec string, listing only non-default parameters."""
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == f.default or (f.default_factory is not dataclasses.MISSING  # type: ignore[misc]
+                                      and value == f.default_factory()):  # type: ignore[misc]
+                continue
+            parts.append(f"{f.name}={_format_value(value)}")
+        return self.name + (":" + ",".join(parts) if parts else "")
+
+
+@dataclass(frozen=True)
+class NoPE(PESpec):
+    """No positional information at all (Kazemnejad et al. 2023)."""
+
+    name: ClassVar[str] = "nope"
+    doc: ClassVar[str] = "no positional encoding"
+
+    @property
+    def family(self) -> str:
+        return "none"
+
+
+@dataclass(frozen=True)
+class Sinusoidal(PESpec):
+    """Fixed sin/cos absolute embedding added to the input (Vaswani et al. 2017)."""
+
+    name: ClassVar[str] = "sinusoidal"
+    doc: ClassVar[str] = "fixed sin/cos absolute embedding added to the input"
+    base: float = 10000.0
+
+    def __post_init__(self) -> None:
+        _positive(self.name, "base", self.base)
+
+    @property
+    def family(self) -> str:
+        return "additive-input"
+
+
+@dataclass(frozen=True)
+class LearnedAbsolute(PESpec):
+    """A learned embedding per absolute position, added to the input (GPT-2, BERT)."""
+
+    name: ClassVar[str] = "learned_absolute"
+    doc: ClassVar[str] = "learned per-position embedding added to the input"
+    max_len: int = 512
+
+    def __post_init__(self) -> None:
+        _positive_int(self.name, "max_len", self.max_len)
+
+    @property
+    def family(self) -> str:
+        return "additive-input"
+
+
+@dataclass(frozen=True)
+class RelativeBias(PESpec):
+    """A learned scalar bias per head and relative position (Shaw et al. 2018; T5)."""
+
+    name: ClassVar[str] = "relative_bias"
+    doc: ClassVar[str] = "learned per-head bias of the offset: t5 log-buckets or a per-offset table"
+    mode: str = "t5"
+    num_buckets: int = 32
+    max_distance: int = 128
+
+    def __post_init__(self) -> None:
+        _choice(self.name, "mode", self.mode, ("t5", "table"))
+        _positive_int(self.name, "num_buckets", self.num_buckets)
+        _positive_int(self.name, "max_distance", self.max_distance)
+        if self.mode == "t5":
+            _check(self.num_buckets >= 4 and self.num_buckets % 2 == 0,
+                   f"{self.name}: t5 needs an even num_buckets >= 4; got {self.num_buckets}")
+
+    @property
+    def family(self) -> str:
+        return "additive-bias"
+
+
+@dataclass(frozen=True)
+class ALiBi(PESpec):
+    """Attention with linear biases: -slope_h * distance (Press et al. 2022)."""
+
+    name: ClassVar[str] = "alibi"
+    doc: ClassVar[str] = "linear distance bias per head; slopes press 2^(-8h/H) or exp exp(-h/H)"
+    slopes: str = "press"
+    direction: str = "symmetric"
+
+    def __post_init__(self) -> None:
+        _choice(self.name, "slopes", self.slopes, ("press", "exp"))
+        _choice(self.name, "direction", self.direction, ("symmetric", "causal"))
+
+    @property
+    def family(self) -> str:
+        return "additive-bias"
+
+
+@dataclass(frozen=True)
+class RoPE(PESpec):
+    """Rotary position embedding (Su et al. 2021) with every convention explicit."""
+
+    name: ClassVar[str] = "rope"
+    doc: ClassVar[str] = "rotary embedding; partial heads, p-RoPE keep, pairing, optional absolute"
+    base: float = 10000.0
+    fraction: float = 1.0
+    pairing: str = "interleaved"
+    heads: Optional[int] = None
+    keep: float = 1.0
+    add_absolute: bool = False
+
+    def __post_init__(self) -> None:
+        _positive(self.name, "base", self.base)
+        _check(isinstance(self.fraction, (int, float)) and not isinstance(self.fraction, bool)
+               and 0 < self.fraction <= 1,
+               f"{self.name}: fraction must be in (0, 1]; got {self.fraction!r}")
+        _choice(self.name, "pairing", self.pairing, ("interleaved", "half"))
+        if self.heads is not None:
+            _positive_int(self.name, "heads", self.heads)
+        _check(isinstance(self.keep, (int, float)) and not isinstance(self.keep, bool)
+               and 0 < self.keep <= 1,
+               f"{self.name}: keep must be in (0, 1]; got {self.keep!r}")
+        _check(isinstance(self.add_absolute, bool),
+               f"{self.name}: add_absolute must be true or false; got {self.add_absolute!r}")
+
+    @property
+    def family(self) -> str:
+        return "hybrid" if self.add_absolute else "multiplicative"
+
+    def rotary_dims(self, head_dim: int) -> int:
+        """Number of rotated dims of a head of width ``head_dim`` (validated)."""
+        _positive_int(self.name, "head_dim", head_dim)
+        if self.fraction == 1:
+            _check(head_dim % 2 == 0, f"rope needs an even head dimension; got {head_dim}")
+        r = 2 * int(math.floor(self.fraction * head_dim / 2 + 1e-9))
+        _check(r >= 2, f"rope: fraction {self.fraction} of head dim {head_dim} leaves no rotary pair")
+        return r
+
+    def kept_planes(self, head_dim: int) -> int:
+        """Number of planes that rotate after the p-RoPE mask (the highest frequencies)."""
+        planes = self.rotary_dims(head_dim) // 2
+        return max(1, min(planes, int(round(self.keep * planes))))
+
+    def applies_to(self, head: int, n_heads: int) -> bool:
+        return self.heads is None or head < min(self.heads, n_heads)
+
+
+@dataclass(frozen=True)
+class MLA(PESpec):
+    """Multi-head latent attention with decoupled RoPE (DeepSeek-V2, 2024)."""
+
+    name: ClassVar[str] = "mla"
+    doc: ClassVar[str] = "latent attention: position-free content path + decoupled RoPE path"
+    kv_latent: Optional[int] = None
+    q_latent: Optional[int] = None
+    rope_dim: Optional[int] = None
+    base: float = 10000.0
+    shared_rope_key: bool = True
+    absolute: str = "none"
+
+    def __post_init__(self) -> None:
+        for p in ("kv_latent", "q_latent"):
+            if getattr(self, p) is not None:
+                _positive_int(self.name, p, getattr(self, p))
+        if self.rope_dim is not None:
+            _positive_int(self.name, "rope_dim", self.rope_dim)
+            _check(self.rope_dim % 2 == 0, f"mla: rope_dim must be even; got {self.rope_dim}")
+        _positive(self.name, "base", self.base)
+        _check(isinstance(self.shared_rope_key, bool), "mla: shared_rope_key must be true or false")
+        _choice(self.name, "absolute", self.absolute, ("none", "learned", "sinusoidal"))
+
+    @property
+    def family(self) -> str:
+        return "multiplicative" if self.absolute == "none" else "hybrid"
+
+    def resolved_rope_dim(self, head_dim: int) -> int:
+        r = self.rope_dim if self.rope_dim is not None else 2 * max(1, head_dim // 4)
+        return r
+
+
+ADDITIVE_NAMES = ("sinusoidal", "learned_absolute", "relative_bias", "alibi")
+
+
+@dataclass(frozen=True)
+class Hybrid(PESpec):
+    """An additive PE together with RoPE (the paper's Absolute+RoPE)."""
+
+    name: ClassVar[str] = "hybrid"
+    doc: ClassVar[str] = "an additive PE plus RoPE, e.g. hybrid:additive=sinusoidal"
+    additive: PESpec = field(default_factory=lambda: Sinusoidal())
+    rope: RoPE = field(default_factory=lambda: RoPE())
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.additive, PESpec) and self.additive.name in ADDITIVE_NAMES,
+               f"hybrid: additive must be one of {', '.join(ADDITIVE_NAMES)}")
+        _check(isinstance(self.rope, RoPE) and not self.rope.add_absolute,
+               "hybrid: rope must be a plain rope spec (add_absolute=false)")
+
+    @property
+    def family(self) -> str:
+        return "hybrid"
+
+    def to_string(self) -> str:
+        """``hybrid:additive=NAME[,additive.P=V...][,ROPE_PARAM=V...]``."""
+        parts = [f"additive={self.additive.name}"]
+        add_params = self.additive.to_string().partition(":")[2]
+        parts += [f"additive.{p}" for p in add_params.split(",") if p]
+        rope_params = self.rope.to_string().partition(":")[2]
+        parts += [p for p in rope_params.split(",") if p]
+        return "hybrid:" + ",".join(parts)
+
+
+@dataclass(frozen=True)
+class Custom(PESpec):
+    """A user-given relative kernel g(k) (additive bias) or frequency list (multiplicative)."""
+
+    name: ClassVar[str] = "custom"
+    doc: ClassVar[str] = "user kernel g(k) of the offset k=i-j (bias), or rotary frequencies"
+    kernel: Optional[Expr] = None
+    frequencies: Optional[tuple[float, ...]] = None
+
+    def __post_init__(self) -> None:
+        _check((self.kernel is None) != (self.frequencies is None),
+               "custom: give exactly one of kernel=EXPR or frequencies=F1;F2;...")
+        if isinstance(self.kernel, str):
+            object.__setattr__(self, "kernel", Expr(self.kernel))
+        if self.frequencies is not None:
+            freqs = tuple(self.frequencies) if isinstance(self.frequencies, (list, tuple)) \
+                else (self.frequencies,)
+            _check(len(freqs) >= 1 and all(isinstance(f, (int, float)) and not isinstance(f, bool)
+                                           and math.isfinite(f) for f in freqs),
+                   f"custom: frequencies must be finite numbers; got {self.frequencies!r}")
+            object.__setattr__(self, "frequencies", tuple(float(f) for f in freqs))
+
+    @property
+    def family(self) -> str:
+        return "additive-bias" if self.kernel is not None else "multiplicative"
+
+
+REGISTRY: dict[str, type[PESpec]] = {
+    cls.name: cls for cls in (NoPE, Sinusoidal, LearnedAbsolute, RelativeBias, ALiBi,
+                              RoPE, MLA, Hybrid, Custom)
+}
+
+#: The exact conventions of the paper's public code, by name.
+PRESETS: dict[str, PESpec] = {
+    "paper-nope": NoPE(),
+    "paper-absolute": Sinusoidal(),
+    "paper-rope": RoPE(add_absolute=True),
+    "paper-alibi": ALiBi(slopes="exp"),
+    "paper-relative": RelativeBias(mode="table"),
+    "paper-mla": MLA(absolute="learned"),
+    "paper-absolute-rope": Hybrid(additive=Sinusoidal(), rope=RoPE()),
+}
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ";".join(_format_value(v) for v in value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return str(value)
+
+
+from .spec_parsing import parse_spec, spec_from_dict, all_entries  # noqa: E402,F401

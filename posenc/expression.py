@@ -1,0 +1,133 @@
+"""A safe parser for user-given relative kernels g(k), e.g. ``exp(-0.1*abs(k))``.
+
+The text is parsed with :mod:`ast` and only a whitelist of node types is
+accepted: numbers, the variable ``k`` (the offset i - j), the constants
+``pi`` and ``e``, the operators ``+ - * / **`` (unary and binary) and calls of
+the functions in :data:`FUNCTIONS`.  Nothing is ever passed to ``eval``,
+``exec`` or ``sympify``; attribute access, subscripts, names other than the
+above, keyword arguments and every other construct are rejected with a
+:class:`~posenc.errors.PosencError`.
+
+The parsed :class:`Expr` is backend-neutral: :meth:`Expr.evaluate` takes a
+mapping from function name to implementation, so the symbolic layer evaluates
+it with sympy functions, the numeric layer with numpy ufuncs and the empirical
+layer with torch functions -- one parser, three independent evaluations.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .errors import PosencError
+
+#: Function name -> number of arguments.
+FUNCTIONS: dict[str, int] = {
+    "abs": 1, "exp": 1, "log": 1, "sqrt": 1, "sin": 1, "cos": 1,
+    "tanh": 1, "sign": 1, "min": 2, "max": 2,
+}
+CONSTANTS = ("pi", "e")
+VARIABLE = "k"
+MAX_LENGTH = 500
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_UNARY = {ast.USub: "-", ast.UAdd: "+"}
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A validated kernel expression: its source text and checked AST."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        _validate(self.text)
+
+    def evaluate(self, k: Any, functions: Mapping[str, Callable[..., Any]],
+                 constants: Mapping[str, Any] | None = None) -> Any:
+        """Evaluate at offset(s) ``k`` with the given function implementations."""
+        tree = ast.parse(self.text, mode="eval").body
+        consts = dict(constants or {})
+        return _eval(tree, k, functions, consts)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _fail(text: str, why: str) -> PosencError:
+    return PosencError(f"bad kernel expression {text!r}: {why}")
+
+
+def _validate(text: str) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise _fail(str(text), "it is empty")
+    if len(text) > MAX_LENGTH:
+        raise _fail(text[:40] + "...", f"longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise _fail(text, f"syntax error at column {exc.offset}") from None
+    for node in ast.walk(tree.body):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise _fail(text, f"only numbers are allowed as constants, got {node.value!r}")
+        elif isinstance(node, ast.Name):
+            if node.id != VARIABLE and node.id not in CONSTANTS and node.id not in FUNCTIONS:
+                raise _fail(text, f"unknown name {node.id!r}; use k, pi, e or a function "
+                                  f"of {sorted(FUNCTIONS)}")
+        elif isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                what = ast.unparse(node.func)
+                raise _fail(text, f"{what!r} is not an allowed function; allowed: "
+                                  f"{', '.join(sorted(FUNCTIONS))}")
+            if node.keywords:
+                raise _fail(text, "keyword arguments are not allowed")
+            if len(node.args) != FUNCTIONS[node.func.id]:
+                raise _fail(text, f"{node.func.id} takes {FUNCTIONS[node.func.id]} argument(s)")
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _BINOPS:
+                raise _fail(text, f"operator {type(node.op).__name__} is not allowed")
+        elif isinstance(node, ast.UnaryOp):
+            if type(node.op) not in _UNARY:
+                raise _fail(text, f"operator {type(node.op).__name__} is not allowed")
+        elif isinstance(node, ast.Attribute):
+            raise _fail(text, "attribute access is not allowed")
+        elif not isinstance(node, (ast.Load, ast.operator, ast.unaryop)):
+            raise _fail(text, f"{type(node).__name__} is not allowed")
+    if isinstance(tree.body, ast.Name) and tree.body.id in FUNCTIONS:
+        raise _fail(text, "a bare function name is not an expression")
+
+
+def _eval(node: ast.AST, k: Any, fns: Mapping[str, Callable[..., Any]],
+          consts: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id == VARIABLE:
+            return k
+        if node.id in consts:
+            return consts[node.id]
+        import math
+        return {"pi": math.pi, "e": math.e}[node.id]
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, k, fns, consts)
+        return -value if isinstance(node.op, ast.USub) else +value
+    if isinstance(node, ast.BinOp):
+        a = _eval(node.left, k, fns, consts)
+        b = _eval(node.right, k, fns, consts)
+        op = _BINOPS[type(node.op)]
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        return a ** b
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        args = [_eval(a, k, fns, consts) for a in node.args]
+        return fns[node.func.id](*args)
+    raise AssertionError(f"unvalidated node {type(node).__name__}")  # pragma: no cover

@@ -1,0 +1,180 @@
+"""Compact spec strings and JSON dicts -> catalogue specs, with clear errors.
+
+Grammar: ``NAME`` or ``NAME:KEY=VALUE,KEY=VALUE,...``.  Commas inside
+parentheses belong to the value (``custom:kernel=max(-abs(k), -5)``); list
+values are separated by ``;`` (``custom:frequencies=1;0.5;0.25``); booleans
+are ``true``/``false``; ``none`` gives ``None`` for optional parameters.
+``hybrid`` takes the additive PE's name as ``additive=NAME``, its parameters
+as ``additive.KEY=VALUE`` and RoPE's parameters unprefixed.  NAME may also be
+a preset such as ``paper-rope`` (no parameters allowed then).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from typing import Any, Iterator
+
+from .encodings import PRESETS, REGISTRY, Hybrid, PESpec
+from .errors import PosencError
+from .expression import Expr
+
+
+def _did_you_mean(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _split_params(text: str, body: str) -> list[tuple[str, str]]:
+    items, depth, cur = [], 0, ""
+    for ch in body:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    out = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            raise PosencError(f"malformed spec {text!r}: expected KEY=VALUE, got {item.strip()!r}")
+        out.append((key, value))
+    return out
+
+
+def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
+    """Turn a string (from the CLI) or JSON value into the field's type."""
+    optional = annotation.startswith("Optional[")
+    base = annotation[len("Optional["):-1] if optional else annotation
+    if isinstance(raw, str) and raw.lower() == "none" and optional:
+        return None
+    if raw is None:
+        if optional:
+            return None
+        raise PosencError(f"{pe}: {key} cannot be none")
+    try:
+        if base == "bool":
+            if isinstance(raw, bool):
+                return raw
+            if isinstance(raw, str) and raw.lower() in ("true", "false"):
+                return raw.lower() == "true"
+            raise ValueError
+        if base == "int":
+            if isinstance(raw, bool):
+                raise ValueError
+            if isinstance(raw, float):
+                if not raw.is_integer():
+                    raise ValueError
+                return int(raw)
+            return int(raw)
+        if base == "float":
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(raw)
+            if math.isnan(value):
+                raise ValueError
+            return value
+        if base == "str":
+            if not isinstance(raw, str):
+                raise ValueError
+            return raw
+        if base == "Expr":
+            return Expr(str(raw))
+        if base.startswith("tuple[float"):
+            parts = raw.split(";") if isinstance(raw, str) else list(raw)
+            return tuple(float(p) for p in parts)
+    except (ValueError, TypeError):
+        kind = {"Expr": "expression", "tuple[float, ...]": "list of numbers"}.get(base, base)
+        raise PosencError(f"{pe}: {key} must be {kind}; got {raw!r}") from None
+    raise AssertionError(f"no coercion for {annotation}")  # pragma: no cover
+
+
+def _build(name: str, params: dict[str, Any], text: str) -> PESpec:
+    if name in PRESETS:
+        if params:
+            raise PosencError(f"preset {name!r} takes no parameters; use the family "
+                              f"{PRESETS[name].name!r} to set them")
+        return PRESETS[name]
+    if name not in REGISTRY:
+        known = sorted(REGISTRY) + sorted(PRESETS)
+        raise PosencError(f"unknown positional encoding {name!r}{_did_you_mean(name, known)}; "
+                          f"known: {', '.join(known)}")
+    cls = REGISTRY[name]
+    if cls is Hybrid:
+        return _build_hybrid(params, text)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, raw in params.items():
+        if key not in fields:
+            raise PosencError(f"unknown parameter {key!r} for {name}{_did_you_mean(key, list(fields))}; "
+                              f"known: {', '.join(fields) or 'none'}")
+        kwargs[key] = _coerce(name, key, str(fields[key].type), raw)
+    return cls(**kwargs)
+
+
+def _build_hybrid(params: dict[str, Any], text: str) -> PESpec:
+    from .encodings import ADDITIVE_NAMES, RoPE, Sinusoidal
+    additive = params.pop("additive", None)
+    if isinstance(additive, dict):  # JSON form
+        add_spec = spec_from_dict(additive)
+        add_params: dict[str, Any] = {}
+    else:
+        add_name = additive if additive is not None else Sinusoidal.name
+        if add_name not in ADDITIVE_NAMES:
+            raise PosencError(f"hybrid: additive must be one of {', '.join(ADDITIVE_NAMES)}; "
+                              f"got {add_name!r}")
+        add_params = {k.partition(".")[2]: v for k, v in params.items() if k.startswith("additive.")}
+        add_spec = _build(add_name, add_params, text)
+    rope = params.pop("rope", None)
+    rest = {k: v for k, v in params.items() if not k.startswith("additive.")}
+    if isinstance(rope, dict):
+        if rest:
+            raise PosencError(f"hybrid: unknown parameter(s) {', '.join(rest)}")
+        rope_spec = spec_from_dict(rope)
+    else:
+        rope_spec = _build(RoPE.name, rest, text)
+    return Hybrid(additive=add_spec, rope=rope_spec)  # type: ignore[arg-type]
+
+
+def parse_spec(text: str) -> PESpec:
+    """Parse a compact spec string such as ``rope:base=500000,pairing=half,heads=2``."""
+    if not isinstance(text, str) or not text.strip():
+        raise PosencError("empty positional-encoding spec")
+    name, colon, body = text.strip().partition(":")
+    name = name.strip()
+    if colon and not body.strip():
+        raise PosencError(f"malformed spec {text!r}: nothing after ':'")
+    params: dict[str, Any] = {}
+    if colon:
+        for key, value in _split_params(text, body):
+            if key in params:
+                raise PosencError(f"malformed spec {text!r}: {key!r} given twice")
+            params[key] = value
+    return _build(name, params, text)
+
+
+def spec_from_dict(data: Any) -> PESpec:
+    """Inverse of :meth:`PESpec.to_dict` (JSON round trip)."""
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise PosencError(f"a PE spec must be an object with a 'name'; got {data!r}")
+    params = {k: v for k, v in data.items() if k != "name"}
+    return _build(data["name"], params, repr(data))
+
+
+def all_entries() -> Iterator[tuple[str, PESpec]]:
+    """Every catalogue family at its defaults, then every named preset."""
+    for name, cls in REGISTRY.items():
+        if name == "custom":
+            from .encodings import Custom
+            yield "custom:kernel", Custom(kernel=Expr("-0.1*abs(k)"))
+            yield "custom:frequencies", Custom(frequencies=(1.0, 0.1, 0.01))
+        else:
+            yield name, cls()
+    yield from PRESETS.items()
