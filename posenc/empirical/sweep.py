@@ -1,0 +1,216 @@
+"""Run a list of jobs into a :class:`~posenc.empirical.store.RunStore`, resumably.
+
+Two backends behind one function, :func:`run_jobs`:
+
+* ``local`` -- in this process (``workers=1``) or a process pool of
+  ``workers`` single-purpose processes (spawned, each with ``threads`` torch
+  threads; CALIBRATION.md: two 1-thread workers beat one 2-thread run);
+* ``ray`` -- the same jobs as Ray tasks on a cluster (``ray_address``) or on a
+  local Ray runtime when no address is given; a job that wants CUDA asks Ray
+  for a GPU.  Ray is an optional extra (``pip install .[cluster]``).
+
+A job is ``worker(config, folder, threads) -> result``, where ``worker`` is an
+import path ``"module:function"`` (so it pickles to any process or node).
+The worker writes its files into ``folder``, a private staging folder; when it
+returns, this process moves the staging folder into ``runs/<id>`` and commits
+the result (see :mod:`~posenc.empirical.store`).  Ray workers run in a temp
+folder on their node and send the files back with the result, so no shared
+file system is needed.  Finished runs are skipped; unfinished and failed ones
+are redone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import socket
+import tempfile
+import traceback
+import uuid
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..errors import PosencError
+from .store import RunStore
+
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a sweep: a resolved config and how to execute it."""
+
+    config: dict[str, Any]
+    kind: str
+    label: str
+    wants_cuda: bool = False
+
+
+@dataclass
+class SweepSummary:
+    total: int = 0
+    skipped: int = 0
+    completed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def resolve_worker(path: str) -> Callable[[dict, str, int], dict]:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _call_worker(worker: str, config: dict, folder: str, threads: int) -> dict:
+    if threads > 0:
+        import torch
+        torch.set_num_threads(threads)
+    return resolve_worker(worker)(config, folder, threads)
+
+
+def _ray_task(worker: str, config: dict, threads: int) -> tuple[dict, dict[str, bytes]]:
+    with tempfile.TemporaryDirectory(prefix="posenc-ray-") as tmp:
+        result = _call_worker(worker, config, tmp, threads)
+        files = {}
+        for path in Path(tmp).rglob("*"):
+            if path.is_file():
+                files[str(path.relative_to(tmp))] = path.read_bytes()
+    return result, files
+
+
+def check_ray_address(address: str | None) -> None:
+    """Fail fast, with one line, on an address nothing listens on."""
+    if not address or address == "auto":
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise PosencError(f"a Ray address is HOST:PORT (or ray://HOST:PORT); got {address!r}")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
+            pass
+    except (OSError, ValueError) as exc:
+        raise PosencError(f"cannot reach the Ray cluster at {address}: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
+def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "local",
+             workers: int = 1, threads: int = 1, ray_address: str | None = None,
+             on_done: Callable[[str, Job, dict | None], None] | None = None) -> SweepSummary:
+    """Execute every unfinished job; returns what was skipped, completed and failed."""
+    if backend not in BACKENDS:
+        raise PosencError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if workers < 1:
+        raise PosencError(f"--workers must be at least 1; got {workers}")
+    store.reconcile()
+    staging_root = store.root / "staging"
+    if staging_root.exists():
+        shutil.rmtree(staging_root, ignore_errors=True)
+    staging_root.mkdir()
+    summary = SweepSummary()
+    todo: list[tuple[str, Job]] = []
+    for job in jobs:
+        summary.total += 1
+        rid = store.add(job.config, job.kind, job.label)
+        if store.is_done(rid):
+            summary.skipped += 1
+        elif rid not in {r for r, _ in todo}:
+            todo.append((rid, job))
+
+    def commit(rid: str, job: Job, staging: Path, result: dict) -> None:
+        folder = store.run_dir(rid)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+        store.finish(rid, result)
+        summary.completed.append(rid)
+        if on_done:
+            on_done(rid, job, result)
+
+    def failed(rid: str, job: Job, message: str) -> None:
+        store.fail(rid, message)
+        summary.failed[rid] = message
+        if on_done:
+            on_done(rid, job, None)
+
+    def new_staging(rid: str) -> Path:
+        path = staging_root / f"{rid}.{uuid.uuid4().hex[:8]}"
+        path.mkdir()
+        from .store import CONFIG_FILE, atomic_write_json
+        atomic_write_json(path / CONFIG_FILE, store.get(rid).config)
+        return path
+
+    if backend == "ray":
+        _run_ray(store, todo, worker, threads, ray_address, new_staging, commit, failed)
+    elif workers == 1:
+        for rid, job in todo:
+            staging = new_staging(rid)
+            store._set_state(rid, "running")
+            try:
+                result = _call_worker(worker, job.config, str(staging), threads)
+            except PosencError:
+                raise
+            except Exception as exc:  # a bug in one run must not lose the others
+                failed(rid, job, _describe(exc))
+                continue
+            commit(rid, job, staging, result)
+    else:
+        import multiprocessing as mp
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            pending = {}
+            for rid, job in todo:
+                staging = new_staging(rid)
+                store._set_state(rid, "running")
+                fut = pool.submit(_call_worker, worker, job.config, str(staging), threads)
+                pending[fut] = (rid, job, staging)
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    rid, job, staging = pending.pop(fut)
+                    exc = fut.exception()
+                    if exc is not None:
+                        failed(rid, job, _describe(exc))
+                    else:
+                        commit(rid, job, staging, fut.result())
+    shutil.rmtree(staging_root, ignore_errors=True)
+    return summary
+
+
+def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise PosencError("the ray backend needs Ray: pip install 'posenc[cluster]'") from None
+    check_ray_address(address)
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        except Exception as exc:  # ConnectionError, RuntimeError, ...
+            raise PosencError(f"cannot start or reach Ray at {address or 'a local runtime'}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    refs = {}
+    for rid, job in todo:
+        task = ray.remote(num_cpus=max(1, threads), num_gpus=1 if job.wants_cuda else 0,
+                          max_retries=0)(_ray_task)
+        store._set_state(rid, "running")
+        refs[task.remote(worker, job.config, threads)] = (rid, job)
+    while refs:
+        ready, _ = ray.wait(list(refs), num_returns=1)
+        rid, job = refs.pop(ready[0])
+        try:
+            result, files = ray.get(ready[0])
+        except Exception as exc:
+            failed(rid, job, _describe(exc))
+            continue
+        staging = new_staging(rid)
+        for rel, data in files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        commit(rid, job, staging, result)
+
+
+def _describe(exc: BaseException) -> str:
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return last[:500]
