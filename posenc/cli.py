@@ -19,6 +19,7 @@ from .errors import PosencError
 #: Sub-command modules under ``posenc.commands``, in help order.
 COMMANDS = (
     "encodings",
+    "verify",
 )
 
 

@@ -1,0 +1,1 @@
+"""The claims, one module per topic; each module exports ``CLAIMS`` (a tuple of Claim)."""
