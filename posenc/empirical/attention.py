@@ -1,0 +1,173 @@
+"""Multi-head attention with every catalogue PE, hook points and a per-head ablation gate.
+
+Scores for head h, query i, key j (what ``hook_attn_scores`` shows):
+
+    s[h, i, j] = <rot_i(q_h(x_i)), rot_j(k_h(y_j))> / sqrt(d_qk) + B[h, i, j] + M[i, j]
+
+with x the layer-normed query input (``hook_q_in``), y the layer-normed key /
+value input (``hook_kv_in``: the same as x, or the normed input embeddings when
+keys and values come from the input as in the paper's code), ``q_h = W_q[h] x``,
+``k_h = W_k[h] y`` (no projection bias), ``rot_p`` the RoPE rotation at
+position p (identity without RoPE), B the PE bias and M the padding / causal
+mask (0 or -inf).  The attention is computed by
+``torch.nn.functional.scaled_dot_product_attention`` with ``B + M`` as the
+additive mask, and explicitly only when ``hook_attn_scores`` or
+``hook_pattern`` has a hook attached.
+
+``hook_z`` is the per-head output (batch, heads, seq, head_dim) before the
+output projection.  A :class:`HeadAblation` at a layer replaces heads there:
+with gate g (variants, heads) and replacement r, variant v of example b gets
+``z' = g[v, h] z + (1 - g[v, h]) r``; the batch grows to variants x batch
+(variant-major), so the single-head ablations of one layer run as one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .hooks import HookPoint
+
+
+@dataclass
+class HeadAblation:
+    """Replace heads of ``layer`` at hook_z.
+
+    ``gate`` (variants, heads): 1 keeps a head, 0 replaces it.  ``replacement``:
+    None (zeros), (heads, seq, head_dim) (e.g. a data-set mean) or
+    (batch, heads, seq, head_dim) (e.g. resampled from other examples).
+    """
+
+    layer: int
+    gate: torch.Tensor
+    replacement: Optional[torch.Tensor] = None
+
+    @property
+    def n_variants(self) -> int:
+        return int(self.gate.shape[0])
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        """(batch, H, T, dh) -> (variants * batch, H, T, dh)."""
+        B = z.shape[0]
+        g = self.gate.to(z.dtype)[:, None, :, None, None]  # (V, 1, H, 1, 1)
+        out = g * z[None]
+        if self.replacement is not None:
+            r = self.replacement.to(z.dtype)
+            r = r[None, None] if r.dim() == 3 else r[None]  # (1, 1 or B, H, T, dh)
+            out = out + (1 - g) * r
+        return out.reshape(self.n_variants * B, *z.shape[1:])
+
+
+def build_mask(bias: Optional[torch.Tensor], pad_add: Optional[torch.Tensor], causal: bool,
+               seq: int) -> tuple[Optional[torch.Tensor], bool]:
+    """Additive mask for SDPA and whether to pass ``is_causal`` instead.
+
+    bias (H or 1, T, T); pad_add (B, 1, 1, T) with 0 / -inf.  Returns a tensor
+    broadcastable to (B, H, T, T) or None.
+    """
+    mask = None if bias is None else bias[None]
+    if pad_add is not None:
+        mask = pad_add if mask is None else mask + pad_add
+    if causal:
+        if mask is None:
+            return None, True
+        upper = torch.ones(seq, seq, dtype=torch.bool, device=mask.device).triu(1)
+        mask = mask.masked_fill(upper, float("-inf"))
+    return mask, False
+
+
+class AttentionBase(nn.Module):
+    """Hooks, the attention kernel, the ablation gate and the output projection."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float, bias: Optional[nn.Module]):
+        super().__init__()
+        self.d_model, self.n_heads = d_model, n_heads
+        self.head_dim = d_model // n_heads
+        self.dropout = dropout
+        self.bias = bias
+        self.out = nn.Linear(n_heads * self.head_dim, d_model)
+        for name in ("hook_q_in", "hook_kv_in", "hook_q", "hook_k", "hook_v",
+                     "hook_attn_scores", "hook_pattern", "hook_z"):
+            setattr(self, name, HookPoint())
+
+    def positional_bias(self, seq: int, offset: int = 0,
+                        dtype: torch.dtype = torch.float32) -> Optional[torch.Tensor]:
+        """The PE bias this layer adds to the scores: (H or 1, seq, seq), or None."""
+        return None if self.bias is None else self.bias(seq, offset, dtype)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               mask: Optional[torch.Tensor], is_causal: bool) -> torch.Tensor:
+        """q, k (B, H, T, d_qk), v (B, H, T, dh) -> z (B, H, T, dh)."""
+        p = self.dropout if self.training else 0.0
+        if not (self.hook_attn_scores.active or self.hook_pattern.active):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                                  is_causal=is_causal)
+        T = q.shape[-2]
+        scores = (q @ k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)  # (B, H, T, T)
+        if mask is not None:
+            scores = scores + mask
+        if is_causal:
+            upper = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(upper, float("-inf"))
+        scores = self.hook_attn_scores(scores)
+        pattern = self.hook_pattern(scores.softmax(dim=-1))
+        if p:
+            pattern = F.dropout(pattern, p)
+        return pattern @ v
+
+    def finish(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               pad_add: Optional[torch.Tensor], causal: bool, offset: int,
+               ablation: Optional[HeadAblation]) -> torch.Tensor:
+        """Hooks on q, k, v; attention; ablation at hook_z; output projection -> (B', T, D)."""
+        B, _, T, _ = q.shape
+        if k.shape[0] != B:  # keys/values from a shared (un-ablated) input: broadcast over variants
+            k, v = k.repeat(B // k.shape[0], 1, 1, 1), v.repeat(B // v.shape[0], 1, 1, 1)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        mask, is_causal = build_mask(self.positional_bias(T, offset, q.dtype), pad_add, causal, T)
+        z = self.hook_z(self.attend(q, k, v, mask, is_causal))  # (B, H, T, dh)
+        if ablation is not None:
+            z = ablation.apply(z)  # (V * B, H, T, dh)
+        return self.out(z.transpose(1, 2).reshape(z.shape[0], T, -1))
+
+
+class Attention(AttentionBase):
+    """Standard multi-head attention; optional RoPE ``rotary`` and additive ``bias``."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
+                 rotary: Optional[nn.Module] = None, bias: Optional[nn.Module] = None):
+        super().__init__(d_model, n_heads, dropout, bias)
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)  # rows: W_q, W_k, W_v
+        self.rotary = rotary
+
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, pad_add: Optional[torch.Tensor],
+                causal: bool, offset: int = 0,
+                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input."""
+        B, T, D = x.shape
+        x = self.hook_q_in(x)
+        if kv is x and not self.hook_kv_in.active:
+            q, k, v = self.qkv(x).split(D, dim=-1)  # one GEMM when keys come from x
+        else:
+            kv = self.hook_kv_in(kv)
+            W = self.qkv.weight
+            q = F.linear(x, W[:D])
+            k, v = F.linear(kv, W[D:]).split(D, dim=-1)
+        H, dh = self.n_heads, self.head_dim
+        q = q.view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
+        k = k.view(k.shape[0], T, H, dh).transpose(1, 2)
+        v = v.view(v.shape[0], T, H, dh).transpose(1, 2)
+        if self.rotary is not None:
+            q, k = self.rotary(q, offset), self.rotary(k, offset)
+        return self.finish(q, k, v, pad_add, causal, offset, ablation)
+
+    def head_weights(self) -> dict[str, torch.Tensor]:
+        """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""
+        H, dh, D = self.n_heads, self.head_dim, self.d_model
+        Wq, Wk, Wv = self.qkv.weight.detach().split(D, dim=0)
+        return {"W_q": Wq.reshape(H, dh, D), "W_k": Wk.reshape(H, dh, D),
+                "W_v": Wv.reshape(H, dh, D),
+                "W_o": self.out.weight.detach().reshape(D, H, dh).permute(1, 0, 2)}

@@ -1,0 +1,308 @@
+"""Run configuration for the empirical layer: frozen dataclasses, presets, JSON.
+
+A :class:`TrainConfig` is everything that determines a training run (task,
+model, optimiser, seed); it is written as ``config.json`` into every run folder
+and read back with :func:`config_from_dict`, which rejects unknown keys with a
+:class:`~posenc.errors.PosencError`.  :func:`preset` gives the three sizes:
+
+* ``smoke`` -- seconds on a CPU, for tests and CI;
+* ``quick`` -- minutes on two CPU cores, sized (see the team's CALIBRATION
+  notes) so that the effects of Gu et al. (arXiv 2505.13027) can still appear;
+* ``paper`` -- the sizes and optimiser of the paper's code (d_model 256, d_ff
+  512, 16 heads, 6 layers, dropout 0.1, AdamW lr 1e-4, weight decay 1e-5,
+  betas (0.98, 0.9), batch 512, 100 epochs, 6% warm-up then cosine; distance
+  G = 70, L = R = 25; count 30 triggers, k = 0..100, length 120; 100,000
+  samples split 70/30).  Values the paper does not state (vocabulary size,
+  gradient clipping, activation) are our choices and say so in ``NOTES``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..errors import PosencError
+
+TASKS = ("distance", "count")
+PRESET_NAMES = ("smoke", "quick", "paper")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """A synthetic task (see :mod:`posenc.empirical.tasks`).
+
+    ``distance``: filler with trigger A then B; left filler 1..max_left,
+    between 1..max_gap, right 1..max_right; label = gap + 1 (the offset of B
+    from A).  ``count``: ``seq_len`` tokens, k in 0..max_count of them drawn
+    from ``n_triggers`` trigger tokens; label = k.  ``seq_len = None`` means the
+    longest distance example (max_left + max_gap + max_right + 2).
+    """
+
+    name: str = "distance"
+    n_samples: int = 2000
+    train_frac: float = 0.7
+    vocab_size: int = 16
+    max_left: int = 3
+    max_gap: int = 8
+    max_right: int = 3
+    n_triggers: int = 4
+    max_count: int = 8
+    seq_len: Optional[int] = None
+    data_seed: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.name not in TASKS:
+            raise PosencError(f"unknown task {self.name!r}; known: {', '.join(TASKS)}")
+        for f in ("n_samples", "vocab_size", "max_left", "max_gap", "max_right", "n_triggers"):
+            _pos_int(f"task.{f}", getattr(self, f))
+        _check(isinstance(self.max_count, int) and self.max_count >= 0,
+               f"task.max_count must be an integer >= 0; got {self.max_count!r}")
+        _check(isinstance(self.train_frac, (int, float)) and 0 < self.train_frac < 1,
+               f"task.train_frac must be in (0, 1); got {self.train_frac!r}")
+        if self.seq_len is not None:
+            _pos_int("task.seq_len", self.seq_len)
+        if self.name == "distance":
+            _check(self.vocab_size >= 4, "task.vocab_size must be >= 4 for distance "
+                                         "(pad, A, B and at least one filler token)")
+            _check(self.length >= self.max_left + self.max_gap + self.max_right + 2,
+                   f"task.seq_len {self.seq_len} is shorter than the longest distance example "
+                   f"({self.max_left + self.max_gap + self.max_right + 2} tokens)")
+        else:
+            _check(self.vocab_size >= self.n_triggers + 2,
+                   f"task.vocab_size must be >= n_triggers + 2 = {self.n_triggers + 2} for count")
+            _check(self.max_count <= self.length,
+                   f"task.max_count {self.max_count} exceeds the sequence length {self.length}")
+
+    @property
+    def length(self) -> int:
+        """The padded sequence length of every example."""
+        if self.seq_len is not None:
+            return self.seq_len
+        if self.name == "distance":
+            return self.max_left + self.max_gap + self.max_right + 2
+        return 2 * self.max_count if self.max_count else 8
+
+    @property
+    def n_classes(self) -> int:
+        return self.max_gap + 2 if self.name == "distance" else self.max_count + 1
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The encoder: pre-LN blocks, mean pooling, linear classifier.
+
+    ``pe`` is a catalogue spec string (``posenc encodings``).  Paper-code
+    switches: ``kv_source='input'`` computes keys and values of every layer from
+    the input embeddings; ``mask_padding=False`` lets attention and pooling see
+    the padding tokens.
+    """
+
+    pe: str = "rope"
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.0
+    causal: bool = False
+    kv_source: str = "previous"
+    mask_padding: bool = True
+    activation: str = "gelu"
+
+    def __post_init__(self) -> None:
+        for f in ("d_model", "n_heads", "n_layers", "d_ff"):
+            _pos_int(f"model.{f}", getattr(self, f))
+        _check(self.d_model % self.n_heads == 0,
+               f"model.d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        _check(isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1,
+               f"model.dropout must be in [0, 1); got {self.dropout!r}")
+        _check(self.kv_source in ("previous", "input"),
+               f"model.kv_source must be previous or input; got {self.kv_source!r}")
+        _check(self.activation in ("gelu", "relu"),
+               f"model.activation must be gelu or relu; got {self.activation!r}")
+        from ..encodings import parse_spec
+        parse_spec(self.pe)  # validate early: one clear line on a bad spec
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a run.  ``num_threads=None`` keeps torch's setting."""
+
+    task: TaskConfig = field(default_factory=TaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    seed: int = 0
+    epochs: int = 6
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 1e-5
+    betas: tuple[float, float] = (0.9, 0.98)
+    warmup_frac: float = 0.06
+    grad_clip: Optional[float] = 1.0
+    eval_batch_size: int = 512
+    num_threads: Optional[int] = None
+    device: str = "auto"
+    preset: str = "custom"
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
+               f"seed must be an integer >= 0; got {self.seed!r}")
+        for f in ("epochs", "batch_size", "eval_batch_size"):
+            _pos_int(f, getattr(self, f))
+        _check(isinstance(self.lr, (int, float)) and self.lr > 0, f"lr must be > 0; got {self.lr!r}")
+        _check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
+               f"betas must be two numbers in [0, 1); got {self.betas!r}")
+        _check(0 <= self.warmup_frac < 1, f"warmup_frac must be in [0, 1); got {self.warmup_frac!r}")
+        if self.num_threads is not None:
+            _pos_int("num_threads", self.num_threads)
+        _check(self.device in ("auto", "cpu", "cuda"),
+               f"device must be auto, cpu or cuda; got {self.device!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    def run_id(self) -> str:
+        """A short content address of the resolved config (device and threads excluded)."""
+        data = self.to_dict()
+        for key in ("device", "num_threads", "eval_batch_size"):
+            data.pop(key)
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
+        pe = "".join(c if c.isalnum() else "-" for c in self.model.pe).strip("-")
+        return f"{self.task.name}_{pe}_{self.preset}_s{self.seed}_{digest}"
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+
+NOTES = {
+    "paper": "vocab_size 100, gradient clipping 1.0 and GELU are our choices (not given by the "
+             "paper); the distance task's longest example is L+G+R+2 = 122 tokens (the paper "
+             "quotes 120).",
+}
+
+
+def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
+           **overrides: Any) -> TrainConfig:
+    """The ``smoke`` / ``quick`` / ``paper`` configuration for a task and PE spec."""
+    if name not in PRESET_NAMES:
+        raise PosencError(f"unknown preset {name!r}; known: {', '.join(PRESET_NAMES)}")
+    if task not in TASKS:
+        raise PosencError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+    if name == "smoke":
+        t = TaskConfig(name=task, n_samples=3000, vocab_size=16, max_left=3, max_gap=8, max_right=3,
+                       n_triggers=4, max_count=10, seq_len=None if task == "distance" else 16)
+        m = ModelConfig(pe=pe, d_model=32, n_heads=4, n_layers=2, d_ff=64)
+        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=8, batch_size=64, lr=3e-3,
+                          warmup_frac=0.06, num_threads=1, preset=name)
+    elif name == "quick":
+        t = TaskConfig(name=task, n_samples=30000, vocab_size=32, max_left=16, max_gap=30,
+                       max_right=16, n_triggers=12, max_count=32,
+                       seq_len=None if task == "distance" else 64)
+        m = ModelConfig(pe=pe, d_model=64, n_heads=8, n_layers=4, d_ff=128)
+        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=3, batch_size=128, lr=2e-3,
+                          warmup_frac=0.06, preset=name)
+    else:
+        t = TaskConfig(name=task, n_samples=100000, vocab_size=100, max_left=25, max_gap=70,
+                       max_right=25, n_triggers=30, max_count=100,
+                       seq_len=None if task == "distance" else 120)
+        m = ModelConfig(pe=pe, d_model=256, n_heads=16, n_layers=6, d_ff=512, dropout=0.1)
+        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=100, batch_size=512, lr=1e-4,
+                          weight_decay=1e-5, betas=(0.98, 0.9), warmup_frac=0.06, preset=name)
+    return apply_overrides(cfg, overrides) if overrides else cfg
+
+
+def apply_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
+    """Replace fields by dotted keys, e.g. ``{"model.dropout": 0.1, "epochs": 2}``."""
+    data = cfg.to_dict()
+    for key, value in overrides.items():
+        parts = key.split(".")
+        target = data
+        for p in parts[:-1]:
+            if not isinstance(target.get(p), dict):
+                raise PosencError(f"unknown config key {key!r}")
+            target = target[p]
+        if parts[-1] not in target:
+            raise PosencError(f"unknown config key {key!r}")
+        target[parts[-1]] = value
+    return config_from_dict(data)
+
+
+def config_from_dict(data: Any) -> TrainConfig:
+    """Inverse of :meth:`TrainConfig.to_dict`; unknown or mistyped keys raise PosencError."""
+    if not isinstance(data, dict):
+        raise PosencError(f"a run config must be a JSON object; got {type(data).__name__}")
+    sub = {"task": TaskConfig, "model": ModelConfig}
+    kwargs = {}
+    for key, value in _fields(TrainConfig, data, "").items():
+        kwargs[key] = _build(sub[key], value, key + ".") if key in sub else value
+    return TrainConfig(**kwargs)
+
+
+def load_config(path: str) -> TrainConfig:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise PosencError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise PosencError(f"config {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    return config_from_dict(data)
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise PosencError(f"config section {prefix.rstrip('.')!r} must be an object")
+    return cls(**_fields(cls, data, prefix))
+
+
+def _fields(cls: type, data: dict, prefix: str) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    out = {}
+    for key, value in data.items():
+        if key not in names:
+            raise PosencError(f"unknown config key {prefix + key!r}; known: {', '.join(names)}")
+        out[key] = _coerce(prefix + key, hints[key], value)
+    return out
+
+
+def _coerce(key: str, hint: Any, value: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union:  # Optional[X]
+        if value is None:
+            return None
+        hint = [a for a in args if a is not type(None)][0]
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in (TaskConfig, ModelConfig):
+        return value
+    ok = {bool: lambda v: isinstance(v, bool),
+          int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          str: lambda v: isinstance(v, str)}
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or len(value) != len(args) \
+                or not all(ok[a](v) for a, v in zip(args, value)):
+            raise PosencError(f"config key {key!r} must be a list of {len(args)} numbers; got {value!r}")
+        return tuple(float(v) for v in value)
+    if hint in ok and not ok[hint](value):
+        raise PosencError(f"config key {key!r} must be {hint.__name__}; got {value!r}")
+    return float(value) if hint is float else value
+
+
+def _check(ok: bool, msg: str) -> None:
+    if not ok:
+        raise PosencError(msg)
+
+
+def _pos_int(name: str, value: Any) -> None:
+    _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+           f"{name} must be a positive integer; got {value!r}")

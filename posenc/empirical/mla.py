@@ -1,0 +1,82 @@
+"""Multi-head latent attention with decoupled RoPE (DeepSeek-V2, 2024).
+
+Per head h, with x the normed query input and y the normed key/value input:
+
+    c_q = W_dq x            (q_latent)        c_kv = W_dkv y           (kv_latent)
+    q_h = [W_uq[h] c_q ; rot(W_qr[h] c_q)]     k_h = [W_uk[h] c_kv ; rot(W_kr y)]
+    v_h = W_uv[h] c_kv
+
+The content parts (head_dim wide) carry no position; the decoupled parts
+(``rope_dim`` wide) are rotated by RoPE with ``theta_m = base^(-2m/rope_dim)``
+and interleaved pairing; with ``shared_rope_key`` one ``W_kr`` (rope_dim, D)
+serves every head, otherwise one per head.  Scores are scaled by
+``1 / sqrt(head_dim + rope_dim)``.  Latent widths default to
+``min(4 * head_dim, d_model)``.  No layer norm on the latents (DeepSeek-V2 has
+one; we leave it out so the logit is a plain bilinear form).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..encodings import MLA
+from .attention import AttentionBase, HeadAblation
+from .pe.rotary import mla_rotary
+
+
+class MLAAttention(AttentionBase):
+    def __init__(self, d_model: int, n_heads: int, spec: MLA, dropout: float = 0.0):
+        super().__init__(d_model, n_heads, dropout, bias=None)
+        dh = self.head_dim
+        self.q_latent = spec.q_latent or min(4 * dh, d_model)
+        self.kv_latent = spec.kv_latent or min(4 * dh, d_model)
+        self.rope_dim = spec.resolved_rope_dim(dh)
+        self.shared_rope_key = spec.shared_rope_key
+        H, r = n_heads, self.rope_dim
+        self.q_down = nn.Linear(d_model, self.q_latent, bias=False)  # W_dq
+        self.q_up = nn.Linear(self.q_latent, H * dh, bias=False)  # W_uq
+        self.q_rope = nn.Linear(self.q_latent, H * r, bias=False)  # W_qr
+        self.kv_down = nn.Linear(d_model, self.kv_latent, bias=False)  # W_dkv
+        self.k_up = nn.Linear(self.kv_latent, H * dh, bias=False)  # W_uk
+        self.v_up = nn.Linear(self.kv_latent, H * dh, bias=False)  # W_uv
+        self.k_rope = nn.Linear(d_model, r if self.shared_rope_key else H * r, bias=False)  # W_kr
+        self.rotary = mla_rotary(r, spec.base)
+
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, pad_add: Optional[torch.Tensor],
+                causal: bool, offset: int = 0,
+                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        B, T, _ = x.shape
+        H, dh, r = self.n_heads, self.head_dim, self.rope_dim
+        x, kv = self.hook_q_in(x), self.hook_kv_in(kv)
+        Bk = kv.shape[0]
+        c_q = self.q_down(x)  # (B, T, q_latent)
+        c_kv = self.kv_down(kv)  # (Bk, T, kv_latent)
+        q_c = self.q_up(c_q).view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
+        q_r = self.rotary(self.q_rope(c_q).view(B, T, H, r).transpose(1, 2), offset)  # (B, H, T, r)
+        k_c = self.k_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
+        k_r = self.k_rope(kv).view(Bk, T, -1, r).transpose(1, 2)  # (Bk, 1 or H, T, r)
+        k_r = self.rotary(k_r, offset).expand(Bk, H, T, r)
+        v = self.v_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
+        q = torch.cat([q_c, q_r], dim=-1)  # (B, H, T, dh + r)
+        k = torch.cat([k_c, k_r], dim=-1)
+        return self.finish(q, k, v, pad_add, causal, offset, ablation)
+
+    def head_weights(self) -> dict[str, torch.Tensor]:
+        """Effective per-head maps from the normed input (D wide).
+
+        W_q, W_k (H, dh, D) content parts; W_qr, W_kr (H, rope_dim, D) rotary
+        parts (W_kr identical across heads when shared); W_v (H, dh, D);
+        W_o (H, D, dh).
+        """
+        H, dh, r, D = self.n_heads, self.head_dim, self.rope_dim, self.d_model
+        Wdq, Wdkv = self.q_down.weight.detach(), self.kv_down.weight.detach()
+        Wkr = self.k_rope.weight.detach().reshape(-1, r, D).expand(H, r, D)
+        return {"W_q": (self.q_up.weight.detach() @ Wdq).reshape(H, dh, D),
+                "W_k": (self.k_up.weight.detach() @ Wdkv).reshape(H, dh, D),
+                "W_qr": (self.q_rope.weight.detach() @ Wdq).reshape(H, r, D),
+                "W_kr": Wkr.clone(),
+                "W_v": (self.v_up.weight.detach() @ Wdkv).reshape(H, dh, D),
+                "W_o": self.out.weight.detach().reshape(D, H, dh).permute(1, 0, 2)}

@@ -1,0 +1,128 @@
+"""The encoder: token embedding (+ absolute PE), pre-LayerNorm blocks, mean pooling, classifier.
+
+Built from a :class:`~posenc.empirical.config.ModelConfig` and any catalogue
+PE spec (see :mod:`posenc.empirical.pe.plan` for how a spec maps to parts).
+Block l: ``h += Attn(LN1(h), LN1(kv_in)); h += MLP(LN2(h))`` with ``kv_in = h``
+(standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``,
+as the paper's code).  The input embedding ``x0 = E[token] + P[position]``
+(``hook_embed``).  Padding (token 0) is masked out of attention keys and of
+the mean pooling when ``mask_padding``; otherwise it is an ordinary token.
+
+Hook points (names as in TransformerLens): ``hook_embed``,
+``blocks.{l}.hook_resid_pre``, ``blocks.{l}.attn.hook_q_in``,
+``hook_kv_in``, ``hook_q``, ``hook_k``, ``hook_v`` (after RoPE),
+``hook_attn_scores`` (pre-softmax, incl. scale, bias and mask),
+``hook_pattern``, ``hook_z``; ``hook_pooled``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..encodings import parse_spec
+from ..errors import PosencError
+from .attention import Attention, HeadAblation
+from .config import ModelConfig
+from .hooks import HookPoint, Hooked
+from .mla import MLAAttention
+from .pe.plan import plan_for
+from .tasks import PAD
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, attn: nn.Module):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attn = attn
+        act = nn.GELU() if cfg.activation == "gelu" else nn.ReLU()
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), act, nn.Linear(cfg.d_ff, cfg.d_model))
+        self.drop = nn.Dropout(cfg.dropout)
+        self.kv_from_input = cfg.kv_source == "input"
+        self.causal = cfg.causal
+        self.hook_resid_pre = HookPoint()
+
+    def forward(self, h: torch.Tensor, x0: torch.Tensor, pad_add: Optional[torch.Tensor],
+                offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
+        h = self.hook_resid_pre(h)
+        a = self.ln1(h)
+        kv = self.ln1(x0) if self.kv_from_input else a
+        out = self.attn(a, kv, pad_add, self.causal, offset, ablation)  # (B', T, D)
+        if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
+            h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
+        h = h + self.drop(out)
+        return h + self.drop(self.mlp(self.ln2(h)))
+
+
+class Transformer(Hooked):
+    """Encoder classifier.  ``forward(tokens (B, T)) -> logits (B, n_classes)``."""
+
+    def __init__(self, cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int):
+        super().__init__()
+        self.cfg, self.vocab_size, self.n_classes, self.max_len = cfg, vocab_size, n_classes, max_len
+        self.spec = parse_spec(cfg.pe)
+        self.plan = plan_for(self.spec)
+        D, H = cfg.d_model, cfg.n_heads
+        self.embed = nn.Embedding(vocab_size, D)
+        self.pos_embed = self.plan.make_absolute(D, max_len)
+        blocks = []
+        for _ in range(cfg.n_layers):
+            if self.plan.mla is not None:
+                attn: nn.Module = MLAAttention(D, H, self.plan.mla, cfg.dropout)
+            else:
+                attn = Attention(D, H, cfg.dropout, rotary=self.plan.make_rotary(cfg.head_dim, H),
+                                 bias=self.plan.make_bias(H))
+            blocks.append(Block(cfg, attn))
+        self.blocks = nn.ModuleList(blocks)
+        self.ln_f = nn.LayerNorm(D)
+        self.classifier = nn.Linear(D, n_classes)
+        self.hook_embed, self.hook_pooled = HookPoint(), HookPoint()
+        self.name_hooks()
+
+    def input_embedding(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x0 = token embedding + absolute PE of positions offset.. : (B, T, D)."""
+        x = self.embed(tokens)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(tokens.shape[1], offset, x.dtype)
+        return x
+
+    def forward(self, tokens: torch.Tensor, *, offset: int = 0,
+                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        """tokens (B, T) -> logits (B, C), or (V * B, C) variant-major under an ablation."""
+        if tokens.dim() != 2:
+            raise PosencError(f"tokens must be (batch, seq); got shape {tuple(tokens.shape)}")
+        B, T = tokens.shape
+        x0 = self.hook_embed(self.input_embedding(tokens, offset))
+        keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
+        pad_add = None
+        if keep is not None:
+            pad_add = torch.zeros(B, 1, 1, T, dtype=x0.dtype, device=x0.device)
+            pad_add = pad_add.masked_fill(~keep[:, None, None, :], float("-inf"))
+        h = x0
+        for l, block in enumerate(self.blocks):
+            ab = ablation if ablation is not None and ablation.layer == l else None
+            h = block(h, x0, pad_add, offset, ab)
+            if h.shape[0] != B:  # variants created at this layer
+                rep = h.shape[0] // B
+                B = h.shape[0]
+                if pad_add is not None:
+                    pad_add, keep = pad_add.repeat(rep, 1, 1, 1), keep.repeat(rep, 1)
+        h = self.ln_f(h)
+        if keep is None:
+            pooled = h.mean(dim=1)
+        else:
+            w = keep.to(h.dtype)[:, :, None]  # (B, T, 1)
+            pooled = (h * w).sum(dim=1) / w.sum(dim=1).clamp(min=1)
+        return self.classifier(self.hook_pooled(pooled))
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def build_model(cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int) -> Transformer:
+    """Build the model; a PE the model cannot realise raises PosencError (one line)."""
+    return Transformer(cfg, vocab_size, n_classes, max_len)
+

@@ -1,0 +1,66 @@
+"""Absolute position embeddings added to the token embeddings.
+
+* Sinusoidal (Vaswani et al. 2017): ``PE[p, 2m] = sin(p / base^(2m/D))``,
+  ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width D (an odd D ends with
+  a sin column); computed in float64, then cast.
+* Learned absolute (GPT-2, BERT): a table of ``max_len`` learned vectors.
+
+``forward(seq, offset)`` returns the (seq, D) embedding of positions
+``offset .. offset + seq - 1``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ...errors import PosencError
+
+
+def sinusoidal_table(positions: torch.Tensor, d_model: int, base: float) -> torch.Tensor:
+    """(len(positions), d_model) float64 sinusoidal embedding."""
+    p = positions.to(torch.float64)[:, None]
+    m = torch.arange(0, d_model, 2, dtype=torch.float64, device=positions.device)  # 2m
+    angle = p / torch.tensor(float(base), dtype=torch.float64) ** (m / d_model)  # (T, ceil(D/2))
+    out = torch.empty(len(positions), d_model, dtype=torch.float64, device=positions.device)
+    out[:, 0::2] = angle.sin()
+    out[:, 1::2] = angle.cos()[:, : d_model // 2]
+    return out
+
+
+class SinusoidalAbsolute(nn.Module):
+    learned = False
+
+    def __init__(self, d_model: int, base: float = 10000.0):
+        super().__init__()
+        self.d_model, self.base = d_model, base
+        self.register_buffer("_probe", torch.zeros(0), persistent=False)
+        self._cache: dict[tuple, torch.Tensor] = {}
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        key = (seq, offset, dtype)
+        if key not in self._cache:
+            if len(self._cache) > 8:
+                self._cache.clear()
+            pos = torch.arange(offset, offset + seq, device=self._probe.device)
+            self._cache[key] = sinusoidal_table(pos, self.d_model, self.base).to(dtype)
+        return self._cache[key]
+
+    def _apply(self, fn, recurse=True):
+        self._cache = {}
+        return super()._apply(fn, recurse)
+
+
+class LearnedAbsolute(nn.Module):
+    learned = True
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.max_len = max_len
+        self.weight = nn.Parameter(torch.randn(max_len, d_model))  # N(0, 1), as nn.Embedding
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        if offset < 0 or offset + seq > self.max_len:
+            raise PosencError(f"learned absolute PE has max_len {self.max_len}; positions "
+                              f"{offset}..{offset + seq - 1} do not fit")
+        return self.weight[offset: offset + seq].to(dtype)

@@ -1,0 +1,168 @@
+"""Additive attention biases B[h, i, j] (query i, key j), as torch modules.
+
+* ALiBi (Press et al. 2022): slopes ``press`` -- 2^(-8h/H), h = 1..H; for H not
+  a power of two, the slopes of the nearest lower power of two P followed by
+  every other slope of 2P (the first H - P of them) -- or ``exp`` -- exp(-h/H),
+  the paper's code.  ``symmetric``: B = -slope |i - j|; ``causal``:
+  B = -slope (i - j) for j <= i and 0 above the diagonal.
+* T5 relative buckets (Raffel et al. 2020) of the relative position ``j - i``:
+  bidirectional, half the buckets per sign (positive j - i in the upper half),
+  exact below num_buckets/4, log-spaced up to max_distance, one learned scalar
+  per bucket and head.  The log is taken in float64.
+* Per-offset table (the paper's code): one learned scalar per head and offset
+  ``i - j`` clipped to [-max_distance, max_distance].
+* Custom kernel g(k), k = i - j, the same for every head; evaluated with torch
+  float64 functions through :meth:`posenc.expression.Expr.evaluate`.
+
+Each module's ``forward(seq, offset)`` returns the bias for positions
+``offset .. offset + seq - 1``: (heads, seq, seq), or (1, seq, seq) for the
+head-independent custom kernel.  Learned tables are ``nn.Parameter`` ``weight``
+of shape (heads, num_buckets) or (heads, 2 * max_distance + 1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ...errors import PosencError
+from ...expression import Expr
+
+
+def alibi_slopes(n_heads: int, schedule: str) -> list[float]:
+    """ALiBi slope of each head h = 1..n_heads (Python floats)."""
+    if schedule == "exp":
+        return [math.exp(-h / n_heads) for h in range(1, n_heads + 1)]
+
+    def power_of_two(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
+
+    p = 2 ** int(math.floor(math.log2(n_heads)))
+    if p == n_heads:
+        return power_of_two(n_heads)
+    return power_of_two(p) + power_of_two(2 * p)[0::2][: n_heads - p]
+
+
+def _offsets(seq: int, offset: int, device=None) -> torch.Tensor:
+    """(seq, seq) long matrix of i - j for absolute positions offset + index."""
+    pos = torch.arange(offset, offset + seq, device=device)
+    return pos[:, None] - pos[None, :]
+
+
+def t5_buckets(relative: torch.Tensor, num_buckets: int, max_distance: int) -> torch.Tensor:
+    """T5 bucket of each relative position ``j - i`` (bidirectional)."""
+    half = num_buckets // 2
+    max_exact = half // 2
+    if max_distance <= max_exact:
+        raise PosencError(f"relative_bias: t5 needs max_distance > num_buckets/4 = {max_exact}; "
+                          f"got {max_distance}")
+    bucket = (relative > 0).to(torch.long) * half
+    n = relative.abs()
+    scaled = torch.log(n.to(torch.float64).clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
+    large = max_exact + (scaled * (half - max_exact)).to(torch.long)
+    large = large.clamp(max=half - 1)
+    return bucket + torch.where(n < max_exact, n, large)
+
+
+class _Cached(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self._cache: dict[tuple, torch.Tensor] = {}
+
+    def _cached(self, key: tuple, make) -> torch.Tensor:
+        if key not in self._cache:
+            if len(self._cache) > 8:
+                self._cache.clear()
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def _apply(self, fn, recurse=True):
+        self._cache = {}
+        return super()._apply(fn, recurse)
+
+
+class AlibiBias(_Cached):
+    learned = False
+
+    def __init__(self, n_heads: int, schedule: str = "press", direction: str = "symmetric"):
+        super().__init__()
+        self.direction = direction
+        self.register_buffer("slopes", torch.tensor(alibi_slopes(n_heads, schedule),
+                                                    dtype=torch.float64), persistent=False)
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        def make() -> torch.Tensor:
+            k = _offsets(seq, offset, self.slopes.device).to(torch.float64)  # (T, T) i - j
+            dist = k.abs() if self.direction == "symmetric" else k.clamp(min=0)
+            return (-self.slopes[:, None, None] * dist).to(dtype)  # (H, T, T)
+        return self._cached((seq, offset, dtype), make)
+
+
+class T5Bias(_Cached):
+    learned = True
+
+    def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        t5_buckets(torch.zeros(1, dtype=torch.long), num_buckets, max_distance)  # validate
+        self.weight = nn.Parameter(torch.randn(n_heads, num_buckets) * 0.02)
+
+    def index(self, seq: int, offset: int = 0) -> torch.Tensor:
+        """(seq, seq) bucket index of each (i, j)."""
+        return self._cached((seq, offset), lambda: t5_buckets(
+            -_offsets(seq, offset, self.weight.device), self.num_buckets, self.max_distance))
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return self.weight[:, self.index(seq, offset)].to(dtype)  # (H, T, T)
+
+
+class TableBias(_Cached):
+    learned = True
+
+    def __init__(self, n_heads: int, max_distance: int = 128):
+        super().__init__()
+        self.max_distance = max_distance
+        self.weight = nn.Parameter(torch.randn(n_heads, 2 * max_distance + 1) * 0.02)
+
+    def index(self, seq: int, offset: int = 0) -> torch.Tensor:
+        """(seq, seq) table index of each (i, j): clip(i - j) + max_distance."""
+        md = self.max_distance
+        return self._cached((seq, offset), lambda: _offsets(seq, offset, self.weight.device)
+                            .clamp(-md, md) + md)
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return self.weight[:, self.index(seq, offset)].to(dtype)  # (H, T, T)
+
+
+def _torch_fn(fn):
+    return lambda *args: fn(*[torch.as_tensor(a, dtype=torch.float64) for a in args])
+
+
+TORCH_FUNCTIONS = {
+    "abs": _torch_fn(torch.abs), "exp": _torch_fn(torch.exp), "log": _torch_fn(torch.log),
+    "sqrt": _torch_fn(torch.sqrt), "sin": _torch_fn(torch.sin), "cos": _torch_fn(torch.cos),
+    "tanh": _torch_fn(torch.tanh), "sign": _torch_fn(torch.sign),
+    "min": _torch_fn(torch.minimum), "max": _torch_fn(torch.maximum),
+}
+
+
+class KernelBias(_Cached):
+    learned = False
+
+    def __init__(self, kernel: Expr):
+        super().__init__()
+        self.kernel = kernel
+        self.register_buffer("_probe", torch.zeros(0), persistent=False)  # tracks the device
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        def make() -> torch.Tensor:
+            k = _offsets(seq, offset, self._probe.device).to(torch.float64)
+            g = torch.as_tensor(self.kernel.evaluate(k, TORCH_FUNCTIONS), dtype=torch.float64)
+            g = g.expand(seq, seq)
+            if not torch.isfinite(g).all():
+                bad = k[~torch.isfinite(g)][0]
+                raise PosencError(f"custom kernel {self.kernel.text!r} is not finite at k = {int(bad)}")
+            return g.to(dtype)[None]  # (1, T, T)
+        return self._cached((seq, offset, dtype), make)

@@ -1,0 +1,115 @@
+"""Rotary position embedding (RoPE; Su et al. 2021) for (batch, heads, seq, head_dim) tensors.
+
+Conventions (those of :mod:`posenc.encodings`): rotary dims ``r = 2 floor(f d / 2)``
+are the first ``r`` dims of a head; plane ``m`` has ``theta_m = base^(-2m/r)``;
+p-RoPE (``keep < 1``) keeps the ``round(keep * r/2)`` highest frequencies (the
+smallest ``m``) and sets the others to 0; pairing ``interleaved`` puts plane m
+on dims (2m, 2m+1), ``half`` on (m, m + r/2); a vector at position p is rotated
+in each plane by ``p * theta_m``: ``(a, b) -> (a cos - b sin, a sin + b cos)``.
+Partial RoPE (``heads = k``) rotates heads 0..k-1 only (the others get theta 0).
+
+Custom frequencies (``custom:frequencies=f0;f1;...``) rotate plane m on dims
+(2m, 2m+1) by ``p * f_m`` in every head.  MLA's decoupled part uses
+``theta_m = base^(-2m/rope_dim)`` with interleaved pairing.
+
+Implementation: the tables hold cos and sin of ``p * theta`` (heads, seq, planes);
+the rotated pairs are taken by slicing -- (2m, 2m+1) as strided slices for
+``interleaved``, the two halves of the first r dims for ``half`` -- so that
+forward and backward are plain element-wise ops.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ...encodings import RoPE
+from ...errors import PosencError
+
+
+class Rotary(nn.Module):
+    """RoPE with a per-head frequency table ``thetas`` (heads or 1, planes) and a pairing."""
+
+    def __init__(self, head_dim: int, thetas: torch.Tensor, pairing: str = "interleaved"):
+        super().__init__()
+        if thetas.dim() != 2 or 2 * thetas.shape[1] > head_dim or pairing not in ("interleaved", "half"):
+            raise ValueError("thetas must be (heads, planes) with 2 * planes <= head_dim")
+        self.head_dim, self.pairing = head_dim, pairing
+        self.rotary_dims = 2 * int(thetas.shape[1])
+        # Non-persistent: derived from the spec, so checkpoints stay spec-independent.
+        self.register_buffer("thetas", thetas.to(torch.float64), persistent=False)  # (H, P)
+        self._cache: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.thetas.shape[0])
+
+    def planes(self) -> list[tuple[int, int]]:
+        """The (a, b) dims of each plane m."""
+        P = self.rotary_dims // 2
+        if self.pairing == "interleaved":
+            return [(2 * m, 2 * m + 1) for m in range(P)]
+        return [(m, m + P) for m in range(P)]
+
+    def angles(self, positions: torch.Tensor) -> torch.Tensor:
+        """(heads, seq, planes) float64 angles ``p * theta``."""
+        return positions.to(torch.float64)[None, :, None] * self.thetas[:, None, :]
+
+    def tables(self, seq: int, offset: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin (heads, seq, planes) for positions offset .. offset+seq-1."""
+        key = (seq, offset, self.thetas.device, dtype)
+        if key not in self._cache:
+            if len(self._cache) > 8:
+                self._cache.clear()
+            ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
+            self._cache[key] = (ang.cos().to(dtype), ang.sin().to(dtype))  # float64 -> dtype
+        return self._cache[key]
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Rotate ``x`` (batch, heads, seq, head_dim) by its positions offset, offset+1, ..."""
+        cos, sin = self.tables(x.shape[-2], offset, x.dtype)  # (H or 1, T, P), broadcast over batch
+        r = self.rotary_dims
+        if self.pairing == "interleaved":
+            a, b = x[..., 0:r:2], x[..., 1:r:2]
+            rot = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+        else:
+            a, b = x[..., : r // 2], x[..., r // 2: r]
+            rot = torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+        return rot if r == self.head_dim else torch.cat([rot, x[..., r:]], dim=-1)
+
+    def _apply(self, fn, recurse=True):  # moving devices / dtypes invalidates the cache
+        self._cache = {}
+        return super()._apply(fn, recurse)
+
+
+def rope_rotary(spec: RoPE, head_dim: int, n_heads: int) -> Rotary:
+    """The catalogue RoPE spec as a :class:`Rotary` (raises PosencError on odd head dims)."""
+    r = spec.rotary_dims(head_dim)
+    planes = r // 2
+    kept = spec.kept_planes(head_dim)
+    m = torch.arange(planes, dtype=torch.float64)
+    theta = torch.tensor(float(spec.base), dtype=torch.float64) ** (-2.0 * m / r)  # (P,)
+    theta[kept:] = 0.0  # p-RoPE: the lowest frequencies do not rotate
+    thetas = theta.expand(n_heads, planes).clone()
+    for h in range(n_heads):
+        if not spec.applies_to(h, n_heads):
+            thetas[h] = 0.0
+    return Rotary(head_dim, thetas, spec.pairing)
+
+
+def frequency_rotary(freqs: tuple[float, ...], head_dim: int, n_heads: int) -> Rotary:
+    """Custom rotary frequencies: plane m on dims (2m, 2m+1) rotates by ``p * freqs[m]``."""
+    planes = len(freqs)
+    if 2 * planes > head_dim:
+        raise PosencError(f"custom: {planes} frequencies need a head dimension of at least "
+                          f"{2 * planes}; got {head_dim}")
+    thetas = torch.tensor(freqs, dtype=torch.float64).expand(n_heads, planes).clone()
+    return Rotary(head_dim, thetas, "interleaved")
+
+
+def mla_rotary(rope_dim: int, base: float) -> Rotary:
+    """MLA's decoupled RoPE on ``rope_dim`` dims: one table broadcast over heads."""
+    planes = rope_dim // 2
+    m = torch.arange(planes, dtype=torch.float64)
+    theta = (torch.tensor(float(base), dtype=torch.float64) ** (-2.0 * m / rope_dim))[None, :]
+    return Rotary(rope_dim, theta, "interleaved")

@@ -1,0 +1,199 @@
+"""Training: AdamW with linear warm-up then cosine decay, deterministic on CPU, resumable.
+
+``train(config, out_dir)`` runs (or resumes, or skips when finished) one run
+and returns a :class:`RunResult`.  Determinism: the model is initialised after
+``torch.manual_seed(seed)``, the data come from ``make_split(task, seed)``, the
+order of epoch e from a generator seeded with ``(seed, e)``, and the global RNG
+(dropout) is saved with every checkpoint, so on CPU two runs of one config --
+or a run resumed after a kill -- give the same metrics bit for bit (for a
+fixed ``num_threads``).  ``metrics.jsonl`` holds only such reproducible
+numbers; wall-clock times go to ``result.json``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import PosencError
+from .config import TrainConfig
+from .model import Transformer
+from .runs import (CHECKPOINT, CONFIG, FORMAT, RESULT, atomic_torch_save, atomic_write_text,
+                   dataset_for, model_for, read_checkpoint, read_config, write_metrics)
+from .tasks import TaskData
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: str
+    config: TrainConfig
+    metrics: tuple[dict[str, Any], ...]
+    final_test_acc: float
+    best_test_acc: float
+    n_params: int
+    seconds: float
+    device: str
+    skipped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_dir": self.run_dir, "config": self.config.to_dict(), "metrics": list(self.metrics),
+                "final_test_acc": self.final_test_acc, "best_test_acc": self.best_test_acc,
+                "n_params": self.n_params, "seconds": self.seconds, "device": self.device,
+                "skipped": self.skipped}
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise PosencError("device cuda was asked for but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def lr_factor(step: int, total: int, warmup: int) -> float:
+    """Linear warm-up from 0 over ``warmup`` steps, then cosine from 1 to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+@torch.inference_mode()
+def evaluate(model: Transformer, data: TaskData, batch_size: int = 512,
+             device: torch.device | str = "cpu") -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``model`` on ``data``."""
+    was_training = model.training
+    model.eval()
+    loss_sum, correct = 0.0, 0
+    for s in range(0, len(data), batch_size):
+        tok = data.tokens[s:s + batch_size].to(device)
+        y = data.labels[s:s + batch_size].to(device)
+        logits = model(tok)
+        loss_sum += float(F.cross_entropy(logits, y, reduction="sum"))
+        correct += int((logits.argmax(-1) == y).sum())
+    model.train(was_training)
+    return loss_sum / len(data), correct / len(data)
+
+
+def _same_run(a: TrainConfig, b: TrainConfig) -> bool:
+    strip = dict(device="auto", num_threads=None, eval_batch_size=1)
+    return a.replace(**strip) == b.replace(**strip)
+
+
+def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: Optional[bool] = None,
+          resume: bool = True, on_step: Optional[Callable[[int, float], None]] = None) -> RunResult:
+    """Train (or resume, or skip a finished) run into ``out_dir`` (default ``runs/<run_id>``).
+
+    ``progress``: show a tqdm bar (None: only on a TTY).  ``resume=False``
+    starts over even if the folder holds a finished or partial run of the same
+    config.  ``on_step(step, loss)`` is called after every optimiser step.
+    """
+    out = Path(out_dir) if out_dir is not None else Path("runs") / config.run_id()
+    if out.exists() and not out.is_dir():
+        raise PosencError(f"{out} exists and is not a folder")
+    if (out / CONFIG).is_file():
+        if not _same_run(read_config(out), config):
+            raise PosencError(f"{out} holds a run of a different config; choose another --out")
+        if resume and (out / RESULT).is_file() and (out / CHECKPOINT).is_file():
+            return _finished(out, config)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / CONFIG, config.to_json() + "\n")
+    threads = torch.get_num_threads()
+    if config.num_threads is not None:
+        torch.set_num_threads(config.num_threads)
+    try:
+        return _train(config, out, progress, resume, on_step)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: bool,
+           on_step: Optional[Callable[[int, float], None]]) -> RunResult:
+    from tqdm.auto import tqdm
+
+    device = resolve_device(config.device)
+    split = dataset_for(config)
+    train_data, test_data = split.train, split.test
+    torch.manual_seed(config.seed)
+    model = model_for(config).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
+                            weight_decay=config.weight_decay)
+    n = len(train_data)
+    steps_per_epoch = math.ceil(n / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    warmup = int(round(config.warmup_frac * total))
+    metrics: list[dict[str, Any]] = []
+    start_epoch = 0
+    if resume and (out / CHECKPOINT).is_file():
+        ckpt = read_checkpoint(out / CHECKPOINT, device)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        torch.set_rng_state(ckpt["rng"])
+        metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
+    tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
+    t_start, epoch_seconds = time.perf_counter(), []
+    bar = tqdm(total=total, initial=start_epoch * steps_per_epoch, disable=None if progress is None
+               else not progress, desc=f"{config.task.name} {config.model.pe}", leave=False)
+    try:
+        for epoch in range(start_epoch, config.epochs):
+            t0 = time.perf_counter()
+            model.train()
+            order = torch.randperm(n, generator=torch.Generator().manual_seed(
+                config.seed * 1_000_003 + epoch)).to(device)
+            loss_sum, correct = 0.0, 0
+            for b in range(steps_per_epoch):
+                step = epoch * steps_per_epoch + b
+                for group in opt.param_groups:
+                    group["lr"] = config.lr * lr_factor(step, total, warmup)
+                idx = order[b * config.batch_size:(b + 1) * config.batch_size]
+                logits = model(tokens[idx])
+                loss = F.cross_entropy(logits, labels[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if config.grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                opt.step()
+                loss_sum += float(loss.detach()) * len(idx)
+                correct += int((logits.argmax(-1) == labels[idx]).sum())
+                bar.update(1)
+                if on_step is not None:
+                    on_step(step, float(loss.detach()))
+            test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device)
+            metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
+                            "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
+                            "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})
+            atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
+                               "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                               "epoch": epoch + 1, "metrics": metrics,
+                               "config": config.to_dict()}, out / CHECKPOINT)
+            write_metrics(out, metrics)
+            epoch_seconds.append(time.perf_counter() - t0)
+            bar.set_postfix(test_acc=f"{test_acc:.3f}")
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - t_start
+    result = {"status": "finished", "run_id": config.run_id(), "final": metrics[-1],
+              "best_test_acc": max(m["test_acc"] for m in metrics), "n_params": model.n_params,
+              "seconds": seconds, "epoch_seconds": epoch_seconds, "device": str(device),
+              "threads": torch.get_num_threads(), "torch": torch.__version__,
+              "train_examples": n, "test_examples": len(test_data)}
+    import json
+    atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
+    return RunResult(str(out), config, tuple(metrics), metrics[-1]["test_acc"],
+                     result["best_test_acc"], model.n_params, seconds, str(device))
+
+
+def _finished(out: Path, config: TrainConfig) -> RunResult:
+    import json
+    from .runs import read_metrics
+    result = json.loads((out / RESULT).read_text(encoding="utf-8"))
+    metrics = read_metrics(out)
+    return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
+                     result["best_test_acc"], result["n_params"], result["seconds"],
+                     result["device"], skipped=True)
