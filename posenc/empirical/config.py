@@ -1,7 +1,7 @@
 """Run configuration for the empirical layer: frozen dataclasses, presets, JSON.
 
 A :class:`TrainConfig` is everything that determines a training run (task,
-model, optimiser, seed); it is written as ``config.json`` into every run folder
+model, optimiser, seed); it is written as ``train_config.json`` into every run folder
 and read back with :func:`config_from_dict`, which rejects unknown keys with a
 :class:`~posenc.errors.PosencError`.  :func:`preset` gives the three sizes:
 

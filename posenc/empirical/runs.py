@@ -1,9 +1,11 @@
 """Run folders: atomic writes, checkpoints loaded with ``weights_only=True``, :func:`load_run`.
 
-A run folder holds ``config.json`` (the resolved :class:`TrainConfig`),
+A run folder holds ``train_config.json`` (the resolved :class:`TrainConfig`),
 ``metrics.jsonl`` (one JSON object per finished epoch), ``checkpoint.pt``
 (model, optimiser and RNG state after the last finished epoch; the source of
-truth for resuming) and, once training has finished, ``result.json``.  Every
+truth for resuming) and, once training has finished, ``train_summary.json``.
+The names leave ``config.json`` and ``result.json`` to the results store
+(:mod:`posenc.empirical.store`), which may own the same folder.  Every
 file is written to a temporary name in the same folder and moved into place
 with :func:`os.replace`, so a killed process never leaves a half-written file.
 """
@@ -25,14 +27,22 @@ from .config import TrainConfig, config_from_dict
 from .model import Transformer, build_model
 from .tasks import Split, make_split
 
-CONFIG, METRICS, CHECKPOINT, RESULT = "config.json", "metrics.jsonl", "checkpoint.pt", "result.json"
+CONFIG, METRICS, CHECKPOINT, RESULT = ("train_config.json", "metrics.jsonl", "checkpoint.pt",
+                                      "train_summary.json")
 FORMAT = 1
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _atomic(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()

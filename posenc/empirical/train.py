@@ -7,7 +7,7 @@ order of epoch e from a generator seeded with ``(seed, e)``, and the global RNG
 (dropout) is saved with every checkpoint, so on CPU two runs of one config --
 or a run resumed after a kill -- give the same metrics bit for bit (for a
 fixed ``num_threads``).  ``metrics.jsonl`` holds only such reproducible
-numbers; wall-clock times go to ``result.json``.
+numbers; wall-clock times go to ``train_summary.json``.
 """
 
 from __future__ import annotations
@@ -197,3 +197,14 @@ def _finished(out: Path, config: TrainConfig) -> RunResult:
     return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
                      result["best_test_acc"], result["n_params"], result["seconds"],
                      result["device"], skipped=True)
+
+
+def train_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
+    """A sweep worker (:func:`posenc.empirical.sweep.run_jobs`): ``config`` is a
+    :meth:`TrainConfig.to_dict`; trains into ``folder`` with ``threads`` torch threads."""
+    from .config import config_from_dict
+    cfg = config_from_dict(config).replace(num_threads=threads)
+    res = train(cfg, folder, progress=False)
+    return {"summary": {"final_test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
+                        "epochs": len(res.metrics), "seconds": res.seconds, "n_params": res.n_params},
+            "metrics": list(res.metrics)}

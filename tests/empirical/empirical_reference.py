@@ -1,0 +1,128 @@
+"""Plain-Python / loop references for the empirical layer's tests, written from the
+conventions in posenc/encodings.py's docstring (not from posenc.empirical's code)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from posenc.encodings import MLA, ALiBi, Custom, Hybrid, RelativeBias, RoPE
+
+
+def alibi_slopes_ref(n: int, schedule: str) -> list[float]:
+    if schedule == "exp":
+        return [math.exp(-h / n) for h in range(1, n + 1)]
+    P = 1
+    while P * 2 <= n:
+        P *= 2
+    first = [2.0 ** (-8.0 * h / P) for h in range(1, P + 1)]
+    second = [2.0 ** (-8.0 * h / (2 * P)) for h in range(1, 2 * P + 1)]
+    return first + [second[i] for i in range(0, 2 * P, 2)][: n - P]
+
+
+def t5_bucket_ref(rel: int, num_buckets: int, max_distance: int) -> int:
+    """T5's bucket of relative position rel = j - i (bidirectional)."""
+    half = num_buckets // 2
+    out = half if rel > 0 else 0
+    n = abs(rel)
+    exact = half // 2
+    if n < exact:
+        return out + n
+    val = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (half - exact))
+    return out + min(val, half - 1)
+
+
+def rope_planes_ref(spec: RoPE, head_dim: int, head: int, n_heads: int):
+    """[(dim_a, dim_b, theta)] for one head, from the catalogue docstring."""
+    r = 2 * int(math.floor(spec.fraction * head_dim / 2 + 1e-9))
+    P = r // 2
+    kept = max(1, min(P, int(round(spec.keep * P))))
+    out = []
+    for m in range(P):
+        theta = spec.base ** (-2.0 * m / r) if m < kept else 0.0
+        if spec.heads is not None and head >= spec.heads:
+            theta = 0.0
+        a, b = (2 * m, 2 * m + 1) if spec.pairing == "interleaved" else (m, m + P)
+        out.append((a, b, theta))
+    return out
+
+
+def rotate_ref(vec: torch.Tensor, planes, pos: int) -> torch.Tensor:
+    """Rotate a float64 vector by the explicit 2x2 rotation of each plane."""
+    R = torch.eye(len(vec), dtype=torch.float64)
+    for a, b, theta in planes:
+        c, s = math.cos(pos * theta), math.sin(pos * theta)
+        R[a, a], R[a, b], R[b, a], R[b, b] = c, -s, s, c
+    return R @ vec
+
+
+def sinusoidal_ref(T: int, D: int, base: float = 10000.0, offset: int = 0) -> torch.Tensor:
+    out = torch.zeros(T, D, dtype=torch.float64)
+    for p in range(T):
+        for m in range((D + 1) // 2):
+            ang = (p + offset) / base ** (2 * m / D)
+            out[p, 2 * m] = math.sin(ang)
+            if 2 * m + 1 < D:
+                out[p, 2 * m + 1] = math.cos(ang)
+    return out
+
+
+MATH = {"abs": abs, "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
+        "cos": math.cos, "tanh": math.tanh, "sign": lambda x: float((x > 0) - (x < 0)),
+        "min": min, "max": max}
+
+
+def bias_ref(spec, attn, h: int, i: int, j: int, n_heads: int) -> float:
+    """B[h, i, j] of an additive-bias spec; learned values read from the layer's table."""
+    if isinstance(spec, Hybrid):
+        spec = spec.additive
+    if isinstance(spec, ALiBi):
+        slope = alibi_slopes_ref(n_heads, spec.slopes)[h]
+        d = abs(i - j) if spec.direction == "symmetric" else max(i - j, 0)
+        return -slope * d
+    if isinstance(spec, RelativeBias):
+        w = attn.bias.weight.detach().double()
+        if spec.mode == "t5":
+            return float(w[h, t5_bucket_ref(j - i, spec.num_buckets, spec.max_distance)])
+        md = spec.max_distance
+        return float(w[h, max(-md, min(md, i - j)) + md])
+    if isinstance(spec, Custom) and spec.kernel is not None:
+        return float(spec.kernel.evaluate(float(i - j), MATH))
+    return 0.0
+
+
+def planes_for(spec, head_dim: int, head: int, n_heads: int):
+    if isinstance(spec, Hybrid):
+        spec = spec.rope
+    if isinstance(spec, RoPE):
+        return rope_planes_ref(spec, head_dim, head, n_heads)
+    if isinstance(spec, Custom) and spec.frequencies is not None:
+        return [(2 * m, 2 * m + 1, f) for m, f in enumerate(spec.frequencies)]
+    return []
+
+
+def scores_ref(spec, attn, x: torch.Tensor, y: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """Pre-softmax scores (H, T, T) of one example by loops: x, y (T, D) normed inputs."""
+    W = {k: v.double() for k, v in attn.head_weights().items()}
+    H, T = W["W_q"].shape[0], x.shape[0]
+    x, y = x.double(), y.double()
+    out = torch.zeros(H, T, T, dtype=torch.float64)
+    for h in range(H):
+        if isinstance(spec, MLA):
+            r = W["W_qr"].shape[1]
+            mla_planes = [(2 * m, 2 * m + 1, spec.base ** (-2.0 * m / r)) for m in range(r // 2)]
+            scale = 1.0 / math.sqrt(W["W_q"].shape[1] + r)
+        else:
+            planes = planes_for(spec, W["W_q"].shape[1], h, H)
+            scale = 1.0 / math.sqrt(W["W_q"].shape[1])
+        for i in range(T):
+            for j in range(T):
+                q, k = W["W_q"][h] @ x[i], W["W_k"][h] @ y[j]
+                if isinstance(spec, MLA):
+                    s = q @ k + rotate_ref(W["W_qr"][h] @ x[i], mla_planes, i + offset) @ \
+                        rotate_ref(W["W_kr"][h] @ y[j], mla_planes, j + offset)
+                else:
+                    s = rotate_ref(q, planes, i + offset) @ rotate_ref(k, planes, j + offset)
+                out[h, i, j] = s * scale + bias_ref(spec, attn, h, i + offset, j + offset, H)
+    return out
