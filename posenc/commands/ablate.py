@@ -14,7 +14,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--examples", type=int, help="use only the first N test examples")
     p.add_argument("--plot", help="write a strip plot of per-head accuracy to this PNG/PDF")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
-    p.add_argument("--threads", type=int, help="torch threads")
+    p.add_argument("--threads", type=int, help="torch threads (default: the run's setting)")
     p.set_defaults(func=run)
 
 
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
             raise PosencError(f"--threads must be a positive integer; got {args.threads}")
         torch.set_num_threads(args.threads)
     run = load_run(args.run_dir)
+    if args.threads is None and run.config.num_threads is not None:
+        torch.set_num_threads(run.config.num_threads)  # as the run was trained
     device = resolve_device(run.config.device)
     run.model.to(device)
     test = run.data().test

@@ -20,7 +20,7 @@ with drops ``d_h = baseline - acc_h`` of a layer,
 It lies in {0} u [1/H, 1]: 1 when a single head's removal is the only one
 that costs accuracy, 1/H when every head costs the same.  The table also
 reports the deposit head (argmax d_h, lowest index on ties), the largest drop
-and the **runner-up gap** ``d_(1) - d_(2)`` between the two largest drops.
+and the **runner-up gap** ``d_(1) - d_(2)`` between the two largest drops (0 for one head).
 A concentrated deposit is a large drop with an index near 1 and a gap close
 to the drop itself (paper: about 60 points for RoPE on the distance task).
 
@@ -93,7 +93,7 @@ def deposit_index(drops: Sequence[float]) -> tuple[float, int, float]:
     positive = sum(max(x, 0.0) for x in d)
     index = max(d[head], 0.0) / positive if positive > 0 else 0.0
     rest = sorted(d, reverse=True)
-    gap = rest[0] - rest[1] if len(rest) > 1 else rest[0]
+    gap = rest[0] - rest[1] if len(rest) > 1 else 0.0
     return index, head, gap
 
 

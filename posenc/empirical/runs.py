@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +70,7 @@ def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dic
         raise PosencError(f"no checkpoint at {path}")
     try:
         ckpt = torch.load(path, map_location=device, weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, KeyError) as exc:
+    except Exception as exc:  # the loader raises many types on damaged files; all mean the same
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PosencError(f"checkpoint {path} is corrupt or unreadable ({first[:120]})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT or "model" not in ckpt:

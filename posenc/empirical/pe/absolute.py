@@ -42,8 +42,9 @@ class SinusoidalAbsolute(nn.Module):
         if key not in self._cache:
             if len(self._cache) > 8:
                 self._cache.clear()
-            pos = torch.arange(offset, offset + seq, device=self._probe.device)
-            self._cache[key] = sinusoidal_table(pos, self.d_model, self.base).to(dtype)
+            with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable anywhere
+                pos = torch.arange(offset, offset + seq, device=self._probe.device)
+                self._cache[key] = sinusoidal_table(pos, self.d_model, self.base).to(dtype)
         return self._cache[key]
 
     def _apply(self, fn, recurse=True):

@@ -75,7 +75,8 @@ class _Cached(nn.Module):
         if key not in self._cache:
             if len(self._cache) > 8:
                 self._cache.clear()
-            self._cache[key] = make()
+            with torch.inference_mode(False), torch.no_grad():  # cached tables are plain tensors
+                self._cache[key] = make()
         return self._cache[key]
 
     def _apply(self, fn, recurse=True):

@@ -61,8 +61,9 @@ class Rotary(nn.Module):
         if key not in self._cache:
             if len(self._cache) > 8:
                 self._cache.clear()
-            ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
-            self._cache[key] = (ang.cos().to(dtype), ang.sin().to(dtype))  # float64 -> dtype
+            with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable anywhere
+                ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
+                self._cache[key] = (ang.cos().to(dtype), ang.sin().to(dtype))  # float64 -> dtype
         return self._cache[key]
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:

@@ -1,0 +1,129 @@
+"""Training: learns the smoke task, is deterministic and resumable, writes files atomically,
+and turns damaged run folders and bad configs into one clear error."""
+
+import json
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from posenc.empirical import load_run, preset, train
+from posenc.empirical.config import TaskConfig, TrainConfig, ModelConfig, config_from_dict, load_config
+from posenc.empirical.runs import CHECKPOINT, CONFIG, METRICS, RESULT
+from posenc.empirical.train import lr_factor
+from posenc.errors import PosencError
+
+
+def tiny(**kw) -> TrainConfig:
+    task = TaskConfig(n_samples=500, max_left=2, max_gap=5, max_right=2, vocab_size=10)
+    model = ModelConfig(pe="rope", d_model=16, n_heads=2, n_layers=1, d_ff=16, dropout=0.1)
+    return TrainConfig(task=task, model=model, **{"epochs": 3, "batch_size": 50, "lr": 3e-3, **kw})
+
+
+def test_smoke_preset_learns_the_distance_task(tmp_path):
+    cfg = preset("smoke", "distance", "rope")
+    res = train(cfg, tmp_path / "run")
+    chance = 1 / cfg.task.max_gap
+    assert res.final_test_acc > 0.6 > 4 * chance, res.metrics  # chance is 1/8
+
+
+def test_same_seed_gives_identical_metrics_and_weights(tmp_path):
+    a = train(tiny(), tmp_path / "a")
+    b = train(tiny(), tmp_path / "b")
+    assert a.metrics == b.metrics  # bit for bit (floats compared exactly)
+    wa, wb = load_run(tmp_path / "a").model.state_dict(), load_run(tmp_path / "b").model.state_dict()
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    c = train(tiny(seed=1), tmp_path / "c")
+    assert c.metrics != a.metrics
+    lines = (tmp_path / "a" / METRICS).read_text().splitlines()
+    assert [json.loads(x) for x in lines] == list(a.metrics)
+
+
+def test_finished_run_is_skipped_and_other_config_is_refused(tmp_path):
+    train(tiny(epochs=1), tmp_path / "r")
+    again = train(tiny(epochs=1), tmp_path / "r")
+    assert again.skipped
+    with pytest.raises(PosencError, match="different config"):
+        train(tiny(epochs=1, seed=5), tmp_path / "r")
+
+
+def test_interrupted_run_leaves_a_whole_checkpoint_and_resumes_to_the_same_metrics(tmp_path):
+    full = train(tiny(), tmp_path / "full")
+
+    def interrupt(step, loss):
+        if step == 13:  # in epoch 2 (10 steps per epoch)
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(), tmp_path / "cut", on_step=interrupt)
+    folder = tmp_path / "cut"
+    assert not (folder / RESULT).exists()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, METRICS, CHECKPOINT])
+    assert load_run(folder).epoch == 1
+    resumed = train(tiny(), folder)
+    assert resumed.metrics == full.metrics
+
+
+def test_a_crash_while_saving_leaves_no_half_written_checkpoint(tmp_path, monkeypatch):
+    real_save = torch.save
+
+    def broken_save(obj, fh, *a, **k):
+        fh.write(b"PK\x03\x04 half a checkpoint")
+        raise OSError("disk full")
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(OSError):
+        train(tiny(epochs=1), tmp_path / "r")
+    monkeypatch.setattr(torch, "save", real_save)
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [CONFIG]
+
+
+def test_load_run_errors(tmp_path):
+    with pytest.raises(PosencError, match="does not exist"):
+        load_run(tmp_path / "nothing")
+    train(tiny(epochs=1), tmp_path / "r")
+    (tmp_path / "r" / CHECKPOINT).write_bytes(b"this is not a checkpoint")
+    with pytest.raises(PosencError, match="corrupt"):
+        load_run(tmp_path / "r")
+    (tmp_path / "r" / CHECKPOINT).unlink()
+    with pytest.raises(PosencError, match="no checkpoint"):
+        load_run(tmp_path / "r")
+
+
+def test_config_json_round_trip_and_unknown_keys(tmp_path):
+    cfg = preset("paper", "count", "paper-mla", seed=3)
+    assert config_from_dict(json.loads(cfg.to_json())) == cfg
+    data = cfg.to_dict()
+    data["model"]["n_head"] = 4
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    with pytest.raises(PosencError, match="unknown config key 'model.n_head'"):
+        load_config(str(tmp_path / "c.json"))
+    with pytest.raises(PosencError, match="must be int"):
+        config_from_dict({**cfg.to_dict(), "epochs": "ten"})
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(PosencError, match="not valid JSON"):
+        load_config(str(tmp_path / "bad.json"))
+
+
+def test_paper_preset_has_the_papers_hyperparameters():
+    cfg = preset("paper", "distance", "rope")
+    m, t = cfg.model, cfg.task
+    assert (m.d_model, m.d_ff, m.n_heads, m.n_layers, m.dropout) == (256, 512, 16, 6, 0.1)
+    assert (cfg.lr, cfg.weight_decay, cfg.betas, cfg.batch_size, cfg.epochs, cfg.warmup_frac) == \
+        (1e-4, 1e-5, (0.98, 0.9), 512, 100, 0.06)
+    assert (t.max_gap, t.max_left, t.max_right, t.n_samples, t.train_frac) == (70, 25, 25, 100000, 0.7)
+    c = preset("paper", "count").task
+    assert (c.n_triggers, c.max_count, c.length) == (30, 100, 120)
+
+
+@given(st.integers(1, 2000), st.floats(0, 0.5))
+def test_lr_schedule_warms_up_then_decays_to_zero(total, frac):
+    warmup = int(round(frac * total))
+    f = [lr_factor(s, total, warmup) for s in range(total)]
+    assert all(0 <= x <= 1 for x in f)
+    assert all(a <= b + 1e-12 for a, b in zip(f[:warmup], f[1:warmup + 1]))  # rising
+    assert all(a >= b - 1e-12 for a, b in zip(f[warmup:], f[warmup + 1:]))  # falling
+    assert lr_factor(total, total, warmup) == pytest.approx(0.0, abs=1e-12) or warmup >= total
+    if warmup < total:
+        assert f[warmup] == pytest.approx(1.0)
+    assert not any(math.isnan(x) for x in f)
