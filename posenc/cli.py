@@ -19,7 +19,14 @@ from .errors import PosencError
 #: Sub-command modules under ``posenc.commands``, in help order.
 COMMANDS = (
     "encodings",
+    "derive",
     "verify",
+    "check",
+    "train",
+    "ablate",
+    "reproduce",
+    "report",
+    "runs",
 )
 
 
