@@ -21,12 +21,6 @@ COMMANDS = (
     "encodings",
     "derive",
     "verify",
-    "check",
-    "train",
-    "ablate",
-    "reproduce",
-    "report",
-    "runs",
 )
 
 
