@@ -21,6 +21,11 @@ COMMANDS = (
     "encodings",
     "derive",
     "verify",
+    "train",
+    "ablate",
+    "reproduce",
+    "report",
+    "runs",
 )
 
 

@@ -1,0 +1,23 @@
+"""``posenc report DIR``: rebuild the reproduction report from a results store, without training."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("report", help="rebuild report.md from a results store (no training)")
+    p.add_argument("store", help="results store folder written by posenc reproduce")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..errors import PosencError
+    from ..report import build_report
+
+    if not Path(args.store).is_dir():
+        raise PosencError(f"no results store at {args.store}")
+    print(f"report: {build_report(args.store)}")
+    return 0

@@ -1,0 +1,34 @@
+"""``posenc reproduce``: run the paper's experiments and write a report with verdicts."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("reproduce", help="run the reproduction sweep and write report.md with verdicts")
+    p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
+    p.add_argument("--backend", default="local", help="local (default) | ray")
+    p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default per preset")
+    p.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
+    p.add_argument("--ray-address", default=None, help="Ray cluster HOST:PORT (default: local runtime)")
+    p.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
+                   help="training device (default auto: CUDA when available)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import PosencError
+    from ..report import reproduce
+
+    if args.preset not in ("smoke", "quick", "paper"):
+        raise PosencError(f"unknown preset {args.preset!r}; known: smoke, quick, paper")
+    if args.backend not in ("local", "ray"):
+        raise PosencError(f"unknown backend {args.backend!r}; known: local, ray")
+    path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
+                     workers=args.workers, threads=args.threads, ray_address=args.ray_address,
+                     device=args.device)
+    print(f"report: {path}")
+    return 0

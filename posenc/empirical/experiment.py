@@ -1,0 +1,86 @@
+"""One experiment of a reproduction sweep: train, then ablate and analyse.
+
+:func:`experiment_worker` is the sweep worker (see :mod:`posenc.empirical.sweep`)
+of ``posenc reproduce``.  Its config is an :class:`ExperimentConfig` as a dict:
+the training config plus what to measure afterwards.  It writes into the run
+folder the training files (:mod:`posenc.empirical.runs`), one
+``ablation_<mode>.json`` table and strip plot per ablation mode, and
+``probe.json``; it returns a JSON result that the report reads without
+loading any model:
+
+``summary``   task, pe, seed, test accuracy (fraction), epochs, seconds, params
+``ablation``  {mode: AblationTable.to_dict()} on ``ablation_examples`` test examples
+``probe``     position probe R^2 and positional energy per residual site
+``metrics``   per-epoch training metrics
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import PosencError
+from .config import TrainConfig, config_from_dict
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    train: TrainConfig
+    ablation_modes: tuple[str, ...] = ("zero",)
+    ablation_examples: int = 1000
+    probe: bool = True
+    probe_examples: int = 600
+    tags: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["train"] = self.train.to_dict()
+        data["ablation_modes"] = list(self.ablation_modes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
+        known = {"train", "ablation_modes", "ablation_examples", "probe", "probe_examples", "tags"}
+        unknown = set(data) - known
+        if unknown:
+            raise PosencError(f"unknown experiment key(s): {', '.join(sorted(unknown))}")
+        return cls(train=config_from_dict(data["train"]),
+                   ablation_modes=tuple(data.get("ablation_modes", ("zero",))),
+                   ablation_examples=int(data.get("ablation_examples", 1000)),
+                   probe=bool(data.get("probe", True)),
+                   probe_examples=int(data.get("probe_examples", 600)),
+                   tags=dict(data.get("tags", {})))
+
+
+def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
+    """Train, ablate every head in every layer, probe position; see the module doc."""
+    from .ablation import ablate
+    from .plots import ablation_strip_plot
+    from .probe import position_probe
+    from .runs import load_run
+    from .train import train
+
+    exp = ExperimentConfig.from_dict(config)
+    cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
+    res = train(cfg, folder, progress=False)
+    run = load_run(folder, device="cpu")
+    test = run.data().test
+    sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
+    ablations = {}
+    for mode in exp.ablation_modes:
+        table = ablate(run.model, sub, mode, seed=cfg.seed)
+        table.save(Path(folder) / f"ablation_{mode}.json")
+        ablation_strip_plot(table, Path(folder) / f"ablation_{mode}.png",
+                            title=f"{cfg.model.pe} / {cfg.task.name} / seed {cfg.seed} ({mode})")
+        ablations[mode] = table.to_dict()
+    probe = position_probe(run.model, test, exp.probe_examples) if exp.probe else None
+    if probe is not None:
+        (Path(folder) / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
+    summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
+               "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
+               "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
+               "n_params": res.n_params, "n_layers": cfg.model.n_layers,
+               "n_heads": cfg.model.n_heads, "tags": exp.tags}
+    return {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}

@@ -1,0 +1,96 @@
+"""How much absolute position the residual stream carries, layer by layer.
+
+Used for the paper's Absolute+RoPE observation (Gu et al., arXiv 2505.13027):
+do the additive positional directions of an absolute embedding survive past
+the first layers?  Two measures per residual-stream site (the input embedding,
+then the output of each block):
+
+* **probe R^2** -- a ridge-regression linear probe predicting the token's
+  position i from its residual vector, fitted on the first half of the
+  examples and scored (coefficient of determination) on the second half;
+  only real (non-padding) tokens count.  1 = position is linearly decodable,
+  0 = no better than predicting the mean position.
+* **positional energy** -- the share of residual variance explained by
+  position alone: with mu_i the mean residual at position i over examples and
+  mu the overall mean, ``sum_i n_i |mu_i - mu|^2 / sum_{b,i} |h_bi - mu|^2``.
+
+Sites are named ``embed`` and ``block{l}`` (output of block l).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .model import Transformer
+from .tasks import PAD, TaskData
+
+
+@torch.inference_mode()
+def residual_sites(model: Transformer, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Residual stream (B, T, D) at the embedding and after every block."""
+    L = len(model.blocks)
+    names = {"hook_embed"} | {f"blocks.{l}.hook_resid_pre" for l in range(1, L)}
+    captured: dict[str, torch.Tensor] = {}
+    handle = model.ln_f.register_forward_pre_hook(
+        lambda mod, args: captured.__setitem__("final", args[0].detach()))
+    try:
+        _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
+    finally:
+        handle.remove()
+    out = {"embed": cache["hook_embed"]}
+    for l in range(1, L):
+        out[f"block{l - 1}"] = cache[f"blocks.{l}.hook_resid_pre"]
+    out[f"block{L - 1}"] = captured["final"]
+    return out
+
+
+def ridge_r2(x_fit: torch.Tensor, y_fit: torch.Tensor, x_test: torch.Tensor, y_test: torch.Tensor,
+             alpha: float = 1e-3) -> float:
+    """Held-out R^2 of ridge regression y ~ x (with intercept).  x: (N, D), y: (N,).
+
+    ``alpha`` is relative to the mean eigenvalue of the centred Gram matrix, so
+    the penalty is scale-free; float64 throughout.
+    """
+    x_fit, x_test = x_fit.double(), x_test.double()
+    y_fit, y_test = y_fit.double(), y_test.double()
+    mx, my = x_fit.mean(0), y_fit.mean()
+    xc = x_fit - mx
+    gram = xc.T @ xc  # (D, D)
+    lam = alpha * float(torch.trace(gram)) / gram.shape[0] + 1e-12
+    w = torch.linalg.solve(gram + lam * torch.eye(gram.shape[0], dtype=gram.dtype), xc.T @ (y_fit - my))
+    pred = (x_test - mx) @ w + my
+    ss_res = float(((y_test - pred) ** 2).sum())
+    ss_tot = float(((y_test - y_test.mean()) ** 2).sum())
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else 0.0
+
+
+def positional_energy(h: torch.Tensor, valid: torch.Tensor) -> float:
+    """Share of residual variance explained by position.  h: (B, T, D), valid: (B, T) bool."""
+    h = h.double()
+    w = valid.double()[:, :, None]  # (B, T, 1)
+    n_i = w.sum(0)  # (T, 1) tokens per position
+    mu = (h * w).sum((0, 1)) / w.sum()  # (D,)
+    mu_i = (h * w).sum(0) / n_i.clamp(min=1)  # (T, D)
+    between = float((n_i * (mu_i - mu) ** 2).sum())
+    total = float((((h - mu) ** 2) * w).sum())
+    return between / total if total > 0 else 0.0
+
+
+def position_probe(model: Transformer, data: TaskData, max_examples: int = 1000) -> dict[str, Any]:
+    """Probe R^2 and positional energy at every site, on up to ``max_examples`` examples."""
+    model.eval()
+    tokens = data.tokens[:max_examples].to(next(model.parameters()).device)
+    valid = tokens != PAD  # (B, T)
+    B, T = tokens.shape
+    positions = torch.arange(T, device=tokens.device).expand(B, T)
+    half = B // 2
+    sites = residual_sites(model, tokens)
+    r2, energy = {}, {}
+    for name, h in sites.items():
+        fit_mask, test_mask = valid[:half], valid[half:]
+        r2[name] = ridge_r2(h[:half][fit_mask], positions[:half][fit_mask],
+                            h[half:][test_mask], positions[half:][test_mask])
+        energy[name] = positional_energy(h, valid)
+    return {"sites": list(sites), "probe_r2": r2, "positional_energy": energy, "n_examples": B}

@@ -1,0 +1,207 @@
+"""``posenc reproduce`` and ``posenc report``: run the sweep, judge the claims, write the report.
+
+:func:`reproduce` expands a :class:`~posenc.empirical.reproduction.ReproductionPlan`,
+runs it into a results store (resumably: finished runs are skipped) and calls
+:func:`build_report`, which reads only the stored results -- no model is
+loaded -- asks :mod:`posenc.proofs.empirical_claims` for the verdicts and writes
+``STORE/report/report.md``, ``report.json`` and the figures.  The report holds
+no wall-clock times, so a sweep interrupted and resumed writes the same
+report as an uninterrupted one (training is deterministic for a seed); timings
+go to ``runs.csv`` beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .errors import PosencError
+
+SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
+            "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
+            "## Partial RoPE (Fig. 6)", "## Absolute+RoPE: position probe per layer",
+            "## Setup")
+FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png")
+
+
+def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] = None,
+              seeds: Optional[int] = None, workers: int = 2, threads: int = 1,
+              ray_address: Optional[str] = None, device: Optional[str] = None,
+              overrides: Optional[dict[str, Any]] = None,
+              log: Callable[[str], None] = print) -> Path:
+    """Run (or resume) the reproduction sweep and write its report; returns report.md's path."""
+    from .empirical.reproduction import DEFAULT_SEEDS, WORKER, ReproductionPlan
+    from .empirical.store import RunStore
+    from .empirical.sweep import run_jobs
+
+    plan = ReproductionPlan(preset=preset, seeds=seeds if seeds is not None else
+                            DEFAULT_SEEDS.get(preset, 2), overrides=dict(overrides or {}))
+    store = RunStore(out or f"posenc-out/{preset}")
+    jobs = plan.jobs(device=device)
+    t0 = time.time()
+
+    def on_done(rid: str, job: Any, result: Optional[dict]) -> None:
+        state = "failed" if result is None else f"{100 * result['summary']['test_acc']:.1f}%"
+        log(f"  {job.label:<28} {state}")
+
+    log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {plan.seeds} seed(s)) "
+        f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
+    summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
+                       ray_address=ray_address, on_done=on_done)
+    log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
+        f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
+    for rid, msg in summary.failed.items():
+        log(f"  failed {rid}: {msg}")
+    return build_report(store.root, preset=plan.preset)
+
+
+def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from .empirical.store import RunStore
+
+    store = RunStore(store_root, create=False)
+    results, rows = [], []
+    for rec in store.records():
+        if rec.kind != "experiment" or not store.is_done(rec.id):
+            continue
+        res = store.result(rec.id)
+        res["run_id"] = rec.id
+        results.append(res)
+        s = res["summary"]
+        rows.append({"run": rec.id, "label": rec.label, "task": s["task"], "role": s["tags"]["role"],
+                     "pe": s["pe"], "seed": s["seed"], "test_acc": s["test_acc"],
+                     "epochs": s["epochs"], "train_seconds": round(s["seconds"], 2)})
+    return results, rows
+
+
+def build_report(store_root: str | Path, preset: Optional[str] = None) -> Path:
+    """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs."""
+    from .empirical.ablation import AblationTable
+    from .empirical.plots import ablation_strip_plot
+    from .proofs.empirical_claims import accuracy_table, deposit_table, evaluate
+    from . import report_figures as figs
+
+    store_root = Path(store_root)
+    results, rows = _load_results(store_root)
+    if not results:
+        raise PosencError(f"no finished experiment runs in {store_root}")
+    out = store_root / "report"
+    tmp = store_root / "report.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    results.sort(key=lambda r: (r["summary"]["task"], r["summary"]["tags"]["role"], r["summary"]["seed"]))
+    verdicts = evaluate(results)
+    acc = accuracy_table(results)
+    deposits = deposit_table(results)
+    first = results[0]["summary"]
+    preset = preset or first["preset"]
+    figs.accuracy_figure(acc, tmp / "accuracy.png")
+    figs.partial_rope_figure(acc.get("distance", {}), first["n_heads"], tmp / "partial_rope.png")
+    figs.deposit_heatmap(deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
+    probes: dict[str, list[dict[str, float]]] = {}
+    strips = []
+    for res in results:
+        s = res["summary"]
+        role = s["tags"]["role"]
+        if s["task"] == "distance" and res.get("probe") and role in ("absolute", "absolute+rope", "rope"):
+            probes.setdefault(role, []).append(res["probe"]["probe_r2"])
+        if s["task"] == "distance" and s["seed"] == 0 and "zero" in res["ablation"]:
+            name = f"ablation_{role.replace('+', '_')}.png"
+            ablation_strip_plot(AblationTable.from_dict(res["ablation"]["zero"]), tmp / name,
+                                title=f"{role} ({s['pe']}), distance, seed 0, zero ablation")
+            strips.append((role, name, res))
+    figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
+    md = _markdown(preset, verdicts, acc, deposits, strips, probes, results)
+    (tmp / "report.md").write_text(md)
+    payload = {"preset": preset, "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
+               "deposit_index": deposits, "probe_r2": probes}
+    (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    (tmp / "runs.csv").write_text(buf.getvalue())
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out / "report.md"
+
+
+def _fmt_iv(row: dict[str, Any]) -> str:
+    import math
+    if not math.isfinite(row["low"]):
+        return f"{row['mean']:.1f}"
+    return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
+
+
+def _markdown(preset, verdicts, acc, deposits, strips, probes, results) -> str:
+    first = results[0]["summary"]
+    seeds = sorted({r["summary"]["seed"] for r in results})
+    lines = [f"# posenc reproduction report ({preset} preset)", "",
+             "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
+             f"{len(results)} runs, seeds {seeds}. Each verdict is over seeds: the per-seed statistic's "
+             "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
+             "on one side of the threshold, inconclusive otherwise (see posenc.proofs.verdicts).", ""]
+    lines += [SECTIONS[0], "", "| claim | statement | statistic | paper | measured: mean [95% CI] | "
+              "seeds | verdict |", "|---|---|---|---|---|---|---|"]
+    for v in verdicts:
+        lines.append(f"| {v.claim} | {v.statement} | {v.statistic} | {v.paper} | {v.measured} | "
+                     f"{v.seeds} | **{v.verdict}** |")
+    lines += ["", SECTIONS[1], "", "![accuracy](accuracy.png)", "",
+              "| task | PE (role) | spec | test accuracy %: mean [95% CI] | per seed |",
+              "|---|---|---|---|---|"]
+    for task, roles in acc.items():
+        for role, row in roles.items():
+            vals = ", ".join(f"{v:.1f}" for v in row["values"])
+            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {vals} |")
+    lines += ["", SECTIONS[2], "",
+              "Accuracy after zeroing each head's output (`hook_z`) in turn, seed 0, distance task; "
+              "the red star marks each layer's deposit head (largest drop).", ""]
+    for role, name, res in strips:
+        lines.append(f"**{role}** ![{role}]({name})")
+        lines.append("")
+        lines.append("| layer | baseline % | largest drop (points) | deposit head | deposit index | "
+                     "gap to runner-up | mean attended distance |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for la in res["ablation"]["zero"]["layers"]:
+            md = la.get("mean_distance")
+            dist = f"{min(md):.1f}..{max(md):.1f}" if md else "-"
+            lines.append(f"| {la['layer']} | {100 * la['baseline_acc']:.1f} | "
+                         f"{100 * la['largest_drop']:.1f} | {la['deposit_head']} | "
+                         f"{la['deposit_index']:.2f} | {100 * la['runner_up_gap']:.1f} | {dist} |")
+        lines.append("")
+    lines += [SECTIONS[3], "", "![deposit index](deposit_index.png)", "",
+              "Deposit index of a layer = largest single-head drop / sum of positive drops "
+              "(1: one head carries the layer; 1/H: evenly spread; 0: no head matters).", "",
+              "| PE (role) | " + " | ".join(f"layer {l}" for l in range(first["n_layers"])) + " |",
+              "|---|" + "---|" * first["n_layers"]]
+    for role, per_seed in deposits.items():
+        means = [sum(s[l] for s in per_seed) / len(per_seed) for l in range(len(per_seed[0]))]
+        lines.append(f"| {role} | " + " | ".join(f"{m:.2f}" for m in means) + " |")
+    lines += ["", SECTIONS[4], "", "![partial rope](partial_rope.png)", "",
+              "Distance accuracy with RoPE on the first k heads (the rest NoPE): k = 0 is NoPE, "
+              f"k = {first['n_heads']} is full RoPE. See verdict E14.", "",
+              SECTIONS[5], "", "![probe](probe.png)", "",
+              "Held-out R² of a linear ridge probe predicting each token's absolute position from "
+              "the residual stream at the input embedding and after each block (distance task). "
+              "It measures whether absolute position stays linearly decodable, not which "
+              "directions carry it. See verdict EH.", ""]
+    if probes:
+        sites = list(next(iter(probes.values()))[0])
+        lines += ["| PE (role) | " + " | ".join(sites) + " |", "|---|" + "---|" * len(sites)]
+        for role, per_seed in probes.items():
+            lines.append(f"| {role} | " + " | ".join(
+                f"{sum(p[s] for p in per_seed) / len(per_seed):.2f}" for s in sites) + " |")
+    lines += ["", SECTIONS[6], "",
+              f"- preset `{preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
+              f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
+              f"{first['n_test']} test examples per run;",
+              "- ablation: zero mode at `hook_z`, on the first test examples of each run;",
+              "- per-run timings: `runs.csv` (kept out of this file so that a resumed sweep "
+              "reproduces it exactly).", ""]
+    return "\n".join(lines)
