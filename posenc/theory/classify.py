@@ -9,7 +9,7 @@ positions i, j.  Every derived form is affine-bilinear in (c_i, c_j):
 with M = d^2 L / dc_i dc_j (the content-content block), u = dL/dc_i and
 v = dL/dc_j at c = 0, s = L at c = 0.  The family follows from these alone:
 
-* no i or j anywhere                       -> ``none``
+* no i or j anywhere (or it cancels)       -> ``none``
 * M constant, u or v depends on position  -> ``additive-input`` (PE added to the input:
   content-position cross terms)
 * M constant, only s depends on position  -> ``additive-bias`` (a pure bias added to the logits)
@@ -61,7 +61,7 @@ def classify_expr(logit: sp.Expr, content_i: Sequence[sp.Symbol], content_j: Seq
     table = table or SymbolTable()
     if not has_position(logit):
         return HeadClass("none", "constant", False, False)
-    zero = {c: 0 for c in (*content_i, *content_j)}
+    zero = {c: sp.Integer(0) for c in (*content_i, *content_j)}
     block = "constant"
     witness = None
     for ci in content_i:
@@ -82,7 +82,9 @@ def classify_expr(logit: sp.Expr, content_i: Sequence[sp.Symbol], content_j: Seq
     v = [sp.diff(logit, c).xreplace(zero) for c in content_j]
     cross = any(depends_on_position(e, table) for e in (*u, *v))
     bias = depends_on_position(logit.xreplace(zero), table)
-    if block == "constant":
+    if block == "constant" and not (cross or bias):
+        family = "none"
+    elif block == "constant":
         family = "additive-input" if cross else "additive-bias"
     elif block == "relative":
         family = "hybrid" if (cross or bias) else "multiplicative"

@@ -126,6 +126,8 @@ def split_terms(heads: Sequence[HeadModel], table: SymbolTable, c_i: sp.Matrix, 
     slots: dict[str, TermSlot] = {}
 
     def add(slot: TermSlot, h: int, expr: sp.Expr) -> None:
+        if expr == 0:
+            return
         name = _slot_name(slot)
         if name not in slots:
             slots[name] = slot

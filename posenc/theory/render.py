@@ -53,6 +53,14 @@ def slot_latex(slot: "TermSlot", b: "Build") -> str:
     return rf"\sum_{{a \notin \mathrm{{rot}}}} ({path.q_latex} {ui})_a ({path.k_latex} {uj})_a"
 
 
+def join_terms(parts: list[str]) -> str:
+    """``a + b + -c`` -> ``a + b - c``."""
+    out = parts[0] if parts else "0"
+    for p in parts[1:]:
+        out += f" - {p[1:].lstrip()}" if p.startswith("-") else f" + {p}"
+    return out
+
+
 def _heads_note(form: "LogitForm", heads: tuple[int, ...]) -> str:
     return "" if len(heads) == form.n_heads else f"  [heads {list(heads)}]"
 
@@ -78,7 +86,7 @@ def form_text(form: "LogitForm") -> str:
     lines.append(f"  dims: head dim d = {form.head_dim}, model width D = {form.model_dim}, "
                  f"heads H = {form.n_heads} (weights and content symbolic)")
     lines.append(f"  model: {form.model_text}")
-    lines.append("  form:  L^h_ij = " + " + ".join(t.text for t in form.terms))
+    lines.append("  form:  L^h_ij = " + join_terms([t.text for t in form.terms]))
     lines.append("  terms:")
     for t in form.terms:
         lines.append(f"    {t.name}: {t.text}{_heads_note(form, t.heads)}")
@@ -106,7 +114,9 @@ def form_latex(form: "LogitForm") -> str:
     lines = [rf"% {form.spec.to_string()}: declared {form.spec.family}, derived "
              rf"{a.family if a else '-'}",
              r"\begin{aligned}",
-             r"L^h_{ij} &= " + r" \\ &\quad + ".join(t.latex for t in form.terms) + r" \\"]
+             r"L^h_{ij} &= " + r" \\ &\quad ".join(
+                 t.latex if n == 0 or t.latex.lstrip().startswith("-") else "+ " + t.latex
+                 for n, t in enumerate(form.terms)) + r" \\"]
     for d in form.definitions:
         lines.append(rf"&\quad {d.latex} \\")
     lines.append(r"\end{aligned}")
@@ -124,8 +134,8 @@ def form_dict(form: "LogitForm") -> dict[str, Any]:
         "declared_family": form.spec.family, "derived_family": a.family if a else None,
         "head_dim": form.head_dim, "model_dim": form.model_dim, "n_heads": form.n_heads,
         "model": form.model_text,
-        "text": "L^h_ij = " + " + ".join(t.text for t in form.terms),
-        "latex": "L^h_{ij} = " + " + ".join(t.latex for t in form.terms),
+        "text": "L^h_ij = " + join_terms([t.text for t in form.terms]),
+        "latex": "L^h_{ij} = " + join_terms([t.latex for t in form.terms]),
         "terms": [t.to_dict() for t in form.terms],
         "definitions": [{"text": d.text, "latex": d.latex} for d in form.definitions],
         "parameters": {s.name: {"exact": sp.sstr(v), "value": float(v)}
