@@ -33,14 +33,17 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               seeds: Optional[int] = None, workers: int = 2, threads: int = 1,
               ray_address: Optional[str] = None, device: Optional[str] = None,
               overrides: Optional[dict[str, Any]] = None,
+              roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
               log: Callable[[str], None] = print) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path."""
     from .empirical.reproduction import DEFAULT_SEEDS, WORKER, ReproductionPlan
     from .empirical.store import RunStore
     from .empirical.sweep import run_jobs
 
-    plan = ReproductionPlan(preset=preset, seeds=seeds if seeds is not None else
-                            DEFAULT_SEEDS.get(preset, 2), overrides=dict(overrides or {}))
+    if preset not in DEFAULT_SEEDS:
+        raise PosencError(f"unknown preset {preset!r}; known: {', '.join(DEFAULT_SEEDS)}")
+    plan = ReproductionPlan.select(preset, seeds if seeds is not None else DEFAULT_SEEDS[preset],
+                                   roles=roles, tasks=tasks, overrides=dict(overrides or {}))
     store = RunStore(out or f"posenc-out/{preset}")
     jobs = plan.jobs(device=device)
     t0 = time.time()

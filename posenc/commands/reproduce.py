@@ -16,6 +16,10 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", default=None, help="Ray cluster HOST:PORT (default: local runtime)")
     p.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
                    help="training device (default auto: CUDA when available)")
+    p.add_argument("--roles", default=None,
+                   help="only these PE roles, comma-separated (nope, absolute, relative, alibi, rope, "
+                        "mla, absolute+rope, rope-1head, rope-2heads)")
+    p.add_argument("--tasks", default=None, help="only these tasks, comma-separated (distance, count)")
     p.set_defaults(func=run)
 
 
@@ -29,6 +33,10 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError(f"unknown backend {args.backend!r}; known: local, ray")
     path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
-                     device=args.device)
+                     device=args.device, roles=_list(args.roles), tasks=_list(args.tasks))
     print(f"report: {path}")
     return 0
+
+
+def _list(text):
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None

@@ -56,10 +56,29 @@ class ReproductionPlan:
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for role in self.distance_roles + self.count_roles:
+            if role not in CLEAN_PES:
+                raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")
         if self.preset not in PRESET_NAMES:
             raise PosencError(f"unknown preset {self.preset!r}; known: {', '.join(PRESET_NAMES)}")
         if not isinstance(self.seeds, int) or self.seeds < 1:
             raise PosencError(f"--seeds must be a positive integer; got {self.seeds!r}")
+
+    @classmethod
+    def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
+               tasks: Optional[list[str]] = None, **kwargs: Any) -> "ReproductionPlan":
+        """A plan restricted to some roles and/or tasks (all by default)."""
+        tasks = list(tasks) if tasks else ["distance", "count"]
+        for t in tasks:
+            if t not in ("distance", "count"):
+                raise PosencError(f"unknown task {t!r}; known: distance, count")
+        for r in roles or []:
+            if r not in CLEAN_PES:
+                raise PosencError(f"unknown PE role {r!r}; known: {', '.join(CLEAN_PES)}")
+        keep = (lambda rs: tuple(r for r in rs if roles is None or r in roles))
+        return cls(preset=preset, seeds=seeds,
+                   distance_roles=keep(DISTANCE_ROLES) if "distance" in tasks else (),
+                   count_roles=keep(COUNT_ROLES) if "count" in tasks else (), **kwargs)
 
     @property
     def pes(self) -> dict[str, str]:

@@ -1,0 +1,141 @@
+"""``posenc reproduce`` end to end: the smoke report, kill -9 and resume, and the Ray backend."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from posenc.report import FIGURES, SECTIONS
+from posenc.proofs.verdicts import VERDICTS
+
+pytestmark = pytest.mark.slow
+SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2"]
+
+
+def posenc(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
+                          **kw)
+
+
+@pytest.fixture(scope="module")
+def smoke_store(tmp_path_factory):
+    out = tmp_path_factory.mktemp("smoke") / "store"
+    proc = posenc("reproduce", "--preset", "smoke", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref") / "store"
+    proc = posenc("reproduce", *SMALL, "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_smoke_report_is_complete(smoke_store):
+    report = (smoke_store / "report" / "report.md").read_text()
+    for section in SECTIONS:
+        assert section in report
+    for fig in FIGURES:
+        assert (smoke_store / "report" / fig).stat().st_size > 1000
+        assert f"({fig})" in report
+    data = json.loads((smoke_store / "report" / "report.json").read_text())
+    claims = {v["claim"] for v in data["verdicts"]}
+    assert claims == {"E10", "E11", "E12", "E13", "E14", "EH"}
+    for v in data["verdicts"]:
+        assert v["verdict"] in VERDICTS
+        assert f"**{v['verdict']}**" in report
+    assert set(data["accuracy"]) == {"distance", "count"}
+    assert len(data["accuracy"]["distance"]) == 9 and len(data["accuracy"]["count"]) == 6
+
+
+def test_report_rebuilds_identically_without_training(smoke_store):
+    before = (smoke_store / "report" / "report.md").read_text()
+    proc = posenc("report", str(smoke_store), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (smoke_store / "report" / "report.md").read_text() == before
+
+
+def test_runs_lists_the_store(smoke_store):
+    proc = posenc("runs", str(smoke_store))
+    assert proc.returncode == 0
+    assert "30 done, 0 pending, 0 running, 0 failed" in proc.stdout
+
+
+def _finished(store: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in (store / "runs").glob("*/result.json")}
+
+
+def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_reference):
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "posenc", "reproduce", *SMALL, "--out", str(store)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while not ((store / "runs").exists() and _finished(store)):
+        if proc.poll() is not None or time.time() > deadline:
+            pytest.fail("the sweep ended (or stalled) before it could be killed")
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker processes
+    proc.wait()
+    before = _finished(store)
+    assert 1 <= len(before) < 4, "kill came too late to interrupt the sweep"
+    resumed = posenc("reproduce", *SMALL, "--out", str(store), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"skipped {len(before)} finished" in resumed.stdout
+    after = _finished(store)
+    assert len(after) == 4
+    for rid, (content, mtime) in before.items():
+        assert after[rid] == (content, mtime), f"finished run {rid} was redone or changed"
+    listing = posenc("runs", str(store)).stdout
+    assert "4 done, 0 pending, 0 running, 0 failed" in listing
+    assert not (store / "staging").exists()
+    assert (store / "report" / "report.md").read_text() == \
+        (small_reference / "report" / "report.md").read_text()
+
+
+def test_ray_backend_matches_local(tmp_path, small_reference):
+    pytest.importorskip("ray")
+    store = tmp_path / "ray"
+    args = ["--preset", "smoke", "--roles", "rope", "--tasks", "distance", "--seeds", "2"]
+    proc = posenc("reproduce", *args, "--backend", "ray", "--out", str(store), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    ray_runs = _finished(store)
+    assert len(ray_runs) == 2
+    for rid in ray_runs:
+        a = json.loads((store / "runs" / rid / "result.json").read_text())
+        b = json.loads((small_reference / "runs" / rid / "result.json").read_text())
+        assert a["ablation"] == b["ablation"] and a["probe"] == b["probe"]
+        assert a["summary"]["test_acc"] == b["summary"]["test_acc"]
+        assert (store / "runs" / rid / "checkpoint.pt").is_file()
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--preset", "huge"], "unknown preset"),
+    (["--backend", "slurm"], "unknown backend"),
+    (["--roles", "rope,bogus"], "unknown PE role"),
+    (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
+     "cannot reach the Ray cluster"),
+])
+def test_bad_reproduce_input(tmp_path, args, fragment):
+    proc = posenc("reproduce", *args, "--out", str(tmp_path / "s"))
+    assert proc.returncode == 2 and fragment in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_unwritable_out_and_newer_store(tmp_path):
+    (tmp_path / "file").write_text("x")
+    proc = posenc("reproduce", "--out", str(tmp_path / "file" / "s"))
+    assert proc.returncode == 2 and "cannot write the results store" in proc.stderr
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "posenc-store.json").write_text('{"format": 99}')
+    for cmd in (["reproduce", "--out", str(tmp_path / "new")], ["report", str(tmp_path / "new")],
+                ["runs", str(tmp_path / "new")]):
+        proc = posenc(*cmd)
+        assert proc.returncode == 2 and "newer posenc" in proc.stderr, cmd
