@@ -44,8 +44,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         raise PosencError(f"unknown preset {preset!r}; known: {', '.join(DEFAULT_SEEDS)}")
     plan = ReproductionPlan.select(preset, seeds if seeds is not None else DEFAULT_SEEDS[preset],
                                    roles=roles, tasks=tasks, overrides=dict(overrides or {}))
+    jobs = plan.jobs(device=device)  # validates every config before anything is written
     store = RunStore(out or f"posenc-out/{preset}")
-    jobs = plan.jobs(device=device)
     t0 = time.time()
 
     def on_done(rid: str, job: Any, result: Optional[dict]) -> None:

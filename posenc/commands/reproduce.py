@@ -20,6 +20,9 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="only these PE roles, comma-separated (nope, absolute, relative, alibi, rope, "
                         "mla, absolute+rope, rope-1head, rope-2heads)")
     p.add_argument("--tasks", default=None, help="only these tasks, comma-separated (distance, count)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a training-config field of every run, e.g. --set epochs=10 "
+                        "--set task.n_samples=20000 (JSON values; repeatable)")
     p.set_defaults(func=run)
 
 
@@ -33,10 +36,28 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError(f"unknown backend {args.backend!r}; known: local, ray")
     path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
-                     device=args.device, roles=_list(args.roles), tasks=_list(args.tasks))
+                     device=args.device, roles=_list(args.roles), tasks=_list(args.tasks),
+                     overrides=_overrides(args.overrides))
     print(f"report: {path}")
     return 0
 
 
 def _list(text):
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def _overrides(items):
+    import json
+
+    from ..errors import PosencError
+
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise PosencError(f"--set takes KEY=VALUE; got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
