@@ -22,7 +22,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--latex", action="store_true", help="print LaTeX instead of text")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--head-dim", type=int, default=None, metavar="D",
-                   help="head dimension of the symbolic weights (default 4; keep it small)")
+                   help="head dimension of the symbolic weights (default 4; proofs grow steeply with it)")
     p.add_argument("--model-dim", type=int, default=None, metavar="D",
                    help="model (input) width (default: the head dimension)")
     p.add_argument("--heads", type=int, default=4, metavar="H", help="number of heads (default 4)")

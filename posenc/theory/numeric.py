@@ -15,6 +15,8 @@ shapes a form needs ("n" = sequence length, "n+" = at least n rows):
 name       shape                       meaning
 =========  ==========================  =====================================================
 x          (n, D)                      content: the layer input *without* the form's input PE
+x_key      (n, D), optional            content at the key positions when keys and values
+                                       come from another input (the paper's code); default x
 W_q, W_k   (H, d, D)                   q = W_q[h] @ x_i, k = W_k[h] @ x_j (no bias vectors)
 P          (n+, D)                     learned absolute table; p_i = P[i]
 bias       (H, num_buckets)            t5 relative bias per head and bucket
@@ -121,7 +123,7 @@ class LogitFunction:
         return fn
 
     def _check(self, name: str, arr: Any, n: int) -> None:
-        shape = self.form.table.arrays[name]
+        shape = self.form.table.arrays["x" if name == "x_key" else name]
         ok = arr.ndim == len(shape)
         for got, want in zip(arr.shape, shape):
             ok = ok and (got >= n if want in ("n", "n+") else got == want)
@@ -133,7 +135,9 @@ class LogitFunction:
         """Each used projection ``maps @ u`` evaluated at positions 0..n-1: (n, width)."""
         import numpy as np
         bindings, pos = self.form.table.bindings, np.arange(n)
-        sources = {("c", ax): arrays["x"][:n] for ax in ("query", "key") if "x" in arrays}
+        sources = {}
+        if "x" in arrays:
+            sources = {("c", "query"): arrays["x"][:n], ("c", "key"): arrays["x_key"][:n]}
         for src, fn in self._pe_fns.items():
             cols = [np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in fn(pos)]
             sources[src] = np.stack(cols, axis=1)                      # (n, D)
@@ -162,6 +166,8 @@ class LogitFunction:
                 raise PosencError("give n when the form has no content input x")
             n = int(np.asarray(values["x"]).shape[0])
         arrays = {a: np.asarray(values[a], dtype=float) for a in self.arrays}
+        if "x" in arrays:
+            arrays["x_key"] = np.asarray(values.get("x_key", arrays["x"]), dtype=float)
         for a, arr in arrays.items():
             self._check(a, arr, n)
         self._tables = arrays
@@ -173,7 +179,7 @@ class LogitFunction:
                 col, axis = proj[key][:, a], self._projections[key].axis
             else:
                 b = self.form.table.bindings[s]
-                arr = arrays[b.array]
+                arr = arrays["x_key" if b.array == "x" and b.axis == "key" else b.array]
                 if b.axis is None:
                     args.append(float(arr[b.index]))
                     continue

@@ -80,3 +80,23 @@ def test_evaluation_errors_are_posenc_errors():
         fn(dict(values, P=values["P"][:2]))           # fewer table rows than positions
     with pytest.raises(PosencError, match="unknown term"):
         form.to_numpy_function(terms=["no such term"])
+
+
+@pytest.mark.parametrize("text", ["rope", "mla"])
+def test_separate_key_input(text):
+    """x_key: keys from another input (the paper's code); staged == expanded == direct formula."""
+    form = derive(text, n_heads=2, prove=False)
+    values = draw_values(form, 5, 1)
+    values["x_key"] = np.random.default_rng(2).normal(size=values["x"].shape)
+    staged = form.to_numpy_function()(values)
+    np.testing.assert_allclose(form.to_numpy_function(method="expanded")(values), staged,
+                               rtol=1e-9, atol=1e-9)
+    if text == "rope":   # direct: rotate W_q x_i and W_k y_j
+        from theory_reference import rope_planes, rotate
+        planes = rope_planes(form.spec, form.head_dim)
+        for h in range(2):
+            for i in range(5):
+                for j in range(5):
+                    q = rotate(values["W_q"][h] @ values["x"][i], planes, i)
+                    k = rotate(values["W_k"][h] @ values["x_key"][j], planes, j)
+                    assert abs(staged[h, i, j] - q @ k) < 1e-9
