@@ -1,0 +1,337 @@
+"""The positional matrix each catalogue PE puts into the attention logits.
+
+``kernel(spec, n, *, head=0, n_heads=8, head_dim=64, d_model=None, values=None, seed=0)``
+returns a :class:`Kernel`.  Which matrix that is depends on how the PE couples
+(Gu et al., arXiv 2505.13027): for additive PEs the logit is L = A + B, for
+multiplicative ones L = A o K (element-wise), A the content Gram.
+
+================  ==================  =====================================================
+kind              coupling            matrix
+================  ==================  =====================================================
+``none``          none                B = 0 (NoPE)
+``bias``          additive            B_ij = t_{i-j}: ALiBi, T5 buckets, per-offset table,
+                                      custom g(k) -- Toeplitz
+``position-gram`` additive            P P^T, P the absolute PE table (the position-position
+                                      logit term with W_q^T W_k = I): Toeplitz for
+                                      sinusoidal, a low-rank non-Toeplitz Gram for learned
+``rotary``        multiplicative      K(k) = w_0 + sum_m w_m cos(theta_m k): RoPE (w_m = 2/d,
+                                      w_0 = (d - r)/d), MLA's decoupled RoPE path, custom
+                                      frequencies (w_m = 1/F); per plane E_m = [e^{i theta_m
+                                      (i-j)}] via ``.plane(m)``
+``hybrid``        hybrid              ``.parts['additive']`` and ``.parts['multiplicative']``
+================  ==================  =====================================================
+
+Learned values (T5 / table biases, learned absolute tables) are taken from
+``values`` (this head's, or all heads' with a leading head axis) and reported
+``source='given'``, or drawn N(0, 1) from ``numpy.random.default_rng([seed,
+head])`` and reported ``source='seeded draw'``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from ..encodings import (ALiBi, Custom, Hybrid, LearnedAbsolute, MLA, NoPE, PESpec, RelativeBias,
+                         RoPE, Sinusoidal, parse_spec)
+from ..errors import PosencError
+from . import conventions as cv
+from .operators import LowRankOperator, ToeplitzOperator
+
+#: Numpy implementations of the kernel-expression functions (posenc.expression.FUNCTIONS).
+NUMPY_FUNCTIONS = {"abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,
+                   "cos": np.cos, "tanh": np.tanh, "sign": np.sign, "min": np.minimum,
+                   "max": np.maximum}
+
+#: Largest n a kernel is built for (memory is O(n); this keeps a typo from exhausting it).
+MAX_N = 10_000_000
+
+
+@dataclass(eq=False)
+class Kernel:
+    """A PE's positional matrix for one head and length n, with its provenance."""
+
+    spec: PESpec
+    n: int
+    kind: str
+    operator: LinearOperator | None
+    description: str
+    source: str = "formula"
+    seed: int | None = None
+    head: int = 0
+    n_heads: int = 1
+    notes: tuple[str, ...] = ()
+    frequencies: np.ndarray | None = None       # rotary: theta_m, (planes,)
+    plane_weights: np.ndarray | None = None     # rotary: w_m, (planes,)
+    constant_weight: float = 0.0                # rotary: w_0 (position-free dims)
+    factor_fn: Any = None                       # position-gram: () -> P, (n, D)
+    parts: dict[str, "Kernel"] = field(default_factory=dict)
+
+    @property
+    def coupling(self) -> str:
+        return {"none": "none", "bias": "additive", "position-gram": "additive",
+                "rotary": "multiplicative", "hybrid": "hybrid"}[self.kind]
+
+    @property
+    def toeplitz(self) -> bool:
+        return isinstance(self.operator, ToeplitzOperator)
+
+    @property
+    def hermitian(self) -> bool:
+        return self.operator is not None and bool(self.operator.hermitian)
+
+    @property
+    def psd(self) -> bool | None:
+        """True when PSD by construction (Grams, cosine kernels, zero); None when unknown."""
+        return True if self.kind in ("none", "position-gram", "rotary") else None
+
+    @property
+    def rank_bound(self) -> int | None:
+        if self.kind == "none":
+            return 0
+        if self.kind == "rotary":
+            nz = int(np.count_nonzero(self.frequencies))
+            return min(self.n, 2 * nz + int(self.constant_weight > 0 or nz < self.frequencies.size))
+        if self.kind == "position-gram":
+            return min(self.n, self.width)
+        return None
+
+    @property
+    def width(self) -> int:
+        return int(self.factor().shape[1]) if self.kind == "position-gram" else 0
+
+    def _need(self) -> LinearOperator:
+        if self.operator is None:
+            raise PosencError(f"{self.spec.name} is a hybrid: use .parts['additive'] and "
+                              f".parts['multiplicative']")
+        return self.operator
+
+    def _need_toeplitz(self) -> ToeplitzOperator:
+        op = self._need()
+        if not isinstance(op, ToeplitzOperator):
+            raise PosencError(f"{self.description} is not Toeplitz")
+        return op
+
+    @property
+    def column(self) -> np.ndarray:
+        return self._need_toeplitz().column
+
+    @property
+    def row(self) -> np.ndarray:
+        return self._need_toeplitz().row
+
+    def dense(self) -> np.ndarray:
+        return self._need().dense()
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        return self._need().matvec(v)
+
+    def symbol(self, grid: int | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return self._need_toeplitz().symbol(grid)
+
+    def plane(self, m: int) -> ToeplitzOperator:
+        """E_m = [e^{i theta_m (i-j)}]: Hermitian Toeplitz, rank one, PSD, unit diagonal."""
+        if self.kind != "rotary":
+            raise PosencError(f"{self.spec.name}: per-plane kernels exist only for rotary PEs")
+        theta = float(self.frequencies[m])
+        return ToeplitzOperator(np.exp(1j * theta * np.arange(self.n)))
+
+    def factor(self) -> np.ndarray:
+        """Real F with the matrix = F F^T (rotary and position-gram kinds), shape (n, rank)."""
+        if self.kind == "position-gram":
+            return self.factor_fn()
+        if self.kind != "rotary":
+            raise PosencError(f"{self.spec.name}: no Gram factor for a {self.kind} matrix")
+        i = np.arange(self.n)[:, None]
+        nz = self.frequencies != 0
+        w, th = self.plane_weights[nz], self.frequencies[nz]
+        cols = [np.sqrt(w) * np.cos(i * th), np.sqrt(w) * np.sin(i * th)]
+        const = self.constant_weight + float(np.sum(self.plane_weights[~nz]))
+        if const > 0:
+            cols.append(np.full((self.n, 1), np.sqrt(const)))
+        return np.concatenate(cols, axis=1)
+
+    def metadata(self) -> dict[str, Any]:
+        out = {"spec": self.spec.to_string(), "n": self.n, "kind": self.kind,
+               "coupling": self.coupling, "toeplitz": self.toeplitz, "hermitian": self.hermitian,
+               "source": self.source, "seed": self.seed, "head": self.head,
+               "n_heads": self.n_heads, "description": self.description, "notes": list(self.notes)}
+        if self.kind == "hybrid":
+            out["parts"] = {k: v.metadata() for k, v in self.parts.items()}
+        return out
+
+
+def _check_n(n: Any) -> int:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise PosencError(f"sequence length n must be a positive integer; got {n!r}")
+    if n > MAX_N:
+        raise PosencError(f"sequence length n={n} exceeds the limit {MAX_N}")
+    return int(n)
+
+
+def _values(values: Any, size: int, head: int, n_heads: int, seed: int, what: str
+            ) -> tuple[np.ndarray, str, int | None]:
+    """This head's learned values: given (shape (size,) or (heads, size)) or a seeded draw."""
+    if values is None:
+        rng = np.random.default_rng([seed, head])
+        return rng.standard_normal(size), "seeded draw", seed
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 2 and v.shape[0] == n_heads:
+        v = v[head]
+    if v.shape != (size,):
+        raise PosencError(f"{what}: expected {size} values (or {n_heads} x {size}); got shape "
+                          f"{np.asarray(values).shape}")
+    if not np.all(np.isfinite(v)):
+        raise PosencError(f"{what}: the given values contain NaN or infinity")
+    return v, "given", None
+
+
+def absolute_table(spec: PESpec, n: int, width: int, values: Any = None, seed: int = 0
+                   ) -> tuple[np.ndarray, str, int | None]:
+    """The absolute PE table P, shape (n, width): sinusoidal, or learned (given / seeded draw)."""
+    if isinstance(spec, Sinusoidal):
+        return cv.sinusoidal_table(n, width, spec.base), "formula", None
+    if not isinstance(spec, LearnedAbsolute):
+        raise PosencError(f"{spec.name} has no absolute position table")
+    if n > spec.max_len:
+        raise PosencError(f"learned_absolute has max_len={spec.max_len} positions; n={n}")
+    if values is None:
+        table = np.random.default_rng([seed, 0]).standard_normal((n, width)) / np.sqrt(width)
+        return table, "seeded draw", seed
+    table = np.asarray(values, dtype=float)
+    if table.ndim != 2 or table.shape[0] < n:
+        raise PosencError(f"learned_absolute: values must be a (positions >= {n}, width) "
+                          f"table; got shape {table.shape}")
+    if not np.all(np.isfinite(table)):
+        raise PosencError("learned_absolute: the given values contain NaN or infinity")
+    return table[:n], "given", None
+
+
+def _rotary(spec: PESpec, n: int, theta: np.ndarray, weights: np.ndarray, const: float,
+            description: str, head: int, n_heads: int, notes: tuple[str, ...] = ()) -> Kernel:
+    k = np.arange(n)
+    column = const + np.cos(np.outer(k, theta)) @ weights if theta.size else np.full(n, const)
+    return Kernel(spec, n, "rotary", ToeplitzOperator(column), description, head=head,
+                  n_heads=n_heads, notes=notes, frequencies=theta, plane_weights=weights,
+                  constant_weight=const)
+
+
+def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_dim: int = 64,
+           d_model: int | None = None, values: Any = None, seed: int = 0) -> Kernel:
+    """The positional matrix of ``spec`` for head ``head`` of ``n_heads`` and length ``n``."""
+    spec = parse_spec(spec) if isinstance(spec, str) else spec
+    n = _check_n(n)
+    if not isinstance(n_heads, int) or n_heads < 1 or not isinstance(head, int) \
+            or not 0 <= head < n_heads:
+        raise PosencError(f"head must be in 0..{n_heads - 1} for {n_heads} heads; got {head!r}")
+    if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
+        raise PosencError(f"head dimension must be a positive integer; got {head_dim!r}")
+    width = head_dim * n_heads if d_model is None else d_model
+    common = dict(head=head, n_heads=n_heads)
+    k = np.arange(n)
+
+    if isinstance(spec, NoPE):
+        return Kernel(spec, n, "none", ToeplitzOperator(np.zeros(n)), "NoPE: no positional term",
+                      **common)
+    if isinstance(spec, ALiBi):
+        s = float(cv.alibi_slopes(n_heads, spec.slopes)[head])
+        if spec.direction == "symmetric":
+            op = ToeplitzOperator(-s * k)
+            desc = f"ALiBi bias B_ij = -{s:.6g}|i-j| (head {head} of {n_heads}, {spec.slopes} slopes)"
+        else:
+            op = ToeplitzOperator(-s * k.astype(float), np.zeros(n))
+            desc = (f"ALiBi causal bias B_ij = -{s:.6g}(i-j) for j <= i, 0 above (head {head} of "
+                    f"{n_heads}, {spec.slopes} slopes)")
+        return Kernel(spec, n, "bias", op, desc, **common)
+    if isinstance(spec, RelativeBias):
+        if spec.mode == "t5":
+            table, source, sd = _values(values, spec.num_buckets, head, n_heads, seed, "t5 bias")
+            col = table[cv.t5_bucket(-k, spec.num_buckets, spec.max_distance)]
+            row = table[cv.t5_bucket(k, spec.num_buckets, spec.max_distance)]
+            desc = f"T5 bucket bias ({spec.num_buckets} buckets, max distance {spec.max_distance})"
+        else:
+            md = spec.max_distance
+            table, source, sd = _values(values, 2 * md + 1, head, n_heads, seed, "relative table")
+            col, row = table[np.minimum(k, md) + md], table[md - np.minimum(k, md)]
+            desc = f"per-offset bias table, offsets clipped to [-{md}, {md}]"
+        note = ("values: seeded draw N(0,1), rng([seed, head])" if sd is not None
+                else "values: given")
+        return Kernel(spec, n, "bias", ToeplitzOperator(col, row), desc + f", head {head}",
+                      source=source, seed=sd, notes=(note,), **common)
+    if isinstance(spec, Custom) and spec.kernel is not None:
+        with np.errstate(all="ignore"):
+            col = np.broadcast_to(spec.kernel.evaluate(k.astype(float), NUMPY_FUNCTIONS), (n,))
+            row = np.broadcast_to(spec.kernel.evaluate(-k.astype(float), NUMPY_FUNCTIONS), (n,))
+        bad = np.flatnonzero(~np.isfinite(np.concatenate([col, row])))
+        if bad.size:
+            at = int(bad[0]) if bad[0] < n else -int(bad[0] - n)
+            raise PosencError(f"custom kernel {spec.kernel.text!r} is not finite at k={at}")
+        return Kernel(spec, n, "bias", ToeplitzOperator(np.array(col, dtype=float),
+                                                          np.array(row, dtype=float)),
+                      f"custom bias B_ij = g(i-j), g(k) = {spec.kernel.text}", **common)
+    if isinstance(spec, Custom):
+        theta = np.asarray(spec.frequencies, dtype=float)
+        w = np.full(theta.size, 1.0 / theta.size)
+        return _rotary(spec, n, theta, w, 0.0, f"custom rotary kernel, frequencies "
+                       f"{', '.join(f'{t:g}' for t in theta)} (equal weights)", **common)
+    if isinstance(spec, Sinusoidal):
+        omega = cv.sinusoidal_frequencies(width, spec.base)
+        col = np.cos(np.outer(k, omega)).sum(axis=1)
+        return Kernel(spec, n, "position-gram", ToeplitzOperator(col),
+                      f"sinusoidal position Gram P P^T, width {width}: sum_m cos(omega_m (i-j))",
+                      factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base),
+                      notes=("the position-position logit term with W_q^T W_k = I; a generic "
+                             "W_q^T W_k breaks the Toeplitz structure",), **common)
+    if isinstance(spec, LearnedAbsolute):
+        table, source, sd = absolute_table(spec, n, width, values, seed)
+        return Kernel(spec, n, "position-gram", LowRankOperator(table),
+                      f"learned absolute position Gram P P^T (width {table.shape[1]}; not Toeplitz)",
+                      source=source, seed=sd, factor_fn=lambda: table,
+                      notes=("values: " + ("seeded draw N(0, 1/width), rng([seed, 0])"
+                                           if sd is not None else "given"),), **common)
+    if isinstance(spec, RoPE) and not spec.add_absolute:
+        theta = cv.rope_frequencies(spec, head_dim)
+        r = cv.rotary_dims(spec, head_dim)
+        if not (spec.heads is None or head < min(spec.heads, n_heads)):
+            theta = np.zeros_like(theta)
+            note = (f"partial RoPE: head {head} >= heads={spec.heads} does not rotate; K = all ones",)
+        else:
+            note = ()
+        w = np.full(theta.size, 2.0 / head_dim)
+        return _rotary(spec, n, theta, w, (head_dim - r) / head_dim,
+                       f"RoPE average kernel (1/d) sum cos(theta_m (i-j)), d={head_dim}, "
+                       f"{r} rotary dims, {int(np.count_nonzero(theta))} rotating planes",
+                       notes=note, **common)
+    if isinstance(spec, MLA) and spec.absolute == "none":
+        theta = cv.mla_frequencies(spec, head_dim)
+        return _rotary(spec, n, theta, np.full(theta.size, 1.0 / theta.size), 0.0,
+                       f"MLA decoupled RoPE path kernel, rope_dim={2 * theta.size}",
+                       notes=("MLA logit = content path (no position) + RoPE path; this is the "
+                              "RoPE path's kernel",), **common)
+    # hybrids: an additive part and a multiplicative part
+    if isinstance(spec, Hybrid):
+        add_spec, mul_spec = spec.additive, spec.rope
+    elif isinstance(spec, RoPE):
+        add_spec, mul_spec = Sinusoidal(), RoPE(**{**_fields(spec), "add_absolute": False})
+    elif isinstance(spec, MLA):
+        add_spec = Sinusoidal() if spec.absolute == "sinusoidal" else LearnedAbsolute(max_len=n)
+        mul_spec = MLA(**{**_fields(spec), "absolute": "none"})
+    else:  # pragma: no cover - every catalogue family is handled above
+        raise PosencError(f"no numeric kernel for {spec.name}")
+    kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, values=values,
+              seed=seed)
+    parts = {"additive": kernel(add_spec, n, **kw), "multiplicative": kernel(mul_spec, n, **kw)}
+    return Kernel(spec, n, "hybrid", None,
+                  f"hybrid: {parts['additive'].description} + {parts['multiplicative'].description}",
+                  source=parts["additive"].source, seed=parts["additive"].seed, parts=parts,
+                  notes=("logit modelled as A o K + B: the additive part's position term added "
+                         "after the rotation (exact for a bias, an idealisation for an input "
+                         "embedding)",), **common)
+
+
+def _fields(spec: PESpec) -> dict[str, Any]:
+    import dataclasses
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
