@@ -130,10 +130,14 @@ def ablated_logits(model: Transformer, tokens: torch.Tensor, layer: int,
 
 
 @torch.inference_mode()
-def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size: int = 128,
+def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size: int = 32,
            seed: int = 0, batched: bool = True, layers: Optional[Sequence[int]] = None,
            distances: bool = True, device: str | torch.device | None = None) -> AblationTable:
-    """Ablate every head of every layer (or of ``layers``) one at a time on ``data``."""
+    """Ablate every head of every layer (or of ``layers``) one at a time on ``data``.
+
+    ``batch_size`` is the number of rows per forward pass: examples for the
+    baseline and one-by-one passes, examples x heads for a batched pass.
+    """
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
     if len(data) == 0:
@@ -172,11 +176,14 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size
     means = [(z_sum[l] / N).float() for l in range(L)] if mode == "mean" else None
     perm = derangement(N, seed) if mode == "resample" else None
     correct = torch.zeros(L, H, dtype=torch.long)
-    for s in range(0, N, batch_size):
-        tok, y = data.tokens[s:s + batch_size].to(device), data.labels[s:s + batch_size].to(device)
+    # Rows per pass stay ~batch_size: a batched pass carries H variants of each example
+    # (CPU throughput per row falls off for large batches, see benchmarks/ablation.py).
+    step = max(1, batch_size // H) if batched else batch_size
+    for s in range(0, N, step):
+        tok, y = data.tokens[s:s + step].to(device), data.labels[s:s + step].to(device)
         source = None
         if perm is not None:
-            src_tok = data.tokens[perm[s:s + batch_size]].to(device)
+            src_tok = data.tokens[perm[s:s + step]].to(device)
             _, source = model.run_with_cache(src_tok, names_filter=lambda n: n in names
                                              and n.endswith("hook_z"))
         for l in layers:

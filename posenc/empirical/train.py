@@ -134,7 +134,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         ckpt = read_checkpoint(out / CHECKPOINT, device)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
-        torch.set_rng_state(ckpt["rng"])
+        torch.set_rng_state(ckpt["rng"].cpu())
+        if device.type == "cuda" and "cuda_rng" in ckpt:
+            torch.cuda.set_rng_state(ckpt["cuda_rng"].cpu(), device)
         metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
     tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
     t_start, epoch_seconds = time.perf_counter(), []
@@ -170,6 +172,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                             "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})
             atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
                                "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                               **({"cuda_rng": torch.cuda.get_rng_state(device)}
+                                  if device.type == "cuda" else {}),
                                "epoch": epoch + 1, "metrics": metrics,
                                "config": config.to_dict()}, out / CHECKPOINT)
             write_metrics(out, metrics)
