@@ -14,10 +14,12 @@ content Gram term q~_m conj(k~_m)) or ``bias``.  The logit is *before* the
 score scale: a model's score is ``scale * (non-bias terms) + bias terms``
 (see :meth:`LogitForm.to_numpy_function`).
 
-Each term's ``exprs`` are explicit real sympy expressions at the form's
-concrete dims, in the symbols of :mod:`posenc.theory.symbols`; parameters
-(angles, frequencies, slopes) stay symbolic and their exact values are in
-``parameters``.
+Each term's ``staged`` expressions are written in projection symbols (q = Q u,
+k = K u as symbol vectors, :class:`~posenc.theory.symbols.Projection`); its
+``exprs`` are the same expressions with the projections substituted, i.e.
+explicit real sympy expressions in weights, content, PE and positions at the
+form's concrete dims.  Parameters (angles, frequencies, slopes) stay symbolic
+and their exact values are in ``parameters``.
 """
 
 from __future__ import annotations

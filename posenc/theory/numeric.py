@@ -59,7 +59,8 @@ class LogitFunction:
     symbols and computes each projection ``maps @ u`` with numpy matrix
     products (fast at any size); ``method="expanded"`` compiles the fully
     expanded expressions in weights and content (small dims only; the two
-    agree, which the tests check).
+    agree, which the tests check).  One call at a time per instance (table
+    lookups read the arrays of the current call).
     """
 
     def __init__(self, form: "LogitForm", terms: Sequence[str] | None = None,
