@@ -38,6 +38,9 @@ position ``i``, key position ``j``, offset ``k = i - j``):
   shared across heads when ``shared_rope_key``.  ``None`` widths are resolved
   by the model: latents ``4 * head_dim`` (capped at the model width),
   ``rope_dim = head_dim // 2`` rounded down to even.
+* **Custom.**  ``kernel``: an additive bias ``B_ij = g(i - j)``, the same for every
+  head.  ``frequencies``: plane m rotates dims (2m, 2m+1) (interleaved) with
+  frequency ``frequencies[m]``; dims past ``2 * len(frequencies)`` carry no position.
 """
 
 from __future__ import annotations
