@@ -20,7 +20,9 @@ from .errors import PosencError
 COMMANDS = (
     "encodings",
     "derive",
+    "bound",
     "verify",
+    "check",
     "train",
     "ablate",
     "reproduce",

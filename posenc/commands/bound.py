@@ -1,0 +1,221 @@
+"""``posenc bound``: spectra of a PE's positional matrix beside the bounds that explain them.
+
+For each sequence length n: the extreme eigenvalues / singular values, norm and
+condition number of the PE's positional matrix (bias B, position Gram G or
+rotary kernel K), next to the Szego (symbol), Gershgorin and per-plane bounds;
+then the contraction report -- ||L||_2 / ||A||_2 and spec(L) for the
+multiplicative coupling L = A o K and the additive one L = A + B, with the
+Schur and Weyl bounds (Gu et al., arXiv 2505.13027).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+
+from ..errors import PosencError
+
+
+def register(subs: argparse._SubParsersAction) -> None:
+    p = subs.add_parser("bound", help="spectra and spectral bounds of a PE's positional matrix",
+                        description=__doc__.splitlines()[0])
+    p.add_argument("spec", help="PE spec, e.g. alibi, rope:base=500000, "
+                                "'custom:kernel=exp(-0.1*abs(k))'")
+    p.add_argument("--n", required=True, help="sequence length(s), e.g. 1024 or 64,256,1024,4096")
+    p.add_argument("--head-dim", type=int, default=64, help="head dimension d (default 64)")
+    p.add_argument("--heads", type=int, default=8, help="number of heads H (default 8)")
+    p.add_argument("--head", type=int, default=0, help="which head, 0-based (default 0)")
+    p.add_argument("--d-model", type=int, default=None,
+                   help="model width for absolute PEs (default head-dim * heads)")
+    p.add_argument("--content", default="rank=8,seed=0",
+                   help="content matrix A: rank=R,seed=S (seeded Gram) or FILE.npy "
+                        "(square; leading n x n sections are used)")
+    p.add_argument("--values", default=None,
+                   help="FILE.npy of learned values (T5/table bias, learned absolute table); "
+                        "default: a seeded draw")
+    p.add_argument("--seed", type=int, default=0, help="seed for learned values (default 0)")
+    p.add_argument("--method", choices=("auto", "dense", "lanczos"), default="auto",
+                   help="spectrum method (auto: dense LAPACK for n <= 512, Lanczos above)")
+    p.add_argument("--reference", default="auto",
+                   help="PE supplying the coupling the spec lacks (default: rope for additive, "
+                        "alibi for multiplicative); 'none' to omit")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="draw norms, bounds and contraction ratios against n")
+    p.set_defaults(func=run)
+
+
+def parse_ns(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            n = int(part)
+        except ValueError:
+            raise PosencError(f"--n must be positive integers separated by commas; got {part!r}") \
+                from None
+        if n < 1:
+            raise PosencError(f"--n must be positive integers (n >= 1); got {n}")
+        out.append(n)
+    return out
+
+
+def parse_content(text: str) -> object:
+    from ..numerics.contraction import load_content
+    if text.endswith(".npy") or os.path.sep in text:
+        return load_content(text)
+    opts = {"rank": 8, "seed": 0}
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in opts:
+            raise PosencError(f"--content must be rank=R,seed=S or a FILE.npy; got {text!r}")
+        try:
+            opts[key] = int(value)
+        except ValueError:
+            raise PosencError(f"--content {key} must be an integer; got {value!r}") from None
+    if opts["rank"] < 1:
+        raise PosencError(f"--content rank must be >= 1; got {opts['rank']}")
+    return ("seeded", opts["rank"], opts["seed"])
+
+
+def _load_values(path: str | None) -> object:
+    if path is None:
+        return None
+    import numpy as np
+    if not os.path.isfile(path):
+        raise PosencError(f"values file not found: {path}")
+    try:
+        v = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise PosencError(f"cannot read {path} as a .npy array: {str(exc).splitlines()[0]}") from None
+    if not np.issubdtype(v.dtype, np.number) or not np.all(np.isfinite(v)):
+        raise PosencError(f"values in {path} must be finite numbers (no NaN or infinity)")
+    return v
+
+
+def _finite(obj: object) -> object:
+    """Strict JSON: a non-finite float (cond of a singular matrix) becomes "inf"/"-inf"/"nan"."""
+    if isinstance(obj, float) and obj != obj:
+        return "nan"
+    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
+        return "inf" if obj > 0 else "-inf"
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _print_tables(report: dict) -> None:
+    k = report["kernel"]
+    print(f"{report['spec']}: {k['description']}")
+    print(f"  kind {k['kind']}, coupling {k['coupling']}, toeplitz {k['toeplitz']}, "
+          f"source {k['source']}" + (f" (seed {k['seed']})" if k["seed"] is not None else ""))
+    for note in k["notes"]:
+        print(f"  note: {note}")
+    print(f"  content A: {report['content']}")
+    head = ("n", "matrix", "quantity", "exact", "bound", "bound name", "holds", "method", "s")
+    rows = [(str(r["n"]), r["matrix"], r["quantity"], _fmt(r["exact"]), _fmt(r["bound"]),
+             r["bound_name"] or "-", {True: "yes", False: "NO", None: "-"}[r["holds"]],
+             r["method"], f"{r['seconds']:.3f}") for r in report["rows"]]
+    _table(head, rows)
+    if len(report["growth"]) > 1:
+        print("\ngrowth with n (P = the positional matrix above; A o K multiplicative, "
+              "A + B additive):")
+        head = ("n", "||P||_2", "sup|f_n|", "||P||/sup|f_n|", "||A+B||/||A||", "||A o K||/||A||")
+        rows = []
+        for g in report["growth"]:
+            sup = g.get("symbol_sup")
+            ratio = g["norm"] / sup if sup else None
+            rows.append((str(g["n"]), _fmt(g["norm"]), _fmt(sup), _fmt(ratio),
+                         _fmt(g.get("ratio_additive")), _fmt(g.get("ratio_multiplicative"))))
+        _table(head, rows)
+
+
+def _table(head: tuple, rows: list[tuple]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+def _plot(report: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    g = report["growth"]
+    ns = [x["n"] for x in g]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    ax1.loglog(ns, [x["norm"] for x in g], "o-", label="||P||_2 (exact)")
+    if all(x.get("symbol_sup") for x in g):
+        ax1.loglog(ns, [x["symbol_sup"] for x in g], "s--", label="sup |f_n| (Szego)")
+    gers = {r["n"]: r["bound"] for r in report["rows"]
+            if r["quantity"].startswith("||") and r["bound_name"] == "Gershgorin"}
+    if len(gers) == len(ns):
+        ax1.loglog(ns, [gers[n] for n in ns], "^:", label="Gershgorin")
+    ax1.set_xlabel("n")
+    ax1.set_title("positional matrix norm", fontsize=10)
+    ax1.legend(fontsize=8)
+    for key, label, style in (("ratio_additive", "||A+B|| / ||A|| (additive)", "o-"),
+                              ("ratio_multiplicative", "||A o K|| / ||A|| (multiplicative)", "s-"),
+                              ("ratio_hybrid", "||A o K + B|| / ||A|| (hybrid)", "^-")):
+        if all(key in x for x in g):
+            ax2.loglog(ns, [x[key] for x in g], style, label=label)
+    ax2.axhline(1.0, color="grey", lw=0.8, ls="--", label="Schur bound max K_ii = 1")
+    ax2.set_xlabel("n")
+    ax2.set_title("contraction vs expansion", fontsize=10)
+    ax2.legend(fontsize=8)
+    fig.suptitle(report["spec"], fontsize=10)
+    fig.tight_layout()
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise PosencError(f"cannot write the plot: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=80)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..encodings import parse_spec
+    from ..numerics.operators import DENSE_LIMIT
+    from ..numerics.summary import bound_report
+
+    spec = parse_spec(args.spec)
+    ns = parse_ns(args.n)
+    if args.method == "dense" and max(ns) > DENSE_LIMIT:
+        raise PosencError(f"n={max(ns)} is too large for --method dense: an n x n float64 array "
+                          f"needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB (limit n <= {DENSE_LIMIT})")
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        raise PosencError(f"--plot needs a .png file name; got {args.plot!r}")
+    content = parse_content(args.content)
+    values = _load_values(args.values)
+    reference = None if args.reference == "none" else args.reference
+    report = bound_report(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
+                          d_model=args.d_model, values=values, seed=args.seed, content=content,
+                          reference=reference, method=args.method)
+    if args.plot:
+        _plot(report, args.plot)
+    if args.json:
+        print(json.dumps(_finite(report), indent=1, allow_nan=False))
+    else:
+        _print_tables(report)
+        if args.plot:
+            print(f"\nplot written to {args.plot}")
+    return 0
