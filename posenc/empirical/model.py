@@ -94,6 +94,11 @@ class Transformer(Hooked):
         if tokens.dim() != 2:
             raise PosencError(f"tokens must be (batch, seq); got shape {tuple(tokens.shape)}")
         B, T = tokens.shape
+        if ablation is not None and not (0 <= ablation.layer < len(self.blocks)
+                                         and ablation.gate.shape[-1] == self.cfg.n_heads):
+            raise PosencError(f"ablation must name a layer in 0..{len(self.blocks) - 1} and gate "
+                              f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
+                              f"{tuple(ablation.gate.shape)}")
         x0 = self.hook_embed(self.input_embedding(tokens, offset))
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
         pad_add = None

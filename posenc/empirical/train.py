@@ -12,6 +12,7 @@ numbers; wall-clock times go to ``train_summary.json``.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import torch.nn.functional as F
 from ..errors import PosencError
 from .config import TrainConfig
 from .model import Transformer
-from .runs import (CHECKPOINT, CONFIG, FORMAT, RESULT, atomic_torch_save, atomic_write_text,
+from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    dataset_for, model_for, read_checkpoint, read_config, write_metrics)
 from .tasks import TaskData
 
@@ -103,6 +104,9 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
         if resume and (out / RESULT).is_file() and (out / CHECKPOINT).is_file():
             return _finished(out, config)
     out.mkdir(parents=True, exist_ok=True)
+    if not resume:  # starting over: no file of the previous attempt may survive to mislead
+        for name in (RESULT, CHECKPOINT, METRICS):
+            (out / name).unlink(missing_ok=True)
     atomic_write_text(out / CONFIG, config.to_json() + "\n")
     threads = torch.get_num_threads()
     if config.num_threads is not None:
@@ -187,14 +191,12 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
               "seconds": seconds, "epoch_seconds": epoch_seconds, "device": str(device),
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": n, "test_examples": len(test_data)}
-    import json
     atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
     return RunResult(str(out), config, tuple(metrics), metrics[-1]["test_acc"],
                      result["best_test_acc"], model.n_params, seconds, str(device))
 
 
 def _finished(out: Path, config: TrainConfig) -> RunResult:
-    import json
     from .runs import read_metrics
     result = json.loads((out / RESULT).read_text(encoding="utf-8"))
     metrics = read_metrics(out)
