@@ -1,0 +1,176 @@
+"""Load a user's PE implementation by name and call it safely, with numpy or torch inputs.
+
+``IMPL`` is one of ``package.module:function``, ``package.module.function`` or
+``path/to/file.py:function`` (the attribute may be dotted, ``module:Class.method``).  Every
+failure -- the module or file is missing, importing it raises, the attribute is missing or not
+callable, calling it raises, it returns something that is not an array of the expected shape --
+becomes a one-line :class:`~posenc.errors.PosencError` that shows the user's own exception
+message, never our traceback.
+
+Calling convention (documented in docs/usage.md): inputs are first given as numpy arrays
+(``float64`` data, ``int64`` positions); if the callable raises on them, the same inputs are given
+as torch tensors, and whichever works is used for every later call.  Outputs may be numpy arrays,
+torch tensors, or anything ``numpy.asarray`` accepts; they are converted to ``float64`` numpy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ...errors import PosencError
+
+
+def _one_line(exc: BaseException, limit: int = 240) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _getattr_path(obj: Any, path: str, impl: str, where: str = "") -> Any:
+    for part in path.split("."):
+        if not hasattr(obj, part):
+            name = where or getattr(obj, "__name__", type(obj).__name__)
+            raise PosencError(f"{impl}: {name} has no attribute {part!r}")
+        obj, where = getattr(obj, part), ""
+    return obj
+
+
+def _import_module(name: str, impl: str):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise PosencError(f"{impl}: no module named {exc.name!r}") from None
+        raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+    except Exception as exc:
+        raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+
+
+def _load_file(path: str, impl: str):
+    if not os.path.isfile(path):
+        raise PosencError(f"{impl}: no such file {path!r}")
+    name = "_posenc_check_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PosencError(f"{impl}: cannot import {path!r} as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise PosencError(f"{impl}: importing {path!r} failed: {_one_line(exc)}") from None
+    return module
+
+
+def load_callable(impl: str) -> Callable[..., Any]:
+    """Resolve ``impl`` to a callable (see the module docstring for the accepted forms)."""
+    text = impl.strip()
+    if not text:
+        raise PosencError("IMPL is empty; give module:function or path/to/file.py:function")
+    target, colon, attr = text.rpartition(":")
+    if colon and (target.endswith(".py") or os.sep in target or "/" in target):
+        if not attr:
+            raise PosencError(f"{impl}: give the function after the colon, file.py:function")
+        obj = _getattr_path(_load_file(target, impl), attr, impl, where=target)
+    elif colon:
+        if not target or not attr:
+            raise PosencError(f"{impl}: expected module:function")
+        obj = _getattr_path(_import_module(target, impl), attr, impl)
+    else:
+        module_name, dot, attr = text.rpartition(".")
+        if not dot or not module_name or not attr:
+            raise PosencError(f"{impl}: expected module:function, module.function or "
+                              f"file.py:function")
+        obj = None
+        parts = text.split(".")
+        # The longest importable prefix is the module; the rest is the attribute path.
+        for cut in range(len(parts) - 1, 0, -1):
+            name = ".".join(parts[:cut])
+            try:
+                module = importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+                    continue        # this prefix is not a module; try a shorter one
+                raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+            except Exception as exc:
+                raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+            obj = _getattr_path(module, ".".join(parts[cut:]), impl)
+            break
+        if obj is None:
+            raise PosencError(f"{impl}: no module named {parts[0]!r}")
+    if not callable(obj):
+        raise PosencError(f"{impl}: {type(obj).__name__} object is not callable")
+    return obj
+
+
+def to_numpy(value: Any, impl: str) -> np.ndarray:
+    """A returned value as a float64 numpy array (torch tensors detached and moved to CPU)."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu()
+        if getattr(value, "is_complex", lambda: False)():
+            raise PosencError(f"{impl} returned a complex tensor; expected real values")
+        value = value.double().numpy() if hasattr(value, "double") else value.numpy()
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise PosencError(f"{impl} returned {type(value).__name__}, not an array of real "
+                          f"numbers ({_one_line(exc)})") from None
+    return arr
+
+
+class Caller:
+    """Calls the user's function, deciding once between numpy and torch inputs."""
+
+    def __init__(self, fn: Callable[..., Any], impl: str) -> None:
+        self.fn, self.impl = fn, impl
+        self.mode: Optional[str] = None     # "numpy" | "torch" once decided
+
+    def _torch(self, args: tuple) -> tuple:
+        import torch
+        return tuple(torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
+                     for a in args)
+
+    def call(self, *args: Any) -> np.ndarray:
+        """Call with numpy arrays (or torch tensors after the numpy attempt failed)."""
+        if self.mode == "numpy":
+            return self._guarded(args, "numpy")
+        if self.mode == "torch":
+            return self._guarded(self._torch(args), "torch")
+        try:
+            out = to_numpy(self.fn(*args), self.impl)
+            self.mode = "numpy"
+            return out
+        except PosencError:
+            raise
+        except Exception as first:
+            first_text = _one_line(first)
+        try:
+            out = to_numpy(self.fn(*self._torch(args)), self.impl)
+        except PosencError:
+            raise
+        except Exception as second:
+            second_text = _one_line(second)
+            also = "" if second_text == first_text else f" (and with torch tensors: {second_text})"
+            raise PosencError(f"{self.impl} raised {first_text}{also}") from None
+        self.mode = "torch"
+        return out
+
+    def _guarded(self, args: tuple, mode: str) -> np.ndarray:
+        try:
+            return to_numpy(self.fn(*args), self.impl)
+        except PosencError:
+            raise
+        except Exception as exc:
+            raise PosencError(f"{self.impl} raised {_one_line(exc)}") from None
+
+    def call_plain(self, *args: Any) -> np.ndarray:
+        """Call with plain Python arguments (ints): no numpy/torch choice to make."""
+        return self._guarded(args, "plain")

@@ -1,0 +1,164 @@
+"""Frequency recovery and large-position precision of a user's rotary function (RoPE, Su et al. 2021).
+
+``check_frequencies`` fits the recovered plane angles θ_m to the catalogue's schedule
+θ_m = base^(−2m/r) (posenc.encodings; reference values from
+:func:`posenc.numerics.conventions.rope_frequencies`) and compares the user's rotation matrices
+with the catalogue RoPE of the detected pairing and base.
+
+``check_drift`` runs the function at positions 10^3..10^6 on float32 and float64 inputs and
+compares with a reference rotation whose angles p·θ_m are computed by mpmath at 30 digits.
+A float32 implementation rounds θ_m and p·θ_m (relative error ≲ (1 + |ln θ_m|)·u each, u = 2^-24)
+and cos/sin to u; the product θ_m(1 + |ln θ_m|) ≤ 1 for θ_m ≤ 1, so its entries are off by at
+most about 3u·p·θ_max + 4u per unit input.  We allow 4·eps32·(p·θ_max + 4) = 8u·(p·θ_max + 4):
+twice that.  Anything beyond (half precision positions, wrapped position tables, a wrong
+frequency at high index) fails.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...encodings import RoPE
+from ...errors import PosencError
+from .report import FAIL, NA, PASS, Property
+from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
+
+# θ recovered from float32 tables is off by ≲ (1 + |ln θ|)·u ≲ 6e-7 relative (θ ≥ 1e-4); a
+# different base or frequency layout changes some θ_m by ≥ 1e-3 relative.
+FREQ_TOL = 1e-5
+
+
+def _plane_index(pairing: str, a: int) -> int:
+    return a // 2 if pairing == "interleaved" else a
+
+
+def _reference_theta(base: float, r: int, pairing: str) -> np.ndarray:
+    from ...numerics.conventions import rope_frequencies
+    return rope_frequencies(RoPE(base=base, pairing=pairing), r)            # (r/2,)
+
+
+def _fit_base(m: np.ndarray, theta: np.ndarray, r: int) -> float:
+    """Least-squares ln(base) of log θ_m = −(2m/r) ln(base) over planes with m > 0."""
+    use = (m > 0) & (theta > 0)
+    if not use.any():
+        return 10000.0          # one plane (θ_0 = 1 for any base): the base is not identifiable
+    x = 2.0 * m[use] / r
+    return float(math.exp(-np.dot(x, np.log(theta[use])) / np.dot(x, x)))
+
+
+def _nice(base: float) -> list[float]:
+    digits = [float(f"{base:.{k}g}") for k in (3, 4, 6)]
+    return digits + [base]
+
+
+def reference_matrices(positions: np.ndarray, planes, theta: np.ndarray, dim: int) -> np.ndarray:
+    """The catalogue rotation at each position for the given planes and angles: (S, dim, dim)."""
+    M = np.tile(np.eye(dim), (len(positions), 1, 1))
+    for (a, b), t in zip(planes, theta):
+        c, s = np.cos(positions * t), np.sin(positions * t)
+        M[:, a, a], M[:, b, b], M[:, b, a], M[:, a, b] = c, c, s, -s
+    return M
+
+
+def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
+                      summary: dict) -> Property:
+    planes, pairing, r = summary.get("planes"), summary.get("pairing"), summary.get("rotary_dims")
+    if not planes or pairing is None or not summary.get("rotations"):
+        return Property("frequencies", NA, "needs planes that rotate (see pairing)")
+    theta = recover_frequencies(M, Mbig, big, planes)
+    m = np.array([_plane_index(pairing, a) for a, _ in planes])
+    summary["theta"] = [float(t) for t in theta]
+    if theta[np.argmin(m)] < 0:
+        a, b = planes[int(np.argmin(m))]
+        return Property("frequencies", FAIL, "rotates the other way: (a, b) -> "
+                        "(a cos + b sin, −a sin + b cos), i.e. θ_m < 0",
+                        f"x = e_{a}, position 1: f(x,1)_{b} = {M[1, b, a]:.6g} (catalogue: "
+                        f"+sin θ_0 > 0)")
+    base = _fit_base(m, theta, r)
+    # Prefer a round base (10000, 500000) when it explains θ as well as the exact fit does --
+    # within 4x of the fit's own error: float32 tables put both at ~1e-7; a float64
+    # implementation with base 44.444... gives the exact fit ~1e-15 and 44.4444 ~1e-7.
+    cands = []
+    for cand in _nice(base):
+        ref = _reference_theta(cand, r, pairing)[m]
+        cands.append((cand, ref, np.abs(theta - ref) / np.abs(ref)))
+    fit_err = float(np.max(cands[-1][2]))
+    best = next(c for c in cands if np.max(c[2]) <= max(4 * fit_err, 1e-13) or c is cands[-1])
+    base, ref, err = best
+    summary["base"] = base
+    fraction = r / dim
+    spec = RoPE(base=base, pairing=pairing, fraction=fraction if r < dim else 1.0)
+    summary["spec"] = spec.to_string()
+    kept = len(planes)
+    note = f"; planes m ≥ {kept} do not rotate (p-RoPE)" if kept < r // 2 else ""
+    if err.max() > FREQ_TOL or not np.all(np.isfinite(err)):
+        k = int(np.nanargmax(np.where(np.isfinite(err), err, np.inf)))
+        a, b = planes[k]
+        return Property("frequencies", FAIL, "θ_m ≠ base^(−2m/r) for any base",
+                        f"plane m = {m[k]} (dims {a}, {b}): θ = {theta[k]:.6g}, but the best fit "
+                        f"base {base:.6g} gives {ref[k]:.6g}")
+    summary["theta_ref"] = [float(t) for t in ref]
+    Mref = reference_matrices(np.arange(GRID, dtype=np.float64), planes, ref, dim)
+    dev = float(np.abs(M - Mref).max())
+    return Property("frequencies", PASS,
+                    f"θ_m = base^(−2m/r), base = {base:.6g}, r = {r}{note}; agrees with "
+                    f"{spec.to_string()} (max entry deviation {dev:.1e})")
+
+
+def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing: str) -> np.ndarray:
+    """Rotate x (B, S, D) at ``positions`` with angles p·θ_m computed by mpmath at 30 digits."""
+    import mpmath as mp
+
+    out = x.copy()
+    with mp.workdps(30):
+        for (a, b) in planes:
+            mm = _plane_index(pairing, a)
+            th = mp.power(mp.mpf(base), -mp.mpf(2 * mm) / r)
+            for s, p in enumerate(positions):
+                ang = mp.mpf(int(p)) * th
+                c, sn = float(mp.cos(ang)), float(mp.sin(ang))
+                xa, xb = x[:, s, a], x[:, s, b]
+                out[:, s, a] = xa * c - xb * sn
+                out[:, s, b] = xa * sn + xb * c
+    return out
+
+
+def check_drift(probe: RopeProbe, dim: int, summary: dict) -> Property:
+    if "theta_ref" not in summary:
+        return Property("float32 drift", NA, "needs the catalogue frequency schedule")
+    planes, pairing, r, base = (summary["planes"], summary["pairing"], summary["rotary_dims"],
+                                summary["base"])
+    positions = np.array(LARGE, dtype=np.int64)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, len(LARGE), dim))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)                          # unit vectors
+    try:
+        y64 = probe.apply(x, positions)
+        y32 = probe.apply(x.astype(np.float32), positions)
+    except PosencError as exc:
+        return Property("float32 drift", FAIL, "raised at large positions", str(exc))
+    ref = _mp_reference(x.astype(np.float32).astype(np.float64), positions, planes,
+                        base, r, pairing)
+    ref64 = _mp_reference(x, positions, planes, base, r, pairing)
+    tmax = max(abs(t) for t in summary["theta_ref"])
+    e32 = np.abs(y32 - ref).max(axis=(0, 2))                                # (len(LARGE),)
+    e64 = np.abs(y64 - ref64).max(axis=(0, 2))
+    b32 = 4 * EPS32 * (positions * tmax + 4)
+    b64 = 4 * EPS64 * (positions * tmax + 4)
+    summary["drift"] = {str(int(p)): {"float32_error": float(e), "float32_bound": float(b),
+                                      "float64_error": float(f), "float64_bound": float(c)}
+                        for p, e, b, f, c in zip(positions, e32, b32, e64, b64)}
+    tables = ("float64 input computed in float64" if np.all(e64 <= b64) else
+              f"float64 input is off by {e64[-1]:.1e} at p=10^6 (float64 arithmetic allows "
+              f"{b64[-1]:.1e}): its cos/sin tables are float32")
+    bad = np.flatnonzero(~(e32 <= b32))
+    if bad.size:
+        k = int(bad[0])
+        return Property("float32 drift", FAIL, "float32 output drifts beyond float32 rounding",
+                        f"position {positions[k]}: max |f(x,p) − exact| = {e32[k]:.3g} for unit x "
+                        f"(float32 rounding of p·θ allows {b32[k]:.3g})")
+    return Property("float32 drift", PASS,
+                    f"float32 input: max error {e32[-1]:.1e} at p=10^6 (rounding bound "
+                    f"{b32[-1]:.1e}); {tables}")
