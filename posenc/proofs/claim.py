@@ -34,10 +34,27 @@ class Violation(AssertionError):
     """Raised by a claim's check when the conclusion fails on one input."""
 
 
-def require(ok: bool, message: str) -> None:
-    """Raise :class:`Violation` with ``message`` unless ``ok`` (the checks' one assertion form)."""
+class LayerMismatch(Exception):
+    """Raised when two layers (theory, numerics, empirical) disagree on the same quantity.
+
+    Not an ``AssertionError``: on a variant's strategy a disagreement must not pass for the
+    counterexample the variant expects.  On the claim's own strategy the runner treats it as a
+    failure (and Hypothesis shrinks it) like a :class:`Violation`."""
+
+
+def agree(ok: bool, message: "str | Callable[[], str]") -> None:
+    """Raise :class:`LayerMismatch` unless ``ok``."""
     if not ok:
-        raise Violation(message)
+        raise LayerMismatch(message() if callable(message) else message)
+
+
+def require(ok: bool, message: "str | Callable[[], str]") -> None:
+    """Raise :class:`Violation` with ``message`` unless ``ok`` (the checks' one assertion form).
+
+    ``message`` may be a callable, evaluated only on failure (when formatting it needs values
+    that exist only then)."""
+    if not ok:
+        raise Violation(message() if callable(message) else message)
 
 
 @dataclass(frozen=True)

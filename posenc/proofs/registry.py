@@ -16,7 +16,14 @@ from .claim import Claim
 
 #: Modules under ``posenc.proofs.claims``, in the order ``posenc verify`` lists them.
 MODULES = (
-    "schur",
+    "rope_identity",      # 1, 2
+    "toeplitz",           # 3
+    "schur",              # 4
+    "additive",           # 5
+    "rope_norm",          # 6
+    "mla",                # 7
+    "families",           # 8
+    "precision",          # RoPE tables at large positions (mpmath oracle)
 )
 
 _EXTRA: dict[str, Claim] = {}

@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .claim import FAILED, NOT_APPLICABLE, Claim, SymbolicResult
+from .claim import FAILED, NOT_APPLICABLE, Claim, LayerMismatch, SymbolicResult
 
 #: Examples per search and whether the inputs are the same on every run.
 PROFILES: dict[str, dict[str, Any]] = {
@@ -47,8 +47,8 @@ class _Counter:
 
 
 def search(strategy, check: Callable[[Any], None], describe: Callable[[Any], str],
-           hyp_settings) -> dict:
-    """Look for an input of ``strategy`` on which ``check`` raises an ``AssertionError``.
+           hyp_settings, failures: tuple = (AssertionError,)) -> dict:
+    """Look for an input of ``strategy`` on which ``check`` raises one of ``failures``.
 
     Returns ``{"examples": n, "found": bool, "minimal": text|None, "message": text|None}``;
     ``examples`` counts the inputs drawn before the first failure (all of them when none
@@ -63,7 +63,7 @@ def search(strategy, check: Callable[[Any], None], describe: Callable[[Any], str
         counter.calls += 1
         try:
             check(example)
-        except AssertionError:
+        except failures:
             if counter.first_failure is None:
                 counter.first_failure = counter.calls
             return True
@@ -77,8 +77,9 @@ def search(strategy, check: Callable[[Any], None], describe: Callable[[Any], str
     message = None
     try:
         check(minimal)
-    except AssertionError as exc:
-        message = str(exc)
+    except failures as exc:
+        message = str(exc) if isinstance(exc, AssertionError) else \
+            f"layers disagree: {exc}"
     return {"examples": counter.first_failure or counter.calls, "found": True,
             "minimal": describe(minimal), "message": message}
 
@@ -110,7 +111,10 @@ def run_claim(claim: Claim, examples: Optional[int] = None, profile: str = "ci",
     out["symbolic"] = {"status": sym.status, "detail": sym.detail}
     variants = []
     try:
-        main = search(claim.strategy(), claim.check, claim.describe, hyp_settings)
+        # On the claim's own inputs a layer disagreement is a failure too (shrunk like one); on
+        # a variant it is an error, never the counterexample the variant expects.
+        main = search(claim.strategy(), claim.check, claim.describe, hyp_settings,
+                      failures=(AssertionError, LayerMismatch))
         out["examples"] = main["examples"]
         out["holds"] = not main["found"]
         out["counterexample"] = main["minimal"]

@@ -19,8 +19,8 @@ def _explain(r: dict) -> str:
 
 
 @pytest.mark.parametrize("claim", all_claims(), ids=IDS)
-def test_claim_ci(claim):
-    r = run_claim(claim, profile="ci")
+def test_claim_ci(claim, ci_result):
+    r = ci_result(claim)
     assert r["ok"], _explain(r)
     assert r["symbolic"]["status"] in ("proved", "not applicable")
     for v in r["variants"]:
@@ -30,7 +30,8 @@ def test_claim_ci(claim):
 
 @pytest.mark.slow
 def test_registry_thorough_bounded():
-    # thorough profile (fresh randomness), bounded to 80 examples per search to keep CI short
-    bad = [r for r in (run_claim(c, profile="thorough", examples=80) for c in all_claims())
+    # thorough profile (fresh randomness), bounded to 40 examples per search to keep CI short
+    bad = [r for r in (run_claim(c, profile="thorough", examples=40) for c in all_claims())
            if not r["ok"]]
     assert not bad, "\n\n".join(_explain(r) for r in bad)
+

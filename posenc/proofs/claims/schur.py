@@ -53,9 +53,10 @@ def _symbolic_identity() -> SymbolicResult:
     ok &= sp.expand(((D * x).T * (D * x))[0] - sum(K[i, i] * x[i] ** 2 for i in range(n))) == 0
     if not ok:
         return SymbolicResult("failed", "A∘(vvᵀ) ≠ D_v A D_v for symbolic entries")
-    return SymbolicResult(PROVED, "A∘(vvᵀ) = D_v A D_v and xᵀ(A∘vvᵀ)x = (D_v x)ᵀA(D_v x) verified "
-                          "symbolically (entrywise, so for every n); the bound follows by the "
-                          "Rayleigh quotient and Σ_r ‖D_r x‖² = Σ_i K_ii x_i²")
+    return SymbolicResult(PROVED, "A∘(vvᵀ) = D_v A D_v verified symbolically on a 3×3 block "
+                          "(every entry of the n×n identity, a_ij v_i v_j, is one of its diagonal "
+                          "or off-diagonal entries); with K = Σ_r v_r v_rᵀ the bound follows by "
+                          "the Rayleigh quotient and Σ_r ‖D_r x‖² = Σ_i K_ii x_i² = ‖x‖²")
 
 
 # --- containment -----------------------------------------------------------------------------
