@@ -8,7 +8,8 @@ The bounds here are shown beside the exact values they bound:
     Grenander-Szego for a Hermitian Toeplitz T_n: spec(T_n) in [min f_n, max f_n],
     f_n(w) = sum_{|k|<n} t_k e^{ikw}; also ||T_n||_2 <= max |f_n| for any Toeplitz.
     f_n is evaluated on a grid and widened by the rigorous correction
-    min(h L1 / 2, h^2 L2 / 8), L1 = sum |k||t_k|, L2 = sum k^2 |t_k|, h the spacing.
+    min(h L1 / 2, h^2 L2 / 8) (first order only for a complex symbol),
+    L1 = sum |k||t_k|, L2 = sum k^2 |t_k|, h the grid spacing.
     The interval bounds every m-section with m <= n (it does not depend on m);
     when sum |t_k| < inf it converges to the n-independent range of f.
 ``gershgorin(op) -> dict``
@@ -43,17 +44,23 @@ def szego(op: ToeplitzOperator, grid: int | None = None) -> dict[str, Any]:
     """Symbol range of the n-section, rigorously widened for the grid."""
     if not isinstance(op, ToeplitzOperator):
         raise PosencError("the Szego bound needs a Toeplitz operator")
+    herm = op.hermitian
+    if grid is None and not herm:   # first-order correction only: use a finer grid
+        grid = 1 << int(np.ceil(np.log2(max(64 * op.n, 16))))
     omega, f = op.symbol(grid)
     h = 2 * np.pi / omega.size
     k = np.arange(op.n)
     mag = np.abs(op.column) + np.concatenate([[0.0], np.abs(op.row[1:])])
     l1, l2 = float(np.sum(k * mag)), float(np.sum(k * k * mag))
-    corr = min(h * l1 / 2, h * h * l2 / 8)
-    absf = np.abs(f)
+    # |f'| <= L1 everywhere: any point is within h/2 of the grid (first order).  At an interior
+    # extremum of a real f, f' = 0 and |f''| <= L2 (second order).  |f| of a complex f is only
+    # Lipschitz at its maximum, so the norm bound of a non-Hermitian T uses the first order.
+    first, second = h * l1 / 2, h * h * l2 / 8
+    corr = min(first, second) if herm else first
     out: dict[str, Any] = {"grid": int(omega.size), "correction": corr,
-                           "norm_upper": float(absf.max()) + corr,
-                           "hermitian": op.hermitian}
-    if op.hermitian:
+                           "first_order_correction": first,
+                           "norm_upper": float(np.abs(f).max()) + corr, "hermitian": herm}
+    if herm:
         out.update(grid_min=float(f.min()), grid_max=float(f.max()),
                    lower=float(f.min()) - corr, upper=float(f.max()) + corr)
     return out
