@@ -14,8 +14,8 @@ A claim of Gu et al. (arXiv 2505.13027) -- or a precise version of it that posen
   Hypothesis, which shrinks it to a minimal one;
 * ``reports``: optional measurements shown beside the verdict (e.g. float32 drift of RoPE tables);
 * ``empirical``: reserved for claims about trained models -- a callable ``evaluate(store)`` that
-  returns a verdict from stored runs.  No claim of this module uses it yet; the runner reports
-  such a claim as "not run" when no store is given.
+  returns a verdict from stored runs.  No registered claim sets it and the runner does not call
+  it yet (the empirical claims 10-15 are judged by :mod:`posenc.proofs.empirical_claims`).
 
 Claims are plain data; :mod:`posenc.proofs.runner` runs them and :mod:`posenc.proofs.registry`
 lists them.

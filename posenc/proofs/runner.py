@@ -90,8 +90,7 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def run_claim(claim: Claim, examples: Optional[int] = None, profile: str = "ci",
-              store: Any = None) -> dict:
+def run_claim(claim: Claim, examples: Optional[int] = None, profile: str = "ci") -> dict:
     """Run ``claim`` and return its JSON-serialisable result.
 
     Keys: claim, title, source, design_number, symbolic {status, detail}, examples,
