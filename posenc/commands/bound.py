@@ -185,6 +185,9 @@ def _plot(report: dict, path: str) -> None:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=80)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)                            # mkstemp makes it 0600
         os.replace(tmp, path)
     finally:
         plt.close(fig)

@@ -27,7 +27,8 @@ The bounds here are shown beside the exact values they bound:
     For K = w_0 J + sum_m w_m cos(theta_m (i-j)) (PSD, rank <= 2 planes + 1): each
     cosine plane has the two non-zero eigenvalues (n +- |s_m|)/2, s_m =
     sum_j e^{2 i theta_m j}, so max_m w_m lam(C_m) <= lam_max(K) <= sum_m w_m lam(C_m)
-    (K dominates each PSD term; Weyl), and trace(K) = n.
+    (K dominates each PSD term; Weyl), and trace(K) = n.  Also, K being PSD,
+    lam_max(K) >= ||K||_F^2 / trace(K) (sum lam^2 <= lam_max sum lam), O(n) for Toeplitz.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ def rotary_nonzero(kern: Any) -> dict[str, Any]:
     terms = [kern.constant_weight * n] if kern.constant_weight > 0 else []
     for th, w in zip(kern.frequencies, kern.plane_weights):
         terms.append(w * cosine_plane_eigenvalues(float(th), n)[0])
+    fro = kern.operator.frobenius_sq()
+    trace = float(n * kern.column[0].real)
     return {"lambda_max_lower": float(max(terms)), "lambda_max_upper": float(sum(terms)),
-            "trace": float(n * kern.column[0].real), "rank_bound": kern.rank_bound,
-            "frobenius_sq": kern.operator.frobenius_sq()}
+            "trace": trace, "rank_bound": kern.rank_bound, "frobenius_sq": fro,
+            "lambda_max_lower_frobenius": fro / trace}

@@ -62,6 +62,8 @@ def _matrix_rows(n: int, label: str, kern: Kernel, method: str) -> tuple[list[di
             rn = bd.rotary_nonzero(kern)
             rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max, rn["lambda_max_lower"],
                              "planes: max_m w_m lam(C_m) (lower)", m, s))
+            rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max,
+                             rn["lambda_max_lower_frobenius"], "||K||_F^2 / tr K (lower)", m, s))
             rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max, rn["lambda_max_upper"],
                              "planes: sum_m w_m lam(C_m)", m, s))
             rows.append(_row(n, label, f"rank({sym})", None, rn["rank_bound"],

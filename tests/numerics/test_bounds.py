@@ -263,6 +263,7 @@ def test_rotary_nonzero_spectrum_bounds(spec, n, head_dim):
     rn = bd.rotary_nonzero(kern)
     ev = np.linalg.eigvalsh(kern.dense())
     assert rn["lambda_max_lower"] - 1e-9 * n <= ev[-1] <= rn["lambda_max_upper"] + 1e-9 * n
+    assert rn["lambda_max_lower_frobenius"] <= ev[-1] + 1e-9 * n
     assert rn["trace"] == pytest.approx(n)
     assert np.sum(ev > 1e-9 * n) <= rn["rank_bound"]
     assert rn["frobenius_sq"] == pytest.approx(np.sum(ev ** 2), rel=1e-9)
