@@ -28,6 +28,7 @@ COMMANDS = (
     "reproduce",
     "report",
     "runs",
+    "dynamics",
 )
 
 

@@ -17,7 +17,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -28,6 +28,9 @@ from .model import Transformer
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    dataset_for, model_for, read_checkpoint, read_config, write_metrics)
 from .tasks import TaskData
+
+if TYPE_CHECKING:
+    from .dynamics import DynamicsConfig
 
 
 @dataclass(frozen=True)
@@ -88,12 +91,16 @@ def _same_run(a: TrainConfig, b: TrainConfig) -> bool:
 
 
 def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: Optional[bool] = None,
-          resume: bool = True, on_step: Optional[Callable[[int, float], None]] = None) -> RunResult:
+          resume: bool = True, on_step: Optional[Callable[[int, float], None]] = None,
+          dynamics: Optional["DynamicsConfig"] = None) -> RunResult:
     """Train (or resume, or skip a finished) run into ``out_dir`` (default ``runs/<run_id>``).
 
     ``progress``: show a tqdm bar (None: only on a TTY).  ``resume=False``
     starts over even if the folder holds a finished or partial run of the same
     config.  ``on_step(step, loss)`` is called after every optimiser step.
+    ``dynamics``: a :class:`~posenc.empirical.dynamics.DynamicsConfig` records positional
+    gradient signals and head importance into ``dynamics.jsonl`` (None: nothing runs; it is not
+    part of the config, so it changes neither the run id nor the training).
     """
     out = Path(out_dir) if out_dir is not None else Path("runs") / config.run_id()
     if out.exists() and not out.is_dir():
@@ -112,13 +119,14 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     if config.num_threads is not None:
         torch.set_num_threads(config.num_threads)
     try:
-        return _train(config, out, progress, resume, on_step)
+        return _train(config, out, progress, resume, on_step, dynamics)
     finally:
         torch.set_num_threads(threads)
 
 
 def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: bool,
-           on_step: Optional[Callable[[int, float], None]]) -> RunResult:
+           on_step: Optional[Callable[[int, float], None]],
+           dynamics: Optional["DynamicsConfig"] = None) -> RunResult:
     from tqdm.auto import tqdm
 
     device = resolve_device(config.device)
@@ -142,6 +150,12 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         if device.type == "cuda" and "cuda_rng" in ckpt:
             torch.cuda.set_rng_state(ckpt["cuda_rng"].cpu(), device)
         metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
+    recorder = None
+    if dynamics is not None:
+        from .dynamics import DynamicsRecorder
+        recorder = DynamicsRecorder(dynamics, out, config, train_data, test_data, total,
+                                    steps_per_epoch)
+        recorder.start(model, start_epoch * steps_per_epoch)
     tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
     t_start, epoch_seconds = time.perf_counter(), []
     bar = tqdm(total=total, initial=start_epoch * steps_per_epoch, disable=None if progress is None
@@ -155,6 +169,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
             loss_sum, correct = 0.0, 0
             for b in range(steps_per_epoch):
                 step = epoch * steps_per_epoch + b
+                if recorder is not None and recorder.due(step):
+                    recorder.record(step, model)  # before update `step`: step 0 = initialisation
                 for group in opt.param_groups:
                     group["lr"] = config.lr * lr_factor(step, total, warmup)
                 idx = order[b * config.batch_size:(b + 1) * config.batch_size]
@@ -174,6 +190,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
             metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
                             "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})
+            if recorder is not None:  # before the checkpoint: a resume re-records past it
+                recorder.flush()
             atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
                                "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
                                **({"cuda_rng": torch.cuda.get_rng_state(device)}
@@ -185,6 +203,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
             bar.set_postfix(test_acc=f"{test_acc:.3f}")
     finally:
         bar.close()
+    if recorder is not None:
+        recorder.record(total, model, final=True)
+        recorder.flush()
     seconds = time.perf_counter() - t_start
     result = {"status": "finished", "run_id": config.run_id(), "final": metrics[-1],
               "best_test_acc": max(m["test_acc"] for m in metrics), "n_params": model.n_params,

@@ -1,0 +1,276 @@
+"""Summaries, figures and the sweep worker for ``dynamics.jsonl`` (see :mod:`.dynamics`).
+
+:func:`summarize` answers, for one run of Gu et al.'s (arXiv 2505.13027) setting, the questions
+of Sec. 6 and of its reviewers:
+
+* **final deposit** -- (layer, head) with the largest single-head zero-ablation accuracy drop on
+  the run's ``ablation_zero.json`` when there is one (the reproduction's definition), else the
+  largest loss increase of the final record;
+* **prediction from the first N steps** -- the records with ``step <= N`` (the *early window*,
+  default 10% of training) name a predicted head three ways: the largest mean |seed|
+  (``signal``), the largest mean first-order ``attribution`` and the largest measured
+  ``importance`` of the last early record that has one.  Each is scored as an exact hit
+  (layer and head; chance 1 / (L H)) and a head hit within the deposit layer (chance 1 / H);
+  ``curve`` repeats this for every recorded N;
+* **advantage step** -- the first importance record from which the final deposit head stays the
+  most important head of its layer until the end (None if it never does);
+* **coherence** -- the early mean of |seed| / mean |psi| per head (Prop. 6.1 / 6.2 statistics:
+  its maximum over heads) and the sign consistency over batches of the top-signal head;
+* **margins and gains** -- per layer the margin (top minus runner-up) of |seed| averaged over the
+  early window and of the final importance; the gains ``gamma_k = M_k / M_{k+1}`` (layer 0 the
+  shallowest) and their mean log (Thm. 6.1: positive when margins grow towards shallow layers).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import PosencError
+
+
+def _nan(x) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def _argmax(grid: list[list[float]], layers: Optional[list[int]] = None) -> Optional[tuple[int, int]]:
+    best, where = -math.inf, None
+    for l, row in enumerate(grid):
+        if layers is not None and l not in layers:
+            continue
+        for h, v in enumerate(row):
+            if not math.isnan(v) and v > best:
+                best, where = v, (l, h)
+    return where
+
+
+def _mean_grid(records: list[dict], key: str, transform=lambda x: x) -> list[list[float]]:
+    grids = [[[transform(_nan(v)) for v in row] for row in r[key]] for r in records]
+    L, H = len(grids[0]), len(grids[0][0])
+    return [[sum(g[l][h] for g in grids) / len(grids) for h in range(H)] for l in range(L)]
+
+
+def _hits(pred: Optional[tuple[int, int]], grid: Optional[list[list[float]]],
+          deposit: tuple[int, int]) -> dict[str, Any]:
+    if pred is None or grid is None:
+        return {"predicted": None, "hit": None, "head_hit": None}
+    in_layer = _argmax([grid[deposit[0]]])
+    return {"predicted": list(pred), "hit": tuple(pred) == tuple(deposit),
+            "head_hit": in_layer is not None and in_layer[1] == deposit[1]}
+
+
+def _predict(window: list[dict], deposit: tuple[int, int]) -> dict[str, Any]:
+    out = {}
+    has_signal = any(v is not None for row in window[0]["seed"] for v in row)
+    sig = _mean_grid(window, "seed", abs) if has_signal else None
+    out["signal"] = _hits(_argmax(sig) if sig else None, sig, deposit)
+    att = _mean_grid(window, "attribution")
+    out["attribution"] = _hits(_argmax(att), att, deposit)
+    imp_recs = [r for r in window if r.get("importance") is not None]
+    imp = [[_nan(v) for v in row] for row in imp_recs[-1]["importance"]] if imp_recs else None
+    out["importance"] = _hits(_argmax(imp) if imp else None, imp, deposit)
+    return out
+
+
+def _final_deposit(records: list[dict], ablation: Optional[dict]) -> tuple[tuple[int, int], str]:
+    if ablation is not None:
+        best = max(ablation["layers"], key=lambda la: (la["largest_drop"], -la["layer"]))
+        return (best["layer"], best["deposit_head"]), "ablation_zero.json"
+    final = [r for r in records if r.get("importance") is not None]
+    if not final:
+        raise PosencError("the dynamics file has no importance record to find the deposit head")
+    grid = [[_nan(v) for v in row] for row in final[-1]["importance"]]
+    return _argmax(grid), f"importance at step {final[-1]['step']}"
+
+
+def _gains(margins: list[float]) -> tuple[list[Optional[float]], Optional[float]]:
+    gains = []
+    for k in range(len(margins) - 1):
+        a, b = margins[k], margins[k + 1]
+        gains.append(a / b if b > 0 and a > 0 else None)
+    logs = [math.log(g) for g in gains if g is not None]
+    ok = len(logs) == len(gains) and logs
+    return gains, (sum(logs) / len(logs) if ok else None)
+
+
+def summarize(header: dict[str, Any], records: list[dict[str, Any]],
+              early_steps: Optional[int] = None,
+              ablation: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The run's dynamics summary (JSON-serialisable; see the module doc)."""
+    if not records:
+        raise PosencError("the dynamics file has no records yet")
+    total = int(header["total_steps"])
+    if early_steps is None:
+        early_steps = max(int(header["dynamics"]["every"]), round(0.1 * total))
+    if early_steps < 0:
+        raise PosencError(f"--early must be >= 0 steps; got {early_steps}")
+    window = [r for r in records if r["step"] <= early_steps] or records[:1]
+    deposit, source = _final_deposit(records, ablation)
+    L, H = int(header["n_layers"]), int(header["n_heads"])
+    has_signal = any(header.get("signal_layers", [True]))
+    curve = []
+    for r in records:
+        w = [x for x in records if x["step"] <= r["step"]]
+        p = _predict(w, deposit)
+        curve.append({"step": r["step"], **{f"{k}_hit": v["hit"] for k, v in p.items()},
+                      **{f"{k}_head_hit": v["head_hit"] for k, v in p.items()}})
+    imp_recs = [r for r in records if r.get("importance") is not None]
+    advantage = None
+    for i, r in enumerate(imp_recs):
+        if all(_argmax([[_nan(v) for v in x["importance"][deposit[0]]]])[1] == deposit[1]
+               for x in imp_recs[i:]):
+            advantage = r["step"]
+            break
+    out: dict[str, Any] = {
+        "pe": header["pe"], "task": header["task"], "seed": header["seed"], "n_layers": L,
+        "n_heads": H, "total_steps": total, "steps": [r["step"] for r in records],
+        "complete": bool(records[-1].get("final")), "early_steps": early_steps,
+        "early_records": len(window), "deposit": list(deposit), "deposit_source": source,
+        "prediction": _predict(window, deposit), "curve": curve,
+        "advantage_step": advantage, "chance": {"hit": 1 / (L * H), "head_hit": 1 / H},
+    }
+    if has_signal:
+        coh = _mean_grid(window, "coherence")
+        sig = _mean_grid(window, "seed", abs)
+        top = _argmax(sig)
+        signed = _mean_grid(window, "seed")[top[0]][top[1]]
+        batches = [b for r in window for b in r["seed_batches"][top[0]][top[1]]]
+        consistency = sum(1 for b in batches if b is not None and b * signed > 0) / len(batches)
+        sm = [sum(_nan(r["margin"]["signal"][l]) for r in window) / len(window) for l in range(L)]
+        gains, mlog = _gains(sm)
+        out.update(coherence_max=max(v for row in coh for v in row if not math.isnan(v)),
+                   coherence_top=coh[top[0]][top[1]], top_signal_head=list(top),
+                   batch_sign_consistency=consistency, signal_margin=sm, signal_gains=gains,
+                   signal_mean_log_gain=mlog, coherence=coh)
+    if imp_recs:
+        im = [_nan(v) for v in imp_recs[-1]["margin"]["importance"]]
+        gains, mlog = _gains(im)
+        out.update(importance_margin=im, importance_gains=gains, importance_mean_log_gain=mlog)
+    return out
+
+
+def summarize_run(run_dir: str | Path, early_steps: Optional[int] = None) -> dict[str, Any]:
+    """:func:`summarize` of a run folder (its ablation_zero.json, if any, names the deposit)."""
+    import json
+
+    from .dynamics import read_dynamics_file
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise PosencError(f"run folder {run_dir} does not exist")
+    header, records = read_dynamics_file(run_dir)
+    ablation = None
+    if (run_dir / "ablation_zero.json").is_file():
+        try:
+            ablation = json.loads((run_dir / "ablation_zero.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PosencError(f"cannot read {run_dir / 'ablation_zero.json'}: {exc}") from None
+    return summarize(header, records, early_steps, ablation)
+
+
+def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | Path,
+                  title: str = "") -> Path:
+    """Seed, coherence, importance and margin curves over training (2 x 2 panels, PNG/PDF)."""
+    import os
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    dl, dh = summary["deposit"]
+    H, L = summary["n_heads"], summary["n_layers"]
+    steps = [r["step"] for r in records]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
+    ax = axes[0][0]
+    for h in range(H):
+        ys = [_nan(r["seed"][dl][h]) for r in records]
+        ax.plot(steps, ys, lw=2.2 if h == dh else 0.8, color="red" if h == dh else None,
+                label=f"H{h}" + (" (deposit)" if h == dh else ""))
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_yscale("symlog", linthresh=1e-4)
+    ax.set_title(f"positional seed of layer {dl}'s heads", fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    ax = axes[0][1]
+    for h in range(H):
+        ys = [_nan(r["coherence"][dl][h]) for r in records]
+        ax.plot(steps, ys, lw=2.2 if h == dh else 0.8, color="red" if h == dh else None)
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"coherence |seed| / mean |psi|, layer {dl}", fontsize=9)
+    imp = [r for r in records if r.get("importance") is not None]
+    ax = axes[1][0]
+    for h in range(H):
+        ax.plot([r["step"] for r in imp], [_nan(r["importance"][dl][h]) for r in imp],
+                marker=".", lw=2.2 if h == dh else 0.8, color="red" if h == dh else None)
+    ax.set_title(f"importance (loss increase when zeroed), layer {dl}", fontsize=9)
+    ax = axes[1][1]
+    for l in range(L):
+        ax.plot([r["step"] for r in imp], [max(_nan(r["margin"]["importance"][l]), 1e-6)
+                                          for r in imp], marker=".", label=f"L{l} importance")
+        ax.plot(steps, [max(_nan(r["margin"]["signal"][l]), 1e-9) for r in records], ls=":",
+                label=f"L{l} |seed|")
+    ax.set_yscale("log")
+    ax.set_title("margin: top minus runner-up head, per layer", fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    for a in axes.flat:
+        a.set_xlabel("optimiser step", fontsize=8)
+        a.grid(alpha=0.3)
+        a.tick_params(labelsize=7)
+    fig.suptitle(title or f"{summary['pe']} / {summary['task']} / seed {summary['seed']}: "
+                 f"deposit L{dl} H{dh}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
+    """Sweep worker (:mod:`.sweep`): train with dynamics on, ablate, summarise.
+
+    ``config`` is a :meth:`TrainConfig.to_dict`, or ``{"train": ..., "dynamics": {...},
+    "ablation_examples": 1000, "tags": {...}}``.  Returns ``summary`` (task, pe, seed, preset,
+    test_acc, ..., tags with ``role`` -- the PE family unless given -- and ``dynamics: True``),
+    ``dynamics`` (:func:`summarize`), ``ablation`` ({"zero": table}) and ``metrics``.
+    """
+    from ..encodings import parse_spec
+    from .ablation import ablate
+    from .config import config_from_dict
+    from .dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
+    from .runs import RESULT, load_run
+    from .train import train
+
+    if "train" in config:
+        known = {"train", "dynamics", "ablation_examples", "tags"}
+        if set(config) - known:
+            raise PosencError(f"unknown dynamics job key(s): {', '.join(sorted(set(config) - known))}")
+        cfg = config_from_dict(config["train"])
+        dyn = DynamicsConfig.from_dict(config.get("dynamics", {}))
+        n_ablate, tags = int(config.get("ablation_examples", 1000)), dict(config.get("tags", {}))
+    else:
+        cfg, dyn, n_ablate, tags = config_from_dict(config), DynamicsConfig(), 1000, {}
+    tags.setdefault("role", parse_spec(cfg.model.pe).family)
+    tags["dynamics"] = True
+    if threads > 0:
+        cfg = cfg.replace(num_threads=threads)
+    folder_p = Path(folder)
+    fresh = (folder_p / RESULT).is_file() and not (folder_p / DYNAMICS).is_file()
+    res = train(cfg, folder, progress=False, resume=not fresh, dynamics=dyn)
+    header, records = read_dynamics_file(folder_p)
+    if res.skipped and (not records or not records[-1].get("final")):
+        res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
+        header, records = read_dynamics_file(folder_p)
+    run = load_run(folder, device="cpu")
+    test = run.data().test
+    table = ablate(run.model, test.subset(slice(0, min(n_ablate, len(test)))), "zero",
+                   seed=cfg.seed, distances=False)
+    table.save(folder_p / "ablation_zero.json")
+    summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
+               "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
+               "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
+               "n_params": res.n_params, "n_layers": cfg.model.n_layers,
+               "n_heads": cfg.model.n_heads, "tags": tags}
+    return {"summary": summary, "dynamics": summarize(header, records, ablation=table.to_dict()),
+            "ablation": {"zero": table.to_dict()}, "metrics": list(res.metrics)}
