@@ -71,7 +71,8 @@ class Coupled:
     lam_l: tuple[float, float] | None
     bound_interval: tuple[float, float] | None
     bound_norm: float
-    bound_name: str
+    bound_name: str            # of the eigenvalue interval
+    norm_bound_name: str
     assumptions: str
     assumptions_met: bool
     method: str
@@ -133,8 +134,9 @@ def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "
         herm = lam_a is not None
         interval = (bd.schur_interval(lam_a[0], lam_a[1], kd.min(), kd.max(), general=not psd_a)
                     if herm else None)
-        name = "Schur" + ("" if psd_a else " (Hermitian A form)")
-        assumptions, met = "K PSD" + (", A PSD" if psd_a else ""), bool(kern.psd)
+        name = "Schur, A PSD" if psd_a else "Schur, Hermitian-A form"
+        assumptions, met = "K PSD", bool(kern.psd)
+        norm_name = "Schur: max K_ii ||A|| (K PSD)"
         bound_norm = bd.schur_norm(norm_a, float(kd.max()))
     elif coupling in ("additive", "none", "hybrid"):
         if coupling == "hybrid":
@@ -156,10 +158,13 @@ def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "
         herm = lam_first is not None and sp_b.hermitian
         interval = bd.weyl_interval(lam_first, (sp_b.lambda_min, sp_b.lambda_max)) if herm else None
         bound_norm = bd.weyl_norm(norm_first, sp_b.sigma_max)[1]
-        name, assumptions, met = "Weyl", "A, B Hermitian", bool(herm)
+        name, assumptions, met = "Weyl (A, B Hermitian)", "A, B Hermitian", bool(herm)
+        norm_name = "triangle: ||A|| + ||B||" if coupling != "hybrid" else \
+            "triangle: ||A o K|| + ||B||"
         notes += sp_b.notes
     else:
         raise PosencError(f"unknown coupling {coupling!r}")
     lam_l = (sp.lambda_min, sp.lambda_max) if sp.hermitian else None
     return Coupled(n, coupling, norm_a, sp.sigma_max, lam_a, lam_l, interval, bound_norm, name,
-                   assumptions, met, sp.method, time.perf_counter() - t0, notes + sp.notes)
+                   norm_name, assumptions, met, sp.method, time.perf_counter() - t0,
+                   notes + sp.notes)

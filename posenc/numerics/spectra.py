@@ -60,9 +60,12 @@ class Spectrum:
 
     @property
     def cond(self) -> float | None:
+        """sigma_max / sigma_min; inf when sigma_min <= n eps sigma_max (not resolvable in float64)."""
         if self.sigma_min is None:
             return None
-        return float("inf") if self.sigma_min == 0 else self.sigma_max / self.sigma_min
+        if self.sigma_min <= self.n * np.finfo(float).eps * self.sigma_max:
+            return float("inf")
+        return self.sigma_max / self.sigma_min
 
     def as_dict(self) -> dict[str, Any]:
         return {"n": self.n, "hermitian": self.hermitian, "method": self.method,

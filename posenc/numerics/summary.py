@@ -85,7 +85,7 @@ def _coupled_rows(n: int, label: str, c: Any) -> list[dict]:
     op = "A o K" if c.coupling == "multiplicative" else ("A o K + B" if c.coupling == "hybrid"
                                                          else "A + B")
     rows = [_row(n, label, f"||{op}||_2 / ||A||_2", c.ratio, c.bound_norm / c.norm_a,
-                 f"{c.bound_name} ({c.assumptions})", c.method, c.seconds)]
+                 c.norm_bound_name, c.method, c.seconds)]
     if c.lam_l is not None and c.bound_interval is not None:
         rows.append(_row(n, label, f"lam_min({op})", c.lam_l[0], c.bound_interval[0],
                          f"{c.bound_name} (lower)", c.method, c.seconds))
