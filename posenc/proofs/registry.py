@@ -24,6 +24,8 @@ MODULES = (
     "mla",                # 7
     "families",           # 8
     "precision",          # RoPE tables at large positions (mpmath oracle)
+    "dynamics_seed",      # 15: gradient seed (Prop. 6.1 / 6.2)
+    "dynamics_margin",    # 15: layer-wise amplification (Thm. 6.1)
 )
 
 _EXTRA: dict[str, Claim] = {}

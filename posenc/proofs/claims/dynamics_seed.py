@@ -1,0 +1,329 @@
+"""Design claim 15 (first half): the gradient seed of Gu et al. (arXiv 2505.13027), Prop. 6.1 / 6.2.
+
+The paper: under RoPE the positional part of the gradient has a non-vanishing *seed* (Prop. 6.1);
+under an additive bias such as ALiBi the per-example positional signals cancel over a batch
+(Prop. 6.2).  Its exact assumptions are not public; posenc states and checks this version.
+
+**Toy model** (one query, one head, one rotary plane).  The query sits at position 0 with fixed
+content (the trigger token), giving the query q = ε q̂ (ε: the scale of the query weights at
+initialisation); keys at positions j = 1..n carry contents x_j ∈ R² (the example's tokens), with
+keys k_j = x_j and values read out as u_j = −y wᵀ x_j (w = W_vᵀ r, a linear readout: the loss of
+an example with target y is ℓ = −y wᵀ Σ_j a_j x_j, the first-order term of the cross-entropy
+around the initial output; general W_k, W_v only re-parametrise x), a = softmax(s) with logits
+
+    RoPE      s_j = qᵀ R(τ θ j) k_j                 additive   s_j = qᵀ k_j + τ b(j)
+
+τ is the head's *positional gain* (1 in the model).  The **positional gradient signal** of an
+example is ψ = ∂ℓ/∂τ at τ = 1 (the same definition :mod:`posenc.empirical.dynamics` measures in
+trained models), the **seed** of a batch is its mean.  With G_j = ∂ℓ/∂s_j = a_j (u_j − Σ a u),
+u_j = −y rᵀ v_j, the signal is ψ = Σ_j G_j P_j with P_j = ∂s_j/∂τ: b(j) for an additive bias,
+θ j qᵀ J R(θ j) k_j for RoPE (J the 90° rotation).
+
+**Symmetry.** σ flips the sign of every key content, (x_1..x_n, y) ↦ (−x_1..−x_n, y), leaving the
+query alone (key contents drawn from a sign-symmetric embedding, independent of the
+query token).  A batch is σ-closed when it holds σe with every e.
+
+* Prop. 6.2 (``seed-additive-cancels``): for any additive bias, at ε = 0,
+  ψ(σe) = −ψ(e), so the seed of a σ-closed batch is exactly 0.  Both assumptions are needed:
+  with content logits (ε ≠ 0) σ changes the attention, and without σ-closure the seed is
+  whatever the batch makes it (the paper's "cancel over a batch" is false for a general batch).
+* Prop. 6.1 (``seed-rope-survives``): for RoPE, ψ = ε C(e) + O(ε²) with the closed form
+  C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j, and C(σe) = C(e): the pairs that cancel
+  every additive seed *add up* under RoPE.  What the paper calls non-vanishing is not a theorem:
+  C = 0 when θ = 0, q̂ = 0, the readout does not separate the values, or the rotated key
+  content does not correlate with u_j − ū across positions (the false variant finds such a
+  case).  And the survival needs the query to stay fixed: flipping every content
+  (query too, i.e. averaging over the whole random embedding) negates ψ for RoPE as well --
+  over the initialisation's distribution *every* PE's seed vanishes to first order; the seed is a
+  property of the data at a fixed initialisation.  At ε = 1 (logits no longer small) σ changes
+  the attention and the RoPE pairs are no longer equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..claim import PROVED, Claim, SymbolicResult, Variant, require
+from ..strategies import fmt, int_matrix
+
+THETAS = (0.25, 1.0, 2.5)
+H_CS = 1e-20  # complex-step size: the derivative is exact to rounding (no subtraction)
+
+
+def _rot(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, -s], [s, c]])
+
+
+J = np.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+# --- the toy model (complex-analytic, so that derivatives are taken by complex step) ---------
+
+def _loss(ex: dict, X: np.ndarray, y: float, eps, tau, kind: str, q=None) -> complex:
+    q = eps * (ex["q"] if q is None else q)
+    n = X.shape[0]
+    if kind == "rope":
+        s = np.array([q @ _rot(tau * ex["theta"] * j) @ X[j - 1] for j in range(1, n + 1)])
+    else:
+        s = X @ q + tau * ex["b"][:n]
+    w = np.exp(s - np.max(s.real))
+    return -y * ((w / w.sum()) @ (X @ ex["w"]))
+
+
+def psi(ex: dict, X, y, eps: float, kind: str, q=None) -> float:
+    """∂ℓ/∂τ at τ = 1 by complex step in τ (the ground truth for the signal)."""
+    return float(np.imag(_loss(ex, X, y, eps, 1.0 + 1j * H_CS, kind, q)) / H_CS)
+
+
+def _rope_parts(ex: dict, X, q):
+    n, th = X.shape[0], ex["theta"]
+    c = np.array([q @ _rot(th * j) @ X[j - 1] for j in range(1, n + 1)])          # content logit
+    p = np.array([th * j * (q @ J @ _rot(th * j) @ X[j - 1]) for j in range(1, n + 1)])  # ∂s/∂τ
+    return c, p
+
+
+def psi_formula(ex: dict, X, y, eps, q=None):
+    """RoPE ψ = Σ_j G_j P_j from the closed forms of G and P (analytic in ε)."""
+    c, p = _rope_parts(ex, X, ex["q"] if q is None else q)
+    s = eps * c
+    w = np.exp(s - np.max(np.real(s)))
+    a = w / w.sum()
+    u = -y * (X @ ex["w"])
+    return (a * (u - a @ u)) @ (eps * p)
+
+
+def first_order(ex: dict, X, y, q=None) -> float:
+    """dψ/dε at ε = 0 by complex step in ε on the analytic formula."""
+    return float(np.imag(psi_formula(ex, X, y, 1j * H_CS, q)) / H_CS)
+
+
+def closed_form(ex: dict, X, y) -> float:
+    """C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j."""
+    _, p = _rope_parts(ex, X, ex["q"])
+    u = -y * (X @ ex["w"])
+    return float((u - u.mean()) @ p / X.shape[0])
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+def inputs():
+    """A query, a readout, a frequency, an additive bias and a batch of 1-2 examples (n keys)."""
+    pair = st.tuples(st.integers(-3, 3), st.integers(-3, 3))
+
+    def build(n):
+        return st.fixed_dictionaries({
+            "n": st.just(n), "theta": st.sampled_from(THETAS), "q": pair, "w": pair,
+            "b": st.tuples(*[st.integers(-3, 3)] * n),
+            "batch": st.lists(st.tuples(int_matrix(n, 2), st.integers(-3, 3)),
+                              min_size=1, max_size=2)}).map(_arrays)
+    return st.integers(1, 3).flatmap(build)
+
+
+def _arrays(d: dict) -> dict:
+    out = dict(d)
+    for key in ("q", "w", "b"):
+        out[key] = np.asarray(d[key], dtype=np.float64)
+    out["batch"] = [(np.asarray(X, dtype=np.float64), float(y)) for X, y in d["batch"]]
+    return out
+
+
+def closed(batch):
+    """The batch with σe added for every e (σ: key contents negated, target kept)."""
+    return list(batch) + [(-X, y) for X, y in batch]
+
+
+def describe(ex: dict) -> str:
+    parts = [f"n={ex['n']}", f"theta={fmt(ex['theta'])}"]
+    parts += [f"{k}={fmt(ex[k])}" for k in ("q", "w", "b")]
+    parts.append("batch=[" + "; ".join(f"X={fmt(X)}, y={fmt(y)}" for X, y in ex["batch"]) + "]")
+    return ", ".join(parts)
+
+
+def _tol(ex: dict, value_scale: float) -> float:
+    # Integer inputs <= 3, n <= 3: logits <= ~20 at ε = 1, signals <= ~1e3.  Complex-step
+    # derivatives are exact to rounding (~1e-16 relative); exp/softmax add a few ulps per term.
+    # 1e-9 (1 + scale) is orders of magnitude above that and far below any real violation.
+    return 1e-9 * (1.0 + value_scale)
+
+
+# --- Prop. 6.2: additive ------------------------------------------------------------------------
+
+def additive_cancels(ex: dict, eps: float = 0.0, close: bool = True) -> None:
+    batch = closed(ex["batch"]) if close else ex["batch"]
+    signals = [psi(ex, X, y, eps, "additive") for X, y in batch]
+    seed = sum(signals) / len(signals)
+    scale = max(abs(s) for s in signals)
+    require(abs(seed) <= _tol(ex, scale),
+            lambda: f"additive seed {seed:.6g} ≠ 0 (per-example signals {fmt(np.array(signals))})")
+
+
+def _symbolic_additive() -> SymbolicResult:
+    import sympy as sp
+
+    n = 3
+    tau, y = sp.symbols("tau y", real=True)
+    r = sp.Matrix(sp.symbols("r0 r1", real=True))
+    b = sp.symbols("b1:4", real=True)
+    V = [sp.Matrix(sp.symbols(f"v{j}_0 v{j}_1", real=True)) for j in range(1, n + 1)]
+
+    def signal(V):
+        w = [sp.exp(tau * b[j]) for j in range(n)]
+        loss = -y * sum(w[j] / sum(w) * (r.T * V[j])[0] for j in range(n))
+        return sp.diff(loss, tau).subs(tau, 1)
+    ok = sp.expand(signal(V) + signal([-v for v in V])) == 0
+    if not ok:
+        return SymbolicResult("failed", "ψ(σe) + ψ(e) did not simplify to 0")
+    return SymbolicResult(PROVED, "at ε = 0 the attention softmax(τ b) does not depend on the "
+                          "contents and ℓ is linear in the values, so ψ(σe) = −ψ(e); verified "
+                          "symbolically (n = 3 keys, symbolic values, readout, target, bias)")
+
+
+ADDITIVE = Claim(
+    id="seed-additive-cancels",
+    title="Additive PE: per-example positional signals cancel over a σ-closed batch",
+    statement="In the one-query toy model with an additive bias b, at ε = 0 (no content logits) "
+              "the positional gradient signal ψ = ∂ℓ/∂τ satisfies ψ(σe) = −ψ(e) for the "
+              "key-content flip σ, so the seed (batch mean of ψ) of every σ-closed batch is 0, "
+              "whatever b (ALiBi slopes, learned tables).  The paper's Prop. 6.2 needs both "
+              "assumptions: it is false for a general batch and with content logits.",
+    latex=r"\varepsilon=0,\ \mathcal B=\sigma\mathcal B\ \Rightarrow\ "
+          r"\frac1{|\mathcal B|}\sum_{e\in\mathcal B}\frac{\partial\ell_e}{\partial\tau}=0",
+    source="Gu et al., Prop. 6.2 (precise version: new)",
+    assumptions=("additive relative bias s_j = qᵀk_j + τ b(j)",
+                 "ε = 0: content logits vanish (small-initialisation limit)",
+                 "the batch is σ-closed (key contents sign-symmetric, query content fixed)"),
+    strategy=inputs,
+    check=additive_cancels,
+    symbolic=_symbolic_additive,
+    describe=describe,
+    variants=(
+        Variant("the batch is σ-closed", inputs, check=lambda ex: additive_cancels(ex, close=False),
+                note="the seed of a general batch"),
+        Variant("ε = 0 (content logits vanish)", inputs,
+                check=lambda ex: additive_cancels(ex, eps=1.0)),
+    ),
+    design_number="15",
+    layers=("numpy", "sympy"),
+)
+
+
+# --- Prop. 6.1: RoPE ----------------------------------------------------------------------------
+
+def rope_survives(ex: dict) -> None:
+    for X, y in ex["batch"]:
+        formula = [psi_formula(ex, X, y, e) for e in (0.5, 1.0)]
+        truth = [psi(ex, X, y, e, "rope") for e in (0.5, 1.0)]
+        scale = max(abs(t) for t in truth)
+        require(all(abs(f - t) <= _tol(ex, scale) for f, t in zip(formula, truth)),
+                lambda: f"ψ = Σ G_j P_j gives {fmt(np.array(formula))}, ∂ℓ/∂τ gives "
+                        f"{fmt(np.array(truth))}")
+        c, c_sigma, cf = first_order(ex, X, y), first_order(ex, -X, y), closed_form(ex, X, y)
+        scale = max(abs(c), abs(cf), 1.0)
+        require(abs(c - cf) <= _tol(ex, scale), f"dψ/dε = {c:.6g} but the closed form gives {cf:.6g}")
+        require(abs(c_sigma - c) <= _tol(ex, scale), f"C(σe) = {c_sigma:.6g} ≠ C(e) = {c:.6g}")
+
+
+def _flip_query_too(ex: dict) -> None:
+    """Conclusion under the global flip (query content negated as well): C(σ'e) = C(e)?"""
+    for X, y in ex["batch"]:
+        c, c_glob = first_order(ex, X, y), first_order(ex, -X, y, q=-ex["q"])
+        require(abs(c_glob - c) <= _tol(ex, max(abs(c), 1.0)),
+                f"with the query flipped too C(σ'e) = {c_glob:.6g} = −C(e) ≠ C(e) = {c:.6g}: the "
+                f"pair cancels")
+
+
+def _finite_logits(ex: dict) -> None:
+    for X, y in ex["batch"]:
+        a, b = psi(ex, X, y, 1.0, "rope"), psi(ex, -X, y, 1.0, "rope")
+        require(abs(a - b) <= _tol(ex, max(abs(a), abs(b))),
+                f"at ε = 1: ψ(σe) = {b:.6g} ≠ ψ(e) = {a:.6g}")
+
+
+def _nonzero(ex: dict) -> None:
+    seed = sum(closed_form(ex, X, y) for X, y in closed(ex["batch"])) / (2 * len(ex["batch"]))
+    require(abs(seed) > 1e-9, f"first-order RoPE seed C = {seed:.6g} = 0 although θ, q̂, w "
+                              f"and every target are non-zero")
+
+
+def _nondegenerate(ex: dict) -> dict:
+    """q̂, w non-zero, every target non-zero, at least one non-zero key: no trivial zero seed."""
+    out = dict(ex)
+    for key in ("q", "w"):
+        if not out[key].any():
+            out[key] = np.array([1.0, 0.0])
+    batch = []
+    for X, y in ex["batch"]:
+        if not X.any():
+            X = X.copy()
+            X[-1, 0] = 1.0
+        batch.append((X, y if y != 0 else 1.0))
+    out["batch"] = batch
+    return out
+
+
+def _symbolic_rope() -> SymbolicResult:
+    import sympy as sp
+
+    n = 2
+    th, eps, tau, y = sp.symbols("theta epsilon tau y", real=True)
+    q = sp.Matrix(sp.symbols("q0 q1", real=True))
+    r = sp.Matrix(sp.symbols("r0 r1", real=True))
+    K = [sp.Matrix(sp.symbols(f"k{j}_0 k{j}_1", real=True)) for j in range(1, n + 1)]
+    V = [sp.Matrix(sp.symbols(f"v{j}_0 v{j}_1", real=True)) for j in range(1, n + 1)]
+    Jm = sp.Matrix([[0, -1], [1, 0]])
+
+    def R(a):
+        return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
+
+    def c1(K, V):
+        s = [eps * (q.T * R(tau * th * j) * K[j - 1])[0] for j in range(1, n + 1)]
+        w = [sp.exp(x) for x in s]
+        loss = -y * sum(w[j] / sum(w) * (r.T * V[j])[0] for j in range(n))
+        return sp.diff(loss, tau, eps).subs({eps: 0, tau: 1})
+    c = c1(K, V)
+    u = [-y * (r.T * V[j])[0] for j in range(n)]
+    closed_c = sum((u[j - 1] - sum(u) / n) / n * th * j * (q.T * Jm * R(th * j) * K[j - 1])[0]
+                   for j in range(1, n + 1))
+    ok = sp.expand(sp.expand_trig(c - closed_c)) == 0
+    ok &= sp.expand(c1([-k for k in K], [-v for v in V]) - c) == 0
+    if not ok:
+        return SymbolicResult("failed", "∂²ℓ/∂ε∂τ at (0, 1) differs from the closed form or is "
+                              "not σ-invariant")
+    return SymbolicResult(PROVED, "∂²ℓ/∂ε∂τ at (ε, τ) = (0, 1) derived by sympy equals "
+                          "(1/n) Σ_j (u_j − ū) θ j qᵀ J R(θj) k_j and is unchanged by "
+                          "(k, v) → (−k, −v) (n = 2, symbolic q, k, v, r, y, θ): it is bilinear "
+                          "in (u, k), both odd under σ")
+
+
+ROPE = Claim(
+    id="seed-rope-survives",
+    title="RoPE: the first-order positional seed is σ-invariant (it does not cancel)",
+    statement="In the one-query toy model with RoPE, ψ = ε C(e) + O(ε²) with "
+              "C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j and C(σe) = C(e), so on the "
+              "σ-closed batches where every additive seed is 0 the RoPE seed is ε·mean C.  "
+              "Non-vanishing (the paper's Prop. 6.1) is generic, not guaranteed: C = 0 if θ = 0, "
+              "q̂ = 0, or the rotated keys do not correlate with u_j − ū; and it needs the "
+              "query content fixed (over a global flip of the embedding it cancels too).",
+    latex=r"\psi=\varepsilon\,C(e)+O(\varepsilon^2),\quad C(e)=\tfrac1n\sum_j(u_j-\bar u)\,"
+          r"\theta j\,\hat q^\top J R(\theta j)k_j,\quad C(\sigma e)=C(e)",
+    source="Gu et al., Prop. 6.1 (precise version: new)",
+    assumptions=("RoPE logits s_j = qᵀ R(τθj) k_j, one plane",
+                 "leading order in ε (small query weights at initialisation)",
+                 "σ flips key contents only; the query q̂ is fixed"),
+    strategy=inputs,
+    check=rope_survives,
+    symbolic=_symbolic_rope,
+    describe=describe,
+    variants=(
+        Variant("the query is fixed (σ flips q̂ too)", inputs, check=_flip_query_too),
+        Variant("leading order in ε (ε = 1)", inputs, check=_finite_logits),
+        Variant("the RoPE seed is non-zero whenever θ, q̂, w, y ≠ 0",
+                lambda: inputs().map(_nondegenerate), check=_nonzero, kind="stronger conclusion"),
+    ),
+    design_number="15",
+    layers=("numpy", "sympy"),
+)
+
+CLAIMS = (ROPE, ADDITIVE)
