@@ -1,0 +1,71 @@
+"""Verdicts for Prop 6.1 / 6.2 / Thm 6.1 from dynamics results: the stated statistics, the
+verdict words against hand-computed intervals, missing runs, and the prediction table."""
+
+import pytest
+
+from posenc.proofs.dynamics_verdicts import evaluate_dynamics, prediction_table
+from posenc.proofs.verdicts import t_interval
+
+
+def result(role, seed, coherence, imp_gain=0.5, sig_gain=0.3, hit=True, task="distance"):
+    pred = {"predicted": [0, 1], "hit": hit, "head_hit": hit}
+    dyn = {"coherence_max": coherence, "importance_mean_log_gain": imp_gain,
+           "signal_mean_log_gain": sig_gain, "early_steps": 50, "deposit": [0, 1],
+           "prediction": {"signal": pred, "attribution": dict(pred, hit=False, head_hit=False),
+                          "importance": {"predicted": None, "hit": None, "head_hit": None}},
+           "chance": {"hit": 1 / 32, "head_hit": 1 / 8}, "advantage_step": 100,
+           "total_steps": 500}
+    return {"summary": {"task": task, "pe": role, "seed": seed, "tags": {"role": role}},
+            "dynamics": dyn}
+
+
+def by_claim(verdicts):
+    return {v.claim: v for v in verdicts}
+
+
+def test_statistics_and_verdicts():
+    results = [result("rope", 0, 0.60), result("rope", 1, 0.70),
+               result("alibi", 0, 0.20, imp_gain=-1.0), result("alibi", 1, 0.21),
+               result("rope", 0, 0.0, task="count"),                  # ignored: other task
+               {"summary": {"task": "distance", "pe": "rope", "seed": 3, "tags": {"role": "rope"}}}]
+    v = by_claim(evaluate_dynamics(results))
+    p61 = v["Prop 6.1"].parts[0]
+    assert p61["values"] == pytest.approx([0.40, 0.49]) and p61["seeds"] == [0, 1]
+    iv = t_interval([0.40, 0.49])
+    assert p61["interval"] == pytest.approx([iv.low, iv.high])
+    assert v["Prop 6.1"].verdict == ("confirmed" if iv.low > 0 else "inconclusive")
+    assert v["Prop 6.1"].seeds == 2
+    assert v["Prop 6.2"].parts[0]["values"] == pytest.approx([0.20, 0.21])
+    assert v["Prop 6.2"].verdict == "confirmed"  # 0.205 + 12.71 * 0.00707 / sqrt(2) = 0.27 < 0.5
+    thm = v["Thm 6.1"]
+    assert [p["values"] for p in thm.parts] == [[0.5, 0.5], [0.3, 0.3]]
+    assert thm.verdict == "confirmed"  # zero spread: a degenerate interval above 0
+
+
+def test_refuted_and_inconclusive():
+    refute = [result("rope", s, 0.1, imp_gain=-0.5) for s in (0, 1, 2)] + \
+             [result("alibi", s, 0.9 + 0.01 * s) for s in (0, 1, 2)]
+    v = by_claim(evaluate_dynamics(refute))
+    assert v["Prop 6.1"].verdict == "refuted" and v["Prop 6.2"].verdict == "refuted"
+    assert v["Thm 6.1"].verdict == "refuted"  # part (a) is refuted
+    only_rope = [result("rope", 0, 0.5)]
+    v = by_claim(evaluate_dynamics(only_rope))
+    assert v["Prop 6.1"].verdict == "inconclusive" and "no dynamics runs for alibi" in \
+        v["Prop 6.1"].measured
+    assert v["Thm 6.1"].verdict == "inconclusive"  # one seed: no interval
+    undefined = [result("rope", s, 0.5, imp_gain=None) for s in (0, 1)]
+    v = by_claim(evaluate_dynamics(undefined))
+    assert "undefined" in v["Thm 6.1"].parts[0]["note"]
+    assert v["Thm 6.1"].verdict == "inconclusive"
+    assert all(x.to_dict()["verdict"] in ("confirmed", "refuted", "inconclusive")
+               for x in evaluate_dynamics([]))
+
+
+def test_prediction_table_counts_hits():
+    results = [result("rope", 0, 0.6), result("rope", 1, 0.6, hit=False), result("alibi", 0, 0.2)]
+    t = prediction_table(results)
+    assert t["rope"]["seeds"] == [0, 1]
+    assert t["rope"]["signal"] == {"hits": 1, "head_hits": 1, "n": 2}
+    assert t["rope"]["attribution"] == {"hits": 0, "head_hits": 0, "n": 2}
+    assert t["rope"]["importance"]["n"] == 0
+    assert t["rope"]["advantage"] == [0.2, 0.2] and t["alibi"]["chance"]["head_hit"] == 1 / 8
