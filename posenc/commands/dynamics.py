@@ -71,6 +71,8 @@ def _text(s: dict) -> str:
     adv = s["advantage_step"]
     lines += ["", "deposit head's advantage: " + (
         f"most important head of layer {dl} from step {adv} ({pct(adv)} of training) to the end"
+        + (f", with {100 * s['advantage_share']:.1f}% of its final importance then"
+           if s.get("advantage_share") is not None else "")
         if adv is not None else "never stable")]
     if "coherence_max" in s:
         th = s["top_signal_head"]

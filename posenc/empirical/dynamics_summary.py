@@ -13,7 +13,9 @@ of Sec. 6 and of its reviewers:
   (layer and head; chance 1 / (L H)) and a head hit within the deposit layer (chance 1 / H);
   ``curve`` repeats this for every recorded N;
 * **advantage step** -- the first importance record from which the final deposit head stays the
-  most important head of its layer until the end (None if it never does);
+  most important head of its layer until the end (None if it never does), and
+  ``advantage_share``, its importance there as a fraction of its final importance (near 0 when
+  the lead at that record is only a hair's breadth above heads that do nothing yet);
 * **coherence** -- the early mean of |seed| / mean |psi| per head (Prop. 6.1 / 6.2 statistics:
   its maximum over heads) and the sign consistency over batches of the top-signal head;
 * **margins and gains** -- per layer the margin (top minus runner-up) of |seed| averaged over the
@@ -116,11 +118,14 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         curve.append({"step": r["step"], **{f"{k}_hit": v["hit"] for k, v in p.items()},
                       **{f"{k}_head_hit": v["head_hit"] for k, v in p.items()}})
     imp_recs = [r for r in records if r.get("importance") is not None]
-    advantage = None
+    advantage, advantage_share = None, None
     for i, r in enumerate(imp_recs):
         if all(_argmax([[_nan(v) for v in x["importance"][deposit[0]]]])[1] == deposit[1]
                for x in imp_recs[i:]):
             advantage = r["step"]
+            final = _nan(imp_recs[-1]["importance"][deposit[0]][deposit[1]])
+            here = _nan(r["importance"][deposit[0]][deposit[1]])
+            advantage_share = here / final if final > 0 else None
             break
     out: dict[str, Any] = {
         "pe": header["pe"], "task": header["task"], "seed": header["seed"], "n_layers": L,
@@ -128,7 +133,7 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         "complete": bool(records[-1].get("final")), "early_steps": early_steps,
         "early_records": len(window), "deposit": list(deposit), "deposit_source": source,
         "prediction": _predict(window, deposit), "curve": curve,
-        "advantage_step": advantage, "chance": {"hit": 1 / (L * H), "head_hit": 1 / H},
+        "advantage_step": advantage, "advantage_share": advantage_share, "chance": {"hit": 1 / (L * H), "head_hit": 1 / H},
     }
     if has_signal:
         coh = _mean_grid(window, "coherence")
@@ -169,15 +174,12 @@ def summarize_run(run_dir: str | Path, early_steps: Optional[int] = None) -> dic
 
 
 def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | Path,
-                  title: str = "") -> Path:
+                  title: str = "", dpi: int = 90) -> Path:
     """Seed, coherence, importance and margin curves over training (2 x 2 panels, PNG/PDF)."""
-    import os
-
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    path = Path(path)
     dl, dh = summary["deposit"]
     H, L = summary["n_heads"], summary["n_layers"]
     steps = [r["step"] for r in records]
@@ -218,13 +220,57 @@ def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | 
         a.tick_params(labelsize=7)
     fig.suptitle(title or f"{summary['pe']} / {summary['task']} / seed {summary['seed']}: "
                  f"deposit L{dl} H{dh}", fontsize=10)
+    return _save(fig, path, dpi)
+
+
+def _save(fig, path: str | Path, dpi: int) -> Path:
+    import os
+
+    import matplotlib.pyplot as plt
+    path = Path(path)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=90)
+    fig.savefig(tmp, dpi=dpi)
     plt.close(fig)
     os.replace(tmp, path)
     return path
+
+
+def plot_comparison(run_dirs: list[str | Path], path: str | Path, dpi: int = 80) -> Path:
+    """Several runs side by side (e.g. RoPE and ALiBi over seeds): the largest coherence over
+    heads, and the importance margin of each run's final deposit layer, against the step."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .dynamics import read_dynamics_file
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    styles: dict[str, str] = {}
+    for run in run_dirs:
+        header, records = read_dynamics_file(run)
+        s = summarize_run(run)
+        color = styles.setdefault(s["pe"], f"C{len(styles)}")
+        label = f"{s['pe']} s{s['seed']}"
+        dl = s["deposit"][0]
+        coh = [max((_nan(v) for row in r["coherence"] for v in row if v is not None),
+                   default=float("nan")) for r in records]
+        axes[0].plot([r["step"] for r in records], coh, color=color, lw=1, label=label,
+                     ls="-" if s["seed"] % 2 == 0 else "--")
+        imp = [r for r in records if r.get("importance") is not None]
+        axes[1].plot([r["step"] for r in imp], [max(_nan(r["margin"]["importance"][dl]), 1e-6)
+                                               for r in imp], color=color, marker=".", lw=1,
+                     ls="-" if s["seed"] % 2 == 0 else "--", label=f"{label} (L{dl})")
+    axes[0].set_title("max over heads of coherence |seed| / mean |psi|", fontsize=9)
+    axes[0].set_ylim(0, 1.02)
+    axes[1].set_yscale("log")
+    axes[1].set_title("importance margin (top - runner-up) of the deposit layer", fontsize=9)
+    for a in axes:
+        a.set_xlabel("optimiser step", fontsize=8)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=6, ncol=2)
+        a.tick_params(labelsize=7)
+    return _save(fig, path, dpi)
 
 
 def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
