@@ -8,6 +8,7 @@ import argparse
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("report", help="rebuild report.md from a results store (no training)")
     p.add_argument("store", help="results store folder written by posenc reproduce")
+    p.add_argument("--no-theory", action="store_true", help="leave out the theory-claims table")
     p.set_defaults(func=run)
 
 
@@ -19,5 +20,5 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(args.store).is_dir():
         raise PosencError(f"no results store at {args.store}")
-    print(f"report: {build_report(args.store)}")
+    print(f"report: {build_report(args.store, theory=not args.no_theory)}")
     return 0

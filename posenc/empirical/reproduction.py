@@ -86,7 +86,7 @@ class ReproductionPlan:
 
     def experiments(self) -> list[ExperimentConfig]:
         out = []
-        size = {"smoke": 400, "quick": 1000, "paper": 3000}[self.preset]
+        size = {"smoke": 400, "quick": 600, "paper": 3000}[self.preset]
         for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
             for role in roles:
                 for seed in range(self.seeds):
