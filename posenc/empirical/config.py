@@ -213,7 +213,7 @@ def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
             t = TaskConfig(name=task, n_samples=20000, vocab_size=32, n_triggers=10, max_count=24,
                            seq_len=40)
         m = ModelConfig(pe=pe, d_model=64, n_heads=8, n_layers=4, d_ff=128)
-        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=3, batch_size=128, lr=2e-3,
+        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=3, batch_size=64, lr=2e-3,
                           warmup_frac=0.06, preset=name)
     else:
         t = TaskConfig(name=task, n_samples=100000, vocab_size=100, max_left=25, max_gap=70,
