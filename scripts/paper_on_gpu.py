@@ -30,6 +30,7 @@ def _probe(args: tuple[int, int, str]) -> float:
     import torch
     import torch.nn.functional as F
 
+    torch.set_num_threads(1)  # 15 processes on 16 cores: unpinned threads made the first try CPU-bound
     from posenc.empirical.config import preset
     from posenc.empirical.runs import dataset_for, model_for
 
