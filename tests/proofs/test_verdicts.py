@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import assume, given, strategies as st
 from scipy import stats
 
 from posenc.proofs.verdicts import Verdict, binomial_se, combine, decide, t_interval
@@ -27,7 +27,11 @@ def test_t_interval_matches_scipy(values):
 
 @given(seeds, st.floats(-50, 50))
 def test_verdict_is_antisymmetric(values, tau):
-    up = decide(t_interval(values), tau, "above")
+    iv = t_interval(values)
+    # Endpoints within float64 rounding of tau (sums of <= 12 values of size <= 100: ~1e-13)
+    # may fall either side after reflection; the property is about clear-cut intervals.
+    assume(abs(iv.low - tau) > 1e-9 and abs(iv.high - tau) > 1e-9)
+    up = decide(iv, tau, "above")
     down = decide(t_interval([2 * tau - v for v in values]), tau, "below")
     assert up == down
 
