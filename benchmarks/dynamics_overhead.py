@@ -9,6 +9,8 @@ Target: on/off < 1.10; off has no recorder code on its path at all.  Run:
 
     python benchmarks/dynamics_overhead.py [--preset quick] [--pe rope] [--epochs 1]
                                            [--threads 1] [--every 25] [--repeats 1]
+                                           [--probe-examples N] [--ablation-every K]
+                                           [--ablation-examples N]
 """
 
 from __future__ import annotations
@@ -55,11 +57,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--every", type=int, default=25)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--probe-examples", type=int, default=None)
+    ap.add_argument("--ablation-every", type=int, default=None)
+    ap.add_argument("--ablation-examples", type=int, default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cfg = preset(args.preset, task=args.task, pe=args.pe, epochs=args.epochs,
                  num_threads=args.threads)
-    dyn = dynamics.DynamicsConfig(every=args.every)
+    extra = {k: v for k, v in (("probe_examples", args.probe_examples),
+                                ("ablation_every", args.ablation_every),
+                                ("ablation_examples", args.ablation_examples)) if v is not None}
+    dyn = dynamics.DynamicsConfig(every=args.every, **extra)
     print(f"{args.preset} {args.task} {args.pe}, {args.epochs} epoch(s), {args.threads} thread(s), "
           f"record every {args.every} steps ({dyn})")
     rows = []

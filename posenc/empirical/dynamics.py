@@ -78,10 +78,13 @@ class DynamicsConfig:
     """What the recorder measures and how often (see the module doc)."""
 
     every: int = 25                # record every N optimiser steps (and at step 0 and the end)
-    probe_examples: int = 128      # fixed training examples for the positional signal
+    probe_examples: int = 64       # fixed training examples for the positional signal
     probe_batches: int = 4         # ... split into this many batches (sign consistency)
-    ablation_every: int = 4        # importance on every k-th record (and the final one)
+    ablation_every: int = 8        # importance on every k-th record (and the final one)
     ablation_examples: int = 64    # held-out (test) examples for the importance
+    # Costs at the quick preset (1 thread, in training steps of batch 64): a signal record ~1
+    # step, an importance record ~6 steps -- about 9% of the training time with these defaults
+    # (benchmarks/dynamics_overhead.py).
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -203,8 +206,10 @@ def per_example_signals(model: Transformer, tokens: torch.Tensor,
 # --- importance and margins ------------------------------------------------------------------
 
 @torch.inference_mode()
-def head_importance(model: Transformer, data: TaskData, batch_size: int = 512) -> dict[str, Any]:
-    """Zero-ablation of each head alone: loss increase and accuracy drop, (L, H) each."""
+def head_importance(model: Transformer, data: TaskData, batch_size: int = 128) -> dict[str, Any]:
+    """Zero-ablation of each head alone: loss increase and accuracy drop, (L, H) each.
+
+    ``batch_size``: rows per pass (examples x heads); ~128 is fastest on a CPU at quick sizes."""
     was_training = model.training
     model.eval()
     dev = next(model.parameters()).device
