@@ -320,3 +320,34 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
                "n_heads": cfg.model.n_heads, "tags": tags}
     return {"summary": summary, "dynamics": summarize(header, records, ablation=table.to_dict()),
             "ablation": {"zero": table.to_dict()}, "metrics": list(res.metrics)}
+
+
+WORKER = "posenc.empirical.dynamics_summary:dynamics_worker"
+
+
+def dynamics_jobs(preset_name: str = "quick", seeds: int = 2,
+                  roles: Optional[dict[str, str]] = None, task: str = "distance",
+                  overrides: Optional[dict[str, Any]] = None, dynamics: Optional[dict] = None,
+                  ablation_examples: int = 1000, device: Optional[str] = None) -> list:
+    """Sweep jobs (:class:`~posenc.empirical.sweep.Job`, kind ``dynamics``, worker
+    :data:`WORKER`) for ``roles`` (role -> PE spec; default RoPE and ALiBi) x seeds, ready for
+    :func:`~posenc.empirical.sweep.run_jobs`; their results feed
+    :func:`posenc.proofs.dynamics_verdicts.evaluate_dynamics`."""
+    from .config import preset
+    from .dynamics import DynamicsConfig
+    from .sweep import Job
+
+    roles = roles or {"rope": "rope", "alibi": "alibi"}
+    dyn = DynamicsConfig.from_dict(dynamics or {}).to_dict()
+    jobs = []
+    for role, spec in roles.items():
+        for seed in range(seeds):
+            cfg = preset(preset_name, task=task, pe=spec, seed=seed, **(overrides or {}))
+            if device is not None:
+                cfg = cfg.replace(device=device)
+            jobs.append(Job(config={"train": cfg.to_dict(), "dynamics": dyn,
+                                    "ablation_examples": ablation_examples,
+                                    "tags": {"role": role}},
+                            kind="dynamics", label=f"dynamics/{task}/{role}/s{seed}",
+                            wants_cuda=cfg.device == "cuda"))
+    return jobs

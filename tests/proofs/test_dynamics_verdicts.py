@@ -69,3 +69,26 @@ def test_prediction_table_counts_hits():
     assert t["rope"]["attribution"] == {"hits": 0, "head_hits": 0, "n": 2}
     assert t["rope"]["importance"]["n"] == 0
     assert t["rope"]["advantage"] == [0.2, 0.2] and t["alibi"]["chance"]["head_hit"] == 1 / 8
+
+
+def test_verdicts_from_a_real_sweep_of_dynamics_jobs(tmp_path):
+    # end to end: jobs -> sweep (local backend) -> store -> verdicts; tiny runs, 1 epoch
+    from posenc.empirical.dynamics_summary import WORKER, dynamics_jobs
+    from posenc.empirical.store import RunStore
+    from posenc.empirical.sweep import run_jobs
+
+    jobs = dynamics_jobs("smoke", seeds=2, overrides={"epochs": 1, "task.n_samples": 400},
+                         dynamics={"every": 2, "probe_examples": 16, "ablation_examples": 16},
+                         ablation_examples=40)
+    assert {j.kind for j in jobs} == {"dynamics"} and len({j.label for j in jobs}) == 4
+    store = RunStore(tmp_path / "store")
+    summary = run_jobs(store, jobs, WORKER, threads=1)
+    assert not summary.failed, summary.failed
+    results = [store.result(r.id) for r in store.records()]
+    assert sorted((r["summary"]["tags"]["role"], r["summary"]["seed"]) for r in results) == \
+        [("alibi", 0), ("alibi", 1), ("rope", 0), ("rope", 1)]
+    verdicts = by_claim(evaluate_dynamics(results))
+    assert set(verdicts) == {"Prop 6.1", "Prop 6.2", "Thm 6.1"}
+    assert all(v.seeds == 2 for v in verdicts.values())
+    table = prediction_table(results)
+    assert table["rope"]["seeds"] == [0, 1] and table["rope"]["signal"]["n"] == 2
