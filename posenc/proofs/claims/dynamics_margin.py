@@ -82,11 +82,19 @@ def inputs(gamma_above_one: bool = True, dominant: bool = True, signs: bool = Fa
         L, H = dims
         lo = -5 if signs else 0
         row = st.tuples(*[st.integers(0, 3)] * H)
+        N = st.tuples(*[st.tuples(*[row] * H)] * (L - 1))
+        extra = st.tuples(*[row] * (L - 1))
+        if not gamma_above_one:
+            # Without gamma > 1 the coupling N is what could still amplify; zero coupling (a valid
+            # input under every other assumption) is drawn half the time so that a fresh random
+            # draw of 40 examples finds the non-amplifying case reliably.
+            N = st.one_of(st.just(tuple(tuple((0,) * H for _ in range(H)) for _ in range(L - 1))), N)
+            extra = st.one_of(st.just(tuple((0,) * H for _ in range(L - 1))), extra)
         return st.fixed_dictionaries({
             "s": st.tuples(*[st.integers(lo, 5)] * H),
             "g": st.tuples(*[st.integers(1, 4)] * (L - 1)),
-            "N": st.tuples(*[st.tuples(*[row] * H)] * (L - 1)),
-            "extra": st.tuples(*[row] * (L - 1))}).map(
+            "N": N,
+            "extra": extra}).map(
                 lambda d: _assemble(d, gamma_above_one, dominant))
     return st.tuples(st.integers(2, 4), st.integers(2, 4)).flatmap(build)
 
