@@ -305,6 +305,9 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     fresh = (folder_p / RESULT).is_file() and not (folder_p / DYNAMICS).is_file()
     res = train(cfg, folder, progress=False, resume=not fresh, dynamics=dyn)
     header, records = read_dynamics_file(folder_p)
+    if header.get("dynamics") != dyn.to_dict():
+        raise PosencError(f"{folder} was recorded with other dynamics settings "
+                          f"{header.get('dynamics')}; choose another folder")
     if res.skipped and (not records or not records[-1].get("final")):
         res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
         header, records = read_dynamics_file(folder_p)

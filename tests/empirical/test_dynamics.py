@@ -257,6 +257,13 @@ def test_worker_result_and_cli(tmp_path, capsys):
     assert "final deposit head" in out and (tmp_path / "d.png").stat().st_size > 1000
     assert main(["dynamics", str(tmp_path / "w"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["deposit"] == res["dynamics"]["deposit"]
+    again = dynamics_worker({"train": cfg.to_dict(), "dynamics": DYN.to_dict(),
+                             "ablation_examples": 30, "tags": {"role": "rope"}},
+                            str(tmp_path / "w"), 1)  # finished: skipped, same answer
+    assert again["dynamics"] == res["dynamics"]
+    with pytest.raises(PosencError, match="other dynamics settings"):
+        dynamics_worker({"train": cfg.to_dict(), "dynamics": {"every": 5}},
+                        str(tmp_path / "w"), 1)
 
 
 @pytest.mark.parametrize("argv, needle", [
