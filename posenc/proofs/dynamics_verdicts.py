@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
-from .verdicts import Verdict, combine, decide, t_interval
+from .verdicts import Verdict, decide, t_interval, verdict_from_parts
 
 TASK = "distance"
 PREDICTORS = ("signal", "attribution", "importance")
@@ -75,23 +75,8 @@ def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
     return out
 
 
-def _measured(parts: list[dict]) -> str:
-    out = []
-    for p in parts:
-        if p["estimate"] is None:
-            out.append(f"{p['part']}: {p['note']}")
-        elif p["n"] < 2:
-            out.append(f"{p['part']}: {p['estimate']:+.3f} (1 seed, no interval)")
-        else:
-            lo, hi = p["interval"]
-            out.append(f"{p['part']}: {p['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
-    return "; ".join(out)
-
-
 def _verdict(claim: str, statement: str, statistic: str, paper: str, parts: list[dict]) -> Verdict:
-    return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
-                   measured=_measured(parts), verdict=combine([p["verdict"] for p in parts]),
-                   seeds=min((p["n"] for p in parts), default=0), parts=parts)
+    return verdict_from_parts(claim, statement, statistic, paper, parts, digits=3)
 
 
 def evaluate_dynamics(results: Iterable[dict[str, Any]], rope: str = "rope",

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
-from .verdicts import Verdict, combine, decide, t_interval
+from .verdicts import Verdict, decide, t_interval, verdict_from_parts
 
 ADDITIVE = ("absolute", "relative", "alibi")
 
@@ -76,24 +76,9 @@ def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
             "threshold": threshold, "predicted": predicted}
 
 
-def _measured(parts: list[dict[str, Any]]) -> str:
-    out = []
-    for p in parts:
-        if p["estimate"] is None:
-            out.append(f"{p['part']}: {p['note']}")
-        elif p["n"] < 2:
-            out.append(f"{p['part']}: {p['estimate']:+.1f} (1 seed, no interval)")
-        else:
-            lo, hi = p["interval"]
-            out.append(f"{p['part']}: {p['estimate']:+.1f} [{lo:+.1f}, {hi:+.1f}]")
-    return "; ".join(out)
-
-
 def _verdict(claim: str, statement: str, statistic: str, paper: str,
              parts: list[dict[str, Any]]) -> Verdict:
-    return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
-                   measured=_measured(parts), verdict=combine([p["verdict"] for p in parts]),
-                   seeds=min((p["n"] for p in parts), default=0), parts=parts)
+    return verdict_from_parts(claim, statement, statistic, paper, parts, digits=1)
 
 
 def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verdict]:

@@ -109,3 +109,26 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def measured_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
+    """One line per claim: each part's estimate and interval (or why it has none)."""
+    out = []
+    for p in parts:
+        if p["estimate"] is None:
+            out.append(f"{p['part']}: {p['note']}")
+        elif p["n"] < 2:
+            out.append(f"{p['part']}: {p['estimate']:+.{digits}f} (1 seed, no interval)")
+        else:
+            lo, hi = p["interval"]
+            out.append(f"{p['part']}: {p['estimate']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]")
+    return "; ".join(out)
+
+
+def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
+                       parts: list[dict[str, Any]], digits: int = 1) -> Verdict:
+    """A claim's verdict: the conjunction of its parts, over the fewest seeds any part had."""
+    return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
+                   measured=measured_text(parts, digits),
+                   verdict=combine([p["verdict"] for p in parts]),
+                   seeds=min((p["n"] for p in parts), default=0), parts=parts)
