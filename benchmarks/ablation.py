@@ -5,6 +5,7 @@ Two one-by-one baselines: the same gate one head at a time, and the TransformerL
 hook on hook_z that zeroes one head, a full forward pass per head).  All three must give
 identical per-head accuracies (checked).  Run:
     python benchmarks/ablation.py [--examples 128] [--threads 1] [--mode zero]
+    python benchmarks/ablation.py --device cuda --examples 4096 --batch-size 512
 
 Cost model: one by one does H*L full passes (L layers each); batched does, for each layer l,
 layers < l once and layers >= l for H variants, i.e. about H*L*(L+1)/2 layer passes -- a
@@ -54,7 +55,12 @@ def main() -> None:
     ap.add_argument("--mode", default="zero")
     ap.add_argument("--pe", default="rope")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--expand", choices=("auto", "yes", "no"), default="auto",
+                    help="batched pass of batch-size examples x H variants (yes), or of about "
+                         "batch-size rows (no); auto: yes on CUDA")
     args = ap.parse_args()
+    expand = None if args.expand == "auto" else args.expand == "yes"
+    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
     torch.set_num_threads(args.threads)
     task = TaskConfig(n_samples=max(1000, 4 * args.examples), vocab_size=32, max_left=16, max_gap=30,
                       max_right=16)
@@ -66,15 +72,21 @@ def main() -> None:
         for p in model.parameters():
             p.mul_(2.0)
     bs = args.batch_size
+    if args.device.startswith("cuda"):  # warm-up: CUDA context, kernels, allocator
+        ablate(model, data.subset(slice(0, 8)), args.mode, batch_size=bs, distances=False)
+    sync()
     t0 = time.perf_counter()
-    fast = ablate(model, data, args.mode, batch_size=bs, distances=False)
+    fast = ablate(model, data, args.mode, batch_size=bs, distances=False, expand=expand)
+    sync()
     t_fast = time.perf_counter() - t0
     t0 = time.perf_counter()
     slow = ablate(model, data, args.mode, batch_size=bs, distances=False, batched=False)
+    sync()
     t_slow = time.perf_counter() - t0
     same = fast.to_dict() == slow.to_dict()
     line = (f"ablation of a 6x16 model (d_model 128, seq {task.length}), {args.examples} examples, "
-            f"mode {args.mode}, {args.threads} thread(s), {args.device}")
+            f"mode {args.mode}, {args.threads} thread(s), {args.device}, {bs} examples per "
+            f"one-by-one pass, batched layout expand={args.expand}")
     print(line)
     print(f"  batched (1 pass per layer)   {t_fast:8.2f} s")
     print(f"  one by one, same gate        {t_slow:8.2f} s   ratio {t_slow / t_fast:5.2f}x   "
@@ -82,6 +94,7 @@ def main() -> None:
     if args.mode == "zero":
         t0 = time.perf_counter()
         hooked = hook_one_by_one(model, data, bs)
+        sync()
         t_hook = time.perf_counter() - t0
         same_hook = hooked == [list(la.head_acc) for la in fast.layers]
         print(f"  one by one, hook on hook_z   {t_hook:8.2f} s   ratio {t_hook / t_fast:5.2f}x   "

@@ -1,11 +1,12 @@
 """Side by side: ms per training step and tokens/s of posenc's model vs a straightforward eager
-implementation of the same architecture, at quick-preset sizes.
+implementation of the same architecture, at quick-preset sizes (``--preset paper`` on a GPU).
 
 The eager reference (written here, reading the SAME parameters) computes attention as
 softmax(Q K^T / sqrt(d) + B + M) V explicitly, applies RoPE by building the (T, d, d) rotation
 matrices every step, and projects Q, K, V with three separate matmuls.  Before timing, the
 two forward passes are checked to give the same logits.  A step is forward + backward +
 AdamW.  Run:  python benchmarks/train_step.py [--pe rope] [--threads 1] [--steps 30]
+[--preset quick|paper] [--device cpu|cuda] [--samples N]
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--heads", type=int, help="override the preset's number of heads")
     ap.add_argument("--d-model", type=int, help="override the preset's model width")
+    ap.add_argument("--preset", default="quick", help="quick (default) or paper (a GPU's size)")
+    ap.add_argument("--samples", type=int, help="generate fewer examples (only one batch is used)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     over = {}
@@ -101,14 +104,18 @@ def main() -> None:
         over["model.n_heads"] = args.heads
     if args.d_model:
         over["model.d_model"] = args.d_model
-    cfg = preset("quick", args.task, args.pe, **over)
+    if args.samples:
+        over["task.n_samples"] = args.samples
+    cfg = preset(args.preset, args.task, args.pe, **over)
     data = dataset_for(cfg).train
     B = cfg.batch_size
     tokens, labels = data.tokens[:B].to(args.device), data.labels[:B].to(args.device)
     torch.manual_seed(0)
     ours, eager = model_for(cfg).to(args.device), model_for(cfg).to(args.device)
     eager.load_state_dict(ours.state_dict())
-    ours.train(), eager.train()  # dropout is 0 in quick, so both are deterministic functions
+    ours.train(), eager.train()
+    if cfg.model.dropout:  # the paper preset's dropout would make the two forwards differ
+        ours.eval(), eager.eval()
     with torch.no_grad():
         err = (ours(tokens) - eager_forward(eager, tokens)).abs().max().item()
     assert err < 1e-4, f"implementations disagree: {err}"
@@ -121,7 +128,7 @@ def main() -> None:
             if i >= 3:  # warm-up excluded
                 rounds[k].append(t)
     T = tokens.shape[1]
-    print(f"train step, quick preset ({args.task}, pe {args.pe}): batch {B} x seq {T}, "
+    print(f"train step, {args.preset} preset ({args.task}, pe {args.pe}): batch {B} x seq {T}, "
           f"d_model {cfg.model.d_model}, {cfg.model.n_heads} heads, {cfg.model.n_layers} layers, "
           f"{args.threads} thread(s), {args.device}; max |logit diff| {err:.1e}")
     best = {k: min(v) for k, v in rounds.items()}  # min: least disturbed by other processes

@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .errors import PosencError
+from .report_dynamics import FIGURE as DYNAMICS_FIGURE, SECTION as DYNAMICS_SECTION
 
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
             "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
             "## Partial RoPE (Fig. 6)", "## Absolute+RoPE: position probe per layer",
-            "## Theory claims (posenc verify)", "## Spectral contraction vs expansion (posenc bound)",
+            DYNAMICS_SECTION, "## Theory claims (posenc verify)", "## Spectral contraction vs expansion (posenc bound)",
             "## Setup")
 THEORY_EXAMPLES = 10  # Hypothesis examples per theory claim in the report (posenc verify has more)
-FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png")
+FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)
 
 
 def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] = None,
@@ -127,8 +128,11 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs."""
     from .empirical.ablation import AblationTable
     from .empirical.plots import ablation_strip_plot
+    from .empirical.store import RunStore
+    from .proofs.dynamics_verdicts import evaluate_dynamics
     from .proofs.empirical_claims import accuracy_table, deposit_table, evaluate
     from . import report_figures as figs
+    from .report_dynamics import dynamics_figure, dynamics_markdown, dynamics_results
 
     store_root = Path(store_root)
     results, rows = _load_results(store_root)
@@ -140,7 +144,7 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
         shutil.rmtree(tmp)
     tmp.mkdir()
     results.sort(key=lambda r: (r["summary"]["task"], r["summary"]["tags"]["role"], r["summary"]["seed"]))
-    verdicts = evaluate(results)
+    verdicts = evaluate(results) + evaluate_dynamics(results)
     acc = accuracy_table(results)
     deposits = deposit_table(results)
     first = results[0]["summary"]
@@ -161,13 +165,18 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
                                 title=f"{role} ({s['pe']}), distance, seed 0, zero ablation")
             strips.append((role, name, res))
     figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
+    dyn = dynamics_results(results)
+    store = RunStore(store_root, create=False)
+    dynamics_figure([store.run_dir(r["run_id"]) for r in dyn], tmp / DYNAMICS_FIGURE)
+    dyn_lines, dyn_payload = dynamics_markdown(dyn)
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
-    md = _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra)
+    md = _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra,
+                   dyn_lines)
     (tmp / "report.md").write_text(md)
     payload = {"preset": preset, "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
-               "spectra": spectra}
+               "spectra": spectra, "dynamics": dyn_payload}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
@@ -187,7 +196,8 @@ def _fmt_iv(row: dict[str, Any]) -> str:
     return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
 
 
-def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra) -> str:
+def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra,
+              dyn_lines) -> str:
     first = results[0]["summary"]
     seeds = sorted({r["summary"]["seed"] for r in results})
     lines = [f"# posenc reproduction report ({preset} preset)", "",
@@ -245,7 +255,7 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
         for role, per_seed in probes.items():
             lines.append(f"| {role} | " + " | ".join(
                 f"{sum(p[s] for p in per_seed) / len(per_seed):.2f}" for s in sites) + " |")
-    lines += ["", SECTIONS[6], ""]
+    lines += [""] + dyn_lines + [SECTIONS[7], ""]
     if claims is None:
         lines += ["(skipped: the report was built with --no-theory; run `posenc verify`)", ""]
     else:
@@ -259,7 +269,7 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
                          f"{holds} ({c['examples']}) | {c['counterexamples_found']} / "
                          f"{c['counterexamples_expected']} |")
         lines.append("")
-    lines += [SECTIONS[7], "",
+    lines += [SECTIONS[8], "",
               "A seeded rank-8 content Gram A (n x n) coupled with each PE's positional matrix: "
               "additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, head 0 of 8, press slopes) and "
               "multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel K, head dim 64: PSD with unit "
@@ -269,7 +279,7 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
     for r in spectra:
         lines.append(f"| {r['n']} | {r['alibi_norm']:.4g} | {r['rope_norm']:.4g} | "
                      f"{r['ratio_additive']:.4g} | {r['ratio_multiplicative']:.4g} |")
-    lines += ["", SECTIONS[8], "",
+    lines += ["", SECTIONS[9], "",
               f"- preset `{preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
               f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
               f"{first['n_test']} test examples per run;",

@@ -48,11 +48,21 @@ def test_smoke_report_is_complete(smoke_store):
         assert f"({fig})" in report
     data = json.loads((smoke_store / "report" / "report.json").read_text())
     claims = {v["claim"] for v in data["verdicts"]}
-    assert claims == {"E10", "E11", "E12", "E13", "E14", "EH"}
+    assert claims == {"E10", "E11", "E12", "E13", "E14", "EH", "Prop 6.1", "Prop 6.2", "Thm 6.1"}
     for v in data["verdicts"]:
         assert v["verdict"] in VERDICTS
         assert f"**{v['verdict']}**" in report
     assert set(data["accuracy"]) == {"distance", "count"}
+    # Sec. 6: recorded in the distance runs of RoPE and ALiBi, two seeds each, nowhere else
+    dyn = data["dynamics"]
+    assert sorted((r["role"], r["seed"]) for r in dyn["runs"]) == \
+        [("alibi", 0), ("alibi", 1), ("rope", 0), ("rope", 1)]
+    assert set(dyn["prediction"]) == {"alibi", "rope"}
+    for role, row in dyn["prediction"].items():
+        assert row["seeds"] == [0, 1] and row["signal"]["n"] == 2
+        assert f"| {role} | " in report.split("## Training dynamics")[1]
+    by = {v["claim"]: v for v in data["verdicts"]}
+    assert by["Prop 6.1"]["seeds"] == 2 and by["Thm 6.1"]["seeds"] == 2
     assert len(data["accuracy"]["distance"]) == 9 and len(data["accuracy"]["count"]) == 6
     from posenc.proofs.registry import all_claims
     assert [c["claim"] for c in data["theory_claims"]] == [c.id for c in all_claims()]

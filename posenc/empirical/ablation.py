@@ -132,11 +132,17 @@ def ablated_logits(model: Transformer, tokens: torch.Tensor, layer: int,
 @torch.inference_mode()
 def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size: int = 32,
            seed: int = 0, batched: bool = True, layers: Optional[Sequence[int]] = None,
-           distances: bool = True, device: str | torch.device | None = None) -> AblationTable:
+           distances: bool = True, device: str | torch.device | None = None,
+           expand: Optional[bool] = None) -> AblationTable:
     """Ablate every head of every layer (or of ``layers``) one at a time on ``data``.
 
-    ``batch_size`` is the number of rows per forward pass: examples for the
-    baseline and one-by-one passes, examples x heads for a batched pass.
+    ``batch_size`` is the number of examples per forward pass of the baseline and
+    one-by-one passes.  A batched pass carries H variants of each of its examples:
+    ``expand=False`` keeps its rows (examples x heads) near ``batch_size`` -- on a CPU the
+    throughput per row falls off for large batches (benchmarks/ablation.py) -- and
+    ``expand=True`` takes ``batch_size`` examples, i.e. H x batch_size rows, which fills an
+    accelerator with H times fewer passes.  None (default): True on CUDA, False otherwise.
+    The accuracies do not depend on it.
     """
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
@@ -176,9 +182,9 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size
     means = [(z_sum[l] / N).float() for l in range(L)] if mode == "mean" else None
     perm = derangement(N, seed) if mode == "resample" else None
     correct = torch.zeros(L, H, dtype=torch.long)
-    # Rows per pass stay ~batch_size: a batched pass carries H variants of each example
-    # (CPU throughput per row falls off for large batches, see benchmarks/ablation.py).
-    step = max(1, batch_size // H) if batched else batch_size
+    if expand is None:
+        expand = torch.device(device).type == "cuda"
+    step = batch_size if (expand or not batched) else max(1, batch_size // H)
     for s in range(0, N, step):
         tok, y = data.tokens[s:s + step].to(device), data.labels[s:s + step].to(device)
         source = None

@@ -12,14 +12,19 @@ loading any model:
 ``ablation``  {mode: AblationTable.to_dict()} on ``ablation_examples`` test examples
 ``probe``     position probe R^2 and positional energy per residual site
 ``metrics``   per-epoch training metrics
+``dynamics``  only when the config asks for it (``dynamics``: a
+              :class:`~posenc.empirical.dynamics.DynamicsConfig` as a dict): the run's
+              training-dynamics summary (:func:`~posenc.empirical.dynamics_summary.summarize`,
+              deposit head from the zero-ablation table), recorded in the same training run
 """
 
 from __future__ import annotations
 
 import json
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import PosencError
 from .config import TrainConfig, config_from_dict
@@ -33,16 +38,30 @@ class ExperimentConfig:
     probe: bool = True
     probe_examples: int = 600
     tags: dict[str, Any] = field(default_factory=dict)
+    dynamics: Optional[dict[str, Any]] = None  # DynamicsConfig.to_dict(); None: not recorded
+
+    def __post_init__(self) -> None:
+        if self.dynamics is not None:
+            from .dynamics import DynamicsConfig
+            DynamicsConfig.from_dict(self.dynamics)  # validates
+            if "zero" not in self.ablation_modes:
+                raise PosencError("dynamics needs the zero ablation (it names the deposit head)")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["train"] = self.train.to_dict()
         data["ablation_modes"] = list(self.ablation_modes)
+        if self.dynamics is None:  # absent, not null: run ids of runs without dynamics unchanged
+            del data["dynamics"]
         return data
+
+    def replace(self, **changes: Any) -> "ExperimentConfig":
+        return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
-        known = {"train", "ablation_modes", "ablation_examples", "probe", "probe_examples", "tags"}
+        known = {"train", "ablation_modes", "ablation_examples", "probe", "probe_examples", "tags",
+                 "dynamics"}
         unknown = set(data) - known
         if unknown:
             raise PosencError(f"unknown experiment key(s): {', '.join(sorted(unknown))}")
@@ -51,7 +70,18 @@ class ExperimentConfig:
                    ablation_examples=int(data.get("ablation_examples", 1000)),
                    probe=bool(data.get("probe", True)),
                    probe_examples=int(data.get("probe_examples", 600)),
-                   tags=dict(data.get("tags", {})))
+                   tags=dict(data.get("tags", {})), dynamics=data.get("dynamics"))
+
+
+def _dynamics_complete(folder: Path, dyn: Any) -> bool:
+    from .dynamics import DYNAMICS, read_dynamics_file
+    if not (folder / DYNAMICS).is_file():
+        return False
+    try:
+        header, records = read_dynamics_file(folder)
+    except PosencError:
+        return False
+    return header.get("dynamics") == dyn.to_dict() and bool(records) and bool(records[-1].get("final"))
 
 
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
@@ -64,7 +94,17 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
 
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
-    res = train(cfg, folder, progress=False)
+    dyn = None
+    if exp.dynamics is not None:
+        from .dynamics import DynamicsConfig, read_dynamics_file
+        dyn = DynamicsConfig.from_dict(exp.dynamics)
+        # a finished run whose dynamics file is missing or incomplete cannot be re-recorded by
+        # resuming: start over (the sweep's run folder belongs to this config alone)
+        res = train(cfg, folder, progress=False, dynamics=dyn)
+        if res.skipped and not _dynamics_complete(Path(folder), dyn):
+            res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
+    else:
+        res = train(cfg, folder, progress=False)
     run = load_run(folder, device="cpu")
     test = run.data().test
     sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
@@ -83,4 +123,9 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags}
-    return {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
+    out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
+    if dyn is not None:
+        from .dynamics_summary import summarize
+        header, records = read_dynamics_file(Path(folder))
+        out["dynamics"] = summarize(header, records, ablation=ablations["zero"])
+    return out

@@ -9,6 +9,11 @@ per (task, PE, seed).  The PE lists follow the paper's Fig. 2 / Fig. 4 / Fig. 6
   2 heads (Fig. 6);
 * ``count`` (position-agnostic): NoPE, sinusoidal, relative, ALiBi, RoPE, MLA.
 
+The distance runs of RoPE and ALiBi also record their training dynamics
+(:mod:`posenc.empirical.dynamics`, default settings) for the Sec. 6 verdicts
+(:mod:`posenc.proofs.dynamics_verdicts`): in the same training run, so they cost
+the recording's overhead (about 5% of those runs), not extra runs.
+
 The ``smoke`` and ``quick`` presets use the catalogue's clean encodings; the
 ``paper`` preset uses the ``paper-*`` presets, i.e. the conventions of the
 paper's code (its RoPE also adds a sin/cos absolute embedding, its ALiBi uses
@@ -41,6 +46,8 @@ DISTANCE_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla", "absol
                   "rope-1head", "rope-2heads")
 COUNT_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla")
 ADDITIVE_ROLES = ("absolute", "relative", "alibi")
+#: distance-task roles whose runs record training dynamics (Prop. 6.1 / 6.2, Thm. 6.1)
+DYNAMICS_ROLES = ("rope", "alibi")
 
 #: Default seeds per preset (the quick default is sized to finish in 30 minutes on 2 cores).
 DEFAULT_SEEDS = {"smoke": 2, "quick": 2, "paper": 3}
@@ -54,6 +61,7 @@ class ReproductionPlan:
     count_roles: tuple[str, ...] = COUNT_ROLES
     ablation_modes: tuple[str, ...] = ("zero",)
     overrides: dict[str, Any] = field(default_factory=dict)
+    dynamics_roles: tuple[str, ...] = DYNAMICS_ROLES
 
     def __post_init__(self) -> None:
         for role in self.distance_roles + self.count_roles:
@@ -85,6 +93,7 @@ class ReproductionPlan:
         return PAPER_PES if self.preset == "paper" else CLEAN_PES
 
     def experiments(self) -> list[ExperimentConfig]:
+        from .dynamics import DynamicsConfig
         out = []
         size = {"smoke": 400, "quick": 600, "paper": 3000}[self.preset]
         for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
@@ -94,15 +103,17 @@ class ReproductionPlan:
                                        **self.overrides)
                     out.append(ExperimentConfig(
                         train=cfg, ablation_modes=self.ablation_modes, ablation_examples=size,
-                        probe=True, probe_examples=min(size, 600), tags={"role": role}))
+                        probe=True, probe_examples=min(size, 600), tags={"role": role},
+                        dynamics=DynamicsConfig().to_dict() if task == "distance"
+                        and role in self.dynamics_roles and "zero" in self.ablation_modes
+                        else None))
         return out
 
     def jobs(self, device: Optional[str] = None) -> list[Job]:
         jobs = []
         for exp in self.experiments():
             if device is not None:
-                exp = ExperimentConfig(exp.train.replace(device=device), exp.ablation_modes,
-                                       exp.ablation_examples, exp.probe, exp.probe_examples, exp.tags)
+                exp = exp.replace(train=exp.train.replace(device=device))
             t = exp.train
             label = f"{t.task.name}/{exp.tags['role']}/s{t.seed}"
             jobs.append(Job(config=exp.to_dict(), kind="experiment", label=label,

@@ -39,7 +39,8 @@ def test_batched_ablation_equals_one_by_one(mode, pe, kw):
     model, data = _model(pe, **kw), _data()
     fast = ablate(model, data, mode, batch_size=25)
     slow = ablate(model, data, mode, batch_size=25, batched=False)
-    assert fast.to_dict() == slow.to_dict()  # identical accuracies, drops, indices
+    expanded = ablate(model, data, mode, batch_size=25, expand=True)  # the accelerator layout
+    assert fast.to_dict() == slow.to_dict() == expanded.to_dict()  # accuracies, drops, indices
     assert any(d != 0 for la in fast.layers for d in la.drops)  # the test is not vacuous
 
 

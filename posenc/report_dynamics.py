@@ -1,0 +1,111 @@
+"""The training-dynamics section of the reproduction report (Gu et al., arXiv 2505.13027, Sec. 6).
+
+The reproduction's distance runs of RoPE and ALiBi record their training dynamics
+(:data:`posenc.empirical.reproduction.DYNAMICS_ROLES`); their results carry a ``dynamics``
+summary (:func:`posenc.empirical.dynamics_summary.summarize`).  This module turns those results
+into the report's section: a per-run table (deposit head, early coherence, batch sign
+consistency, margins and gains, when the deposit head's lead appears), the reviewer's question
+"can the deposit head be predicted from the first steps?" as hit counts against chance
+(:func:`posenc.proofs.dynamics_verdicts.prediction_table`), and one figure.  The verdicts for
+Prop. 6.1, Prop. 6.2 and Thm. 6.1 (:func:`~posenc.proofs.dynamics_verdicts.evaluate_dynamics`)
+join the report's verdict table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+SECTION = "## Training dynamics (Sec. 6)"
+FIGURE = "dynamics.png"
+
+
+def dynamics_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results that recorded dynamics, sorted by (role, seed)."""
+    out = [r for r in results if r.get("dynamics")]
+    return sorted(out, key=lambda r: (r["summary"]["tags"]["role"], r["summary"]["seed"]))
+
+
+def dynamics_figure(run_dirs: list[Path], path: Path) -> Path:
+    """Coherence and deposit-layer importance margin over training for every recorded run
+    (:func:`~posenc.empirical.dynamics_summary.plot_comparison`), or a figure saying there is none."""
+    from .empirical.dynamics_summary import plot_comparison
+    if run_dirs:
+        return plot_comparison(run_dirs, path)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 2))
+    ax.text(0.5, 0.5, "no run recorded training dynamics", ha="center", va="center")
+    ax.set_axis_off()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def _f(v: Optional[float], fmt: str = ".3f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _margins(values: Optional[list[Optional[float]]]) -> str:
+    if not values:
+        return "-"
+    return ", ".join(_f(v, ".2g") for v in values)
+
+
+def dynamics_markdown(dyn_results: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """(markdown lines of the section, its JSON payload)."""
+    from .proofs.dynamics_verdicts import PREDICTORS, prediction_table
+
+    lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
+             "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.dynamics`, "
+             "default settings: a record every 25 steps, importance on every 8th). The *seed* of "
+             "a head is the batch mean of the per-example positional gradient signal psi (the "
+             "loss's derivative along the head's positional direction of the attention scores); "
+             "its *coherence* is |seed| / mean |psi| (1: every example pushes the same way). "
+             "Early window: the first 10% of training. Importance: loss increase when the head's "
+             "`hook_z` is zeroed. Margin: top head minus runner-up in a layer; log-gain: mean over "
+             "adjacent layers of log(M_k / M_k+1), layer 0 shallowest. Definitions and the "
+             "precise statements: docs/theory.md, *Training dynamics*. Verdicts Prop 6.1, "
+             "Prop 6.2 and Thm 6.1 are in the verdict table above.", ""]
+    if not dyn_results:
+        return lines + ["(no run of this store recorded training dynamics)", ""], {"runs": [],
+                                                                                  "prediction": {}}
+    lines += ["| PE (role) | seed | deposit (layer, head) | early coherence, max | batch sign "
+              "consistency | early |seed| margin per layer | final importance margin per layer | "
+              "log-gain (importance) | lead from (share of training) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    runs = []
+    for res in dyn_results:
+        s, d = res["summary"], res["dynamics"]
+        role = s["tags"]["role"]
+        lead = d.get("advantage_step")
+        lead_txt = "-" if lead is None else f"step {lead} ({100 * lead / d['total_steps']:.0f}%)"
+        lines.append(f"| {role} | {s['seed']} | L{d['deposit'][0]} H{d['deposit'][1]} | "
+                     f"{_f(d.get('coherence_max'))} | {_f(d.get('batch_sign_consistency'), '.2f')} | "
+                     f"{_margins(d.get('signal_margin'))} | {_margins(d.get('importance_margin'))} | "
+                     f"{_f(d.get('importance_mean_log_gain'), '+.2f')} | {lead_txt} |")
+        runs.append({"role": role, "seed": s["seed"], "deposit": d["deposit"],
+                     "coherence_max": d.get("coherence_max"),
+                     "batch_sign_consistency": d.get("batch_sign_consistency"),
+                     "signal_margin": d.get("signal_margin"),
+                     "importance_margin": d.get("importance_margin"),
+                     "importance_mean_log_gain": d.get("importance_mean_log_gain"),
+                     "signal_mean_log_gain": d.get("signal_mean_log_gain"),
+                     "advantage_step": lead, "total_steps": d["total_steps"]})
+    table = prediction_table(res for res in dyn_results)
+    lines += ["", "**Can the deposit head be predicted from the first 10% of training?** Hits "
+              "over seeds: *exact* = the predicted (layer, head) is the final deposit head "
+              "(largest zero-ablation drop); *in layer* = within the deposit layer the "
+              "predictor's top head is the deposit head. Predictors: largest early mean |seed| "
+              "(signal), largest first-order attribution, largest measured importance.", "",
+              "| PE (role) | " + " | ".join(f"{p}: exact / in layer" for p in PREDICTORS) +
+              " | chance: exact / in layer |", "|---|" + "---|" * (len(PREDICTORS) + 1)]
+    for role, row in table.items():
+        cells = [f"{row[p]['hits']}/{row[p]['n']} / {row[p]['head_hits']}/{row[p]['n']}"
+                 if row[p]["n"] else "-" for p in PREDICTORS]
+        ch = row["chance"]
+        lines.append(f"| {role} | " + " | ".join(cells) +
+                     f" | {ch['hit']:.3f} / {ch['head_hit']:.3f} |")
+    lines.append("")
+    return lines, {"runs": runs, "prediction": table}

@@ -1,0 +1,80 @@
+"""The reproduction's experiment worker and plan: dynamics recorded inside the experiment runs of
+RoPE and ALiBi on the distance task (Sec. 6 verdicts), and nowhere else."""
+
+import json
+
+import pytest
+
+from posenc.empirical.config import preset
+from posenc.empirical.dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
+from posenc.empirical.experiment import ExperimentConfig, experiment_worker
+from posenc.empirical.reproduction import DYNAMICS_ROLES, ReproductionPlan
+from posenc.empirical.runs import RESULT
+from posenc.empirical.store import run_id
+from posenc.errors import PosencError
+
+DYN = DynamicsConfig(every=10, ablation_every=2).to_dict()
+
+
+def small(pe="rope", **over):
+    return preset("smoke", task="distance", pe=pe, seed=0,
+                  **{"epochs": 2, "task.n_samples": 600, **over})
+
+
+def test_plan_records_dynamics_only_for_rope_and_alibi_on_distance():
+    exps = ReproductionPlan("smoke", seeds=2).experiments()
+    with_dyn = {(e.train.task.name, e.tags["role"], e.train.seed) for e in exps if e.dynamics}
+    assert with_dyn == {("distance", r, s) for r in DYNAMICS_ROLES for s in (0, 1)}
+    assert all(e.dynamics == DynamicsConfig().to_dict() for e in exps if e.dynamics)
+    no_zero = ReproductionPlan("smoke", seeds=1, ablation_modes=("mean",)).experiments()
+    assert not any(e.dynamics for e in no_zero)
+
+
+def test_config_round_trip_and_run_id_unchanged_without_dynamics():
+    plain = ExperimentConfig(train=small())
+    assert "dynamics" not in plain.to_dict()  # run ids of stores without dynamics stay valid
+    with_dyn = plain.replace(dynamics=DYN)
+    assert ExperimentConfig.from_dict(with_dyn.to_dict()) == with_dyn
+    assert run_id(with_dyn.to_dict()) != run_id(plain.to_dict())
+    with pytest.raises(PosencError, match="every"):
+        plain.replace(dynamics={"every": 0})
+    with pytest.raises(PosencError, match="unknown dynamics key"):
+        plain.replace(dynamics={"often": 3})
+    with pytest.raises(PosencError, match="zero ablation"):
+        plain.replace(dynamics=DYN, ablation_modes=("mean",))
+
+
+@pytest.fixture(scope="module")
+def dynamics_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("exp") / "run"
+    exp = ExperimentConfig(train=small(), ablation_examples=100, probe=False, dynamics=DYN,
+                           tags={"role": "rope"})
+    return exp, folder, experiment_worker(exp.to_dict(), str(folder), 1)
+
+
+def test_worker_records_dynamics_in_the_same_training_run(dynamics_run, tmp_path):
+    exp, folder, res = dynamics_run
+    header, records = read_dynamics_file(folder)
+    assert header["dynamics"] == DYN and records[-1]["final"]
+    d = res["dynamics"]
+    table = res["ablation"]["zero"]
+    best = max(table["layers"], key=lambda la: (la["largest_drop"], -la["layer"]))
+    assert d["deposit"] == [best["layer"], best["deposit_head"]]
+    assert d["deposit_source"] == "ablation_zero.json" and d["complete"]
+    # the recording does not change the training: same metrics as a run without it
+    plain = experiment_worker(exp.replace(dynamics=None).to_dict(), str(tmp_path / "plain"), 1)
+    assert plain["metrics"] == res["metrics"] and "dynamics" not in plain
+
+
+def test_worker_rerun_skips_and_rerecords_a_run_finished_without_dynamics(dynamics_run, tmp_path):
+    exp, folder, res = dynamics_run
+    again = experiment_worker(exp.to_dict(), str(folder), 1)
+    assert again["dynamics"] == res["dynamics"] and again["metrics"] == res["metrics"]
+    # a finished run without its dynamics file (e.g. trained before recording was asked for)
+    other = tmp_path / "other"
+    experiment_worker(exp.replace(dynamics=None).to_dict(), str(other), 1)
+    assert (other / RESULT).is_file() and not (other / DYNAMICS).is_file()
+    redone = experiment_worker(exp.to_dict(), str(other), 1)
+    assert redone["dynamics"] == res["dynamics"]
+    assert json.loads((other / RESULT).read_text())["final"]["test_acc"] == \
+        res["summary"]["test_acc"]
