@@ -286,7 +286,7 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     from .config import config_from_dict
     from .dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
     from .runs import RESULT, load_run
-    from .train import train
+    from .train import resolve_device, train
 
     if "train" in config:
         known = {"train", "dynamics", "ablation_examples", "tags"}
@@ -311,10 +311,11 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     if res.skipped and (not records or not records[-1].get("final")):
         res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
         header, records = read_dynamics_file(folder_p)
-    run = load_run(folder, device="cpu")
+    device = resolve_device(cfg.device)  # ablate where the run trained
+    run = load_run(folder, device=device)
     test = run.data().test
     table = ablate(run.model, test.subset(slice(0, min(n_ablate, len(test)))), "zero",
-                   seed=cfg.seed, distances=False)
+                   seed=cfg.seed, distances=False, batch_size=256 if device.type == "cuda" else 32)
     table.save(folder_p / "ablation_zero.json")
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,

@@ -90,7 +90,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     from .plots import ablation_strip_plot
     from .probe import position_probe
     from .runs import load_run
-    from .train import train
+    from .train import resolve_device, train
 
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
@@ -105,12 +105,14 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
             res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
     else:
         res = train(cfg, folder, progress=False)
-    run = load_run(folder, device="cpu")
+    device = resolve_device(cfg.device)  # ablate and probe where the run trained
+    run = load_run(folder, device=device)
     test = run.data().test
     sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
     ablations = {}
     for mode in exp.ablation_modes:
-        table = ablate(run.model, sub, mode, seed=cfg.seed)
+        table = ablate(run.model, sub, mode, seed=cfg.seed,
+                       batch_size=256 if device.type == "cuda" else 32)
         table.save(Path(folder) / f"ablation_{mode}.json")
         ablation_strip_plot(table, Path(folder) / f"ablation_{mode}.png",
                             title=f"{cfg.model.pe} / {cfg.task.name} / seed {cfg.seed} ({mode})")
