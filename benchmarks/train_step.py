@@ -6,7 +6,7 @@ softmax(Q K^T / sqrt(d) + B + M) V explicitly, applies RoPE by building the (T, 
 matrices every step, and projects Q, K, V with three separate matmuls.  Before timing, the
 two forward passes are checked to give the same logits.  A step is forward + backward +
 AdamW.  Run:  python benchmarks/train_step.py [--pe rope] [--threads 1] [--steps 30]
-[--preset quick|paper] [--device cpu|cuda] [--samples N]
+[--preset quick|paper] [--device cpu|cuda] [--samples N] [--also compile,bf16]
 """
 
 from __future__ import annotations
@@ -70,14 +70,15 @@ def eager_forward(model, tokens: torch.Tensor) -> torch.Tensor:
     return model.classifier((h * w).sum(1) / w.sum(1))
 
 
-def make_step(forward, model, tokens, labels):
+def make_step(forward, model, tokens, labels, amp: bool = False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     sync = torch.cuda.synchronize if tokens.is_cuda else (lambda: None)
 
     def step() -> float:
         sync()
         t0 = time.perf_counter()
-        loss = F.cross_entropy(forward(tokens), labels)
+        with torch.autocast(tokens.device.type, dtype=torch.bfloat16, enabled=amp):
+            loss = F.cross_entropy(forward(tokens), labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -97,7 +98,13 @@ def main() -> None:
     ap.add_argument("--d-model", type=int, help="override the preset's model width")
     ap.add_argument("--preset", default="quick", help="quick (default) or paper (a GPU's size)")
     ap.add_argument("--samples", type=int, help="generate fewer examples (only one batch is used)")
+    ap.add_argument("--also", default="", help="comma list of extra rows for posenc's model: "
+                    "compile (torch.compile), bf16 (bfloat16 autocast) -- other arithmetic or "
+                    "a compiler, reported beside the float32 comparison, not instead of it")
     args = ap.parse_args()
+    also = [a for a in args.also.split(",") if a]
+    if set(also) - {"compile", "bf16"}:
+        ap.error(f"--also takes compile and/or bf16; got {args.also!r}")
     torch.set_num_threads(args.threads)
     over = {}
     if args.heads:
@@ -121,6 +128,13 @@ def main() -> None:
     assert err < 1e-4, f"implementations disagree: {err}"
     steps = {"posenc": make_step(lambda t: ours(t), ours, tokens, labels),
              "eager": make_step(lambda t: eager_forward(eager, t), eager, tokens, labels)}
+    for extra in also:
+        m = model_for(cfg).to(args.device)
+        m.load_state_dict(ours.state_dict())
+        m.train(mode=ours.training)
+        fwd = torch.compile(m) if extra == "compile" else m
+        steps[f"posenc+{extra}"] = make_step(lambda t, f=fwd: f(t), m, tokens, labels,
+                                             amp=extra == "bf16")
     rounds: dict[str, list[float]] = {k: [] for k in steps}
     for i in range(args.steps + 3):  # alternate single steps: background load hits both alike
         for k, step in steps.items():
@@ -132,10 +146,10 @@ def main() -> None:
           f"d_model {cfg.model.d_model}, {cfg.model.n_heads} heads, {cfg.model.n_layers} layers, "
           f"{args.threads} thread(s), {args.device}; max |logit diff| {err:.1e}")
     best = {k: min(v) for k, v in rounds.items()}  # min: least disturbed by other processes
-    for k in ("posenc", "eager"):
-        print(f"  {k:<7} {1000 * best[k]:8.2f} ms/step (best of {len(rounds[k])})  "
-              f"{B * T / best[k]:10.0f} tokens/s")
-    print(f"  speed-up posenc / eager: {best['eager'] / best['posenc']:.2f}x")
+    for k in steps:
+        print(f"  {k:<14} {1000 * best[k]:8.2f} ms/step (best of {len(rounds[k])})  "
+              f"{B * T / best[k]:10.0f} tokens/s  vs eager {best['eager'] / best[k]:.2f}x")
+    print(f"  speed-up posenc / eager (both float32): {best['eager'] / best['posenc']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@ budget.  It prints every number it uses, so the reduction is explicit in the log
 3. ``posenc reproduce --preset paper --set epochs=E`` with ``workers`` processes, then the report.
 
 Usage: python scripts/paper_on_gpu.py OUT_DIR [--budget 330] [--workers 15] [--seeds 2]
+       [--precision float32|bfloat16]
+
+Measured on one H200 (2026-11-30): 0.20-0.72 s per step per process with 15 processes sharing
+the GPU at the paper's size in float32 (about 21 steps/s in all), so the full sweep (30 runs x
+100 epochs x 137 steps) needs about 5.4 GPU-hours; bfloat16 autocast is 2.6x faster per step.
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ import sys
 import time
 
 
-def _probe(args: tuple[int, int, str]) -> float:
-    steps, seed, preset_name = args
+def _probe(args: tuple[int, int, str, str]) -> float:
+    steps, seed, preset_name, precision = args
     import torch
     import torch.nn.functional as F
 
@@ -34,7 +39,9 @@ def _probe(args: tuple[int, int, str]) -> float:
     from posenc.empirical.config import preset
     from posenc.empirical.runs import dataset_for, model_for
 
-    cfg = preset(preset_name, task="distance", pe="paper-rope", seed=seed)
+    from posenc.empirical.train import autocast
+
+    cfg = preset(preset_name, task="distance", pe="paper-rope", seed=seed, precision=precision)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data = dataset_for(cfg).train
     model = model_for(cfg).to(dev)
@@ -45,7 +52,8 @@ def _probe(args: tuple[int, int, str]) -> float:
             if dev.type == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-        loss = F.cross_entropy(model(tok), lab)
+        with autocast(cfg.precision, dev):
+            loss = F.cross_entropy(model(tok).float(), lab)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -62,11 +70,13 @@ def main() -> int:
     ap.add_argument("--probe-steps", type=int, default=20)
     ap.add_argument("--max-epochs", type=int, default=100)
     ap.add_argument("--preset", default="paper", help="paper (default); smoke for a CPU dry run")
+    ap.add_argument("--precision", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--extra", default="", help="extra args for posenc reproduce, one string")
     a = ap.parse_args()
     t0 = time.time()
     with mp.get_context("spawn").Pool(a.workers) as pool:
-        per_step = pool.map(_probe, [(a.probe_steps, s, a.preset) for s in range(a.workers)])
+        per_step = pool.map(_probe, [(a.probe_steps, s, a.preset, a.precision)
+                                     for s in range(a.workers)])
     sec = max(per_step)
     from posenc.empirical.config import preset
     from posenc.empirical.reproduction import ReproductionPlan
@@ -81,7 +91,8 @@ def main() -> int:
             "budget_s": a.budget, "probe_wall_s": time.time() - t0}
     print(json.dumps(plan, indent=1), flush=True)
     cmd = [sys.executable, "-m", "posenc", "reproduce", "--preset", a.preset, "--out", a.out,
-           "--seeds", str(a.seeds), "--workers", str(a.workers), "--set", f"epochs={epochs}", *shlex.split(a.extra)]
+           "--seeds", str(a.seeds), "--workers", str(a.workers), "--set", f"epochs={epochs}",
+           "--set", f"precision={a.precision}", *shlex.split(a.extra)]
     print(" ".join(cmd), flush=True)
     t1 = time.time()
     rc = subprocess.call(cmd)

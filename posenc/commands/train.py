@@ -19,6 +19,8 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, help="override the number of generated examples")
     p.add_argument("--threads", type=int, help="torch threads for this run")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="default auto (CUDA if available)")
+    p.add_argument("--precision", choices=("float32", "bfloat16"),
+                   help="forward passes in float32 (default) or under bfloat16 autocast (GPU)")
     p.add_argument("--paper-code", action="store_true",
                    help="the paper's model conventions: keys/values from the input embeddings "
                         "in every layer, padding not masked")
@@ -42,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         overrides["num_threads"] = args.threads
     if args.device is not None:
         overrides["device"] = args.device
+    if args.precision is not None:
+        overrides["precision"] = args.precision
     if args.paper_code:
         overrides.update({"model.kv_source": "input", "model.mask_padding": False})
     if overrides:

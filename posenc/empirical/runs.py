@@ -13,8 +13,6 @@ with :func:`os.replace`, so a killed process never leaves a half-written file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -22,6 +20,7 @@ from typing import Any, Optional
 import torch
 
 from ..errors import PosencError
+from ..atomic import atomic_write, atomic_write_text  # noqa: F401 (re-exported)
 from .config import TrainConfig, config_from_dict
 from .model import Transformer, build_model
 from .tasks import Split, make_split
@@ -31,36 +30,8 @@ CONFIG, METRICS, CHECKPOINT, RESULT = ("train_config.json", "metrics.jsonl", "ch
 FORMAT = 1
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    _atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
-
-
 def atomic_torch_save(obj: Any, path: str | Path) -> None:
-    _atomic(Path(path), lambda fh: torch.save(obj, fh))
+    atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
 def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:

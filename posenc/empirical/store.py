@@ -27,13 +27,13 @@ import json
 import os
 import shutil
 import sqlite3
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import PosencError
+from ..atomic import atomic_write_json, atomic_write_text  # noqa: F401 (re-exported)
 
 FORMAT_VERSION = 1
 STATES = ("pending", "running", "done", "failed")
@@ -48,26 +48,6 @@ def canonical_json(data: Any) -> str:
 def run_id(config: dict[str, Any]) -> str:
     """The content address of a resolved config: 16 hex digits of its SHA-256."""
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 @dataclass(frozen=True)

@@ -68,17 +68,24 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
+def autocast(precision: str, device: torch.device) -> torch.autocast:
+    """The forward-pass context of a run's ``precision`` (a no-op at float32)."""
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
+                          enabled=precision == "bfloat16")
+
+
 @torch.inference_mode()
 def evaluate(model: Transformer, data: TaskData, batch_size: int = 512,
-             device: torch.device | str = "cpu") -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``model`` on ``data``."""
+             device: torch.device | str = "cpu", precision: str = "float32") -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``model`` on ``data`` (forward under ``precision``)."""
     was_training = model.training
     model.eval()
     loss_sum, correct = 0.0, 0
     for s in range(0, len(data), batch_size):
         tok = data.tokens[s:s + batch_size].to(device)
         y = data.labels[s:s + batch_size].to(device)
-        logits = model(tok)
+        with autocast(precision, tok.device):
+            logits = model(tok).float()
         loss_sum += float(F.cross_entropy(logits, y, reduction="sum"))
         correct += int((logits.argmax(-1) == y).sum())
     model.train(was_training)
@@ -174,7 +181,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 for group in opt.param_groups:
                     group["lr"] = config.lr * lr_factor(step, total, warmup)
                 idx = order[b * config.batch_size:(b + 1) * config.batch_size]
-                logits = model(tokens[idx])
+                with autocast(config.precision, device):
+                    logits = model(tokens[idx]).float()
                 loss = F.cross_entropy(logits, labels[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -186,7 +194,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 bar.update(1)
                 if on_step is not None:
                     on_step(step, float(loss.detach()))
-            test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device)
+            test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
+                                           config.precision)
             metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
                             "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from posenc.empirical import load_run, preset, train
-from posenc.empirical.config import TaskConfig, TrainConfig, ModelConfig, config_from_dict, load_config
+from posenc.empirical.config import (TaskConfig, TrainConfig, ModelConfig, apply_overrides,
+                                     config_from_dict, load_config)
 from posenc.empirical.runs import CHECKPOINT, CONFIG, METRICS, RESULT
 from posenc.empirical.train import lr_factor
 from posenc.errors import PosencError
@@ -103,6 +104,22 @@ def test_config_json_round_trip_and_unknown_keys(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(PosencError, match="not valid JSON"):
         load_config(str(tmp_path / "bad.json"))
+
+
+def test_bfloat16_precision_is_part_of_the_run_and_trains_deterministically(tmp_path):
+    base = tiny(epochs=2)
+    assert "precision" not in base.to_dict()  # float32: run ids written before the field stay
+    bf = apply_overrides(base, {"precision": "bfloat16"})
+    assert bf.precision == "bfloat16" and config_from_dict(json.loads(bf.to_json())) == bf
+    assert bf.run_id() != base.run_id()
+    a, b = train(bf, tmp_path / "a"), train(bf, tmp_path / "b")
+    assert a.metrics == b.metrics and all(math.isfinite(m["train_loss"]) for m in a.metrics)
+    f32 = train(base, tmp_path / "f")
+    assert f32.metrics != a.metrics  # the autocast really changes the arithmetic
+    with pytest.raises(PosencError, match="different config"):
+        train(base, tmp_path / "a")
+    with pytest.raises(PosencError, match="precision must be float32 or bfloat16"):
+        apply_overrides(base, {"precision": "float16"})
 
 
 def test_paper_preset_has_the_papers_hyperparameters():
