@@ -78,3 +78,13 @@ def test_worker_rerun_skips_and_rerecords_a_run_finished_without_dynamics(dynami
     assert redone["dynamics"] == res["dynamics"]
     assert json.loads((other / RESULT).read_text())["final"]["test_acc"] == \
         res["summary"]["test_acc"]
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_worker_trains_ablates_and_probes_on_cuda(tmp_path):
+    # ablation and probe run on the training device (a CPU tensor in the probe once broke this)
+    exp = ExperimentConfig(train=small().replace(device="cuda"), ablation_examples=100,
+                           dynamics=DYN, tags={"role": "rope"})
+    res = experiment_worker(exp.to_dict(), str(tmp_path / "run"), 1)
+    assert res["probe"] is not None and res["dynamics"]["complete"]
+    assert len(res["ablation"]["zero"]["layers"]) == exp.train.model.n_layers
