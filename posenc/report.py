@@ -39,14 +39,12 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
               theory: bool = True, log: Callable[[str], None] = print) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path."""
-    from .empirical.reproduction import DEFAULT_SEEDS, WORKER, ReproductionPlan
+    from .empirical.reproduction import WORKER, ReproductionPlan
     from .empirical.store import RunStore
     from .empirical.sweep import run_jobs
 
-    if preset not in DEFAULT_SEEDS:
-        raise PosencError(f"unknown preset {preset!r}; known: {', '.join(DEFAULT_SEEDS)}")
-    plan = ReproductionPlan.select(preset, seeds if seeds is not None else DEFAULT_SEEDS[preset],
-                                   roles=roles, tasks=tasks, overrides=dict(overrides or {}))
+    plan = ReproductionPlan.for_command(preset, seeds, roles=roles, tasks=tasks,
+                                        overrides=dict(overrides or {}))
     jobs = plan.jobs(device=device)  # validates every config before anything is written
     store = RunStore(out or f"posenc-out/{preset}")
     t0 = time.time()
@@ -55,7 +53,10 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         state = "failed" if result is None else f"{100 * result['summary']['test_acc']:.1f}%"
         log(f"  {job.label:<28} {state}")
 
-    log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {plan.seeds} seed(s)) "
+    n_count = plan.seeds if plan.count_seeds is None else plan.count_seeds
+    seeds_txt = f"{plan.seeds} seed(s)" if n_count == plan.seeds else \
+        f"{plan.seeds} seed(s) on distance, {n_count} on count"
+    log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {seeds_txt}) "
         f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
                        ray_address=ray_address, on_done=on_done)

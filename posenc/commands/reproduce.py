@@ -10,7 +10,8 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
     p.add_argument("--backend", default="local", help="local (default) | ray")
     p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default per preset")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default: smoke 2, quick 2 on distance and 3 on "
+                        "count, paper 3")
     p.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
     p.add_argument("--ray-address", default=None, help="Ray cluster HOST:PORT (default: local runtime)")
