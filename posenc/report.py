@@ -33,7 +33,8 @@ FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png",
 
 
 def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] = None,
-              seeds: Optional[int] = None, workers: int = 2, threads: int = 1,
+              seeds: Optional[int] = None, count_seeds: Optional[int] = None,
+              workers: int = 2, threads: int = 1,
               ray_address: Optional[str] = None, device: Optional[str] = None,
               overrides: Optional[dict[str, Any]] = None,
               roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
@@ -43,7 +44,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     from .empirical.store import RunStore
     from .empirical.sweep import run_jobs
 
-    plan = ReproductionPlan.for_command(preset, seeds, roles=roles, tasks=tasks,
+    plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
                                         overrides=dict(overrides or {}))
     jobs = plan.jobs(device=device)  # validates every config before anything is written
     store = RunStore(out or f"posenc-out/{preset}")

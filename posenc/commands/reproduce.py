@@ -10,8 +10,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
     p.add_argument("--backend", default="local", help="local (default) | ray")
     p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default: smoke 2, quick 2 on distance and 3 on "
-                        "count, paper 3")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default per preset (smoke 2, quick 2, paper 3)")
+    p.add_argument("--count-seeds", type=int, default=None,
+                   help="seeds of the count task alone (default: --seeds)")
     p.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
     p.add_argument("--ray-address", default=None, help="Ray cluster HOST:PORT (default: local runtime)")
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.backend not in ("local", "ray"):
         raise PosencError(f"unknown backend {args.backend!r}; known: local, ray")
     path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
+                     count_seeds=args.count_seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
                      device=args.device, roles=_list(args.roles), tasks=_list(args.tasks),
                      overrides=_overrides(args.overrides), theory=not args.no_theory)

@@ -51,9 +51,6 @@ DYNAMICS_ROLES = ("rope", "alibi")
 
 #: Default seeds per preset (the quick default is sized to finish in 30 minutes on 2 cores).
 DEFAULT_SEEDS = {"smoke": 2, "quick": 2, "paper": 3}
-#: Default seeds of the count task when --seeds is not given: quick runs a third count seed
-#: (about 4 minutes), since with two the t quantile of 12.7 left E11 undecided at a 5-point gap.
-DEFAULT_COUNT_SEEDS = {"smoke": 2, "quick": 3, "paper": 3}
 
 
 @dataclass(frozen=True)
@@ -73,9 +70,10 @@ class ReproductionPlan:
                 raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")
         if self.preset not in PRESET_NAMES:
             raise PosencError(f"unknown preset {self.preset!r}; known: {', '.join(PRESET_NAMES)}")
-        for n in (self.seeds, self.count_seeds if self.count_seeds is not None else 1):
-            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                raise PosencError(f"--seeds must be a positive integer; got {n!r}")
+        for flag, n in (("--seeds", self.seeds), ("--count-seeds", self.count_seeds)):
+            if (n is not None or flag == "--seeds") and \
+                    (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+                raise PosencError(f"{flag} must be a positive integer; got {n!r}")
 
     @classmethod
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
@@ -94,15 +92,14 @@ class ReproductionPlan:
                    count_roles=keep(COUNT_ROLES) if "count" in tasks else (), **kwargs)
 
     @classmethod
-    def for_command(cls, preset: str, seeds: Optional[int] = None, **kwargs: Any) -> "ReproductionPlan":
-        """The plan of ``posenc reproduce``: ``seeds`` for every task when given, else the
-        preset's defaults (:data:`DEFAULT_SEEDS`, and :data:`DEFAULT_COUNT_SEEDS` for count)."""
+    def for_command(cls, preset: str, seeds: Optional[int] = None,
+                    count_seeds: Optional[int] = None, **kwargs: Any) -> "ReproductionPlan":
+        """The plan of ``posenc reproduce``: ``seeds`` per (task, PE) (default: the preset's,
+        :data:`DEFAULT_SEEDS`), and ``count_seeds`` for the count task alone (default: ``seeds``)."""
         if preset not in DEFAULT_SEEDS:
             raise PosencError(f"unknown preset {preset!r}; known: {', '.join(DEFAULT_SEEDS)}")
-        if seeds is not None:
-            return cls.select(preset, seeds, **kwargs)
-        return cls.select(preset, DEFAULT_SEEDS[preset], count_seeds=DEFAULT_COUNT_SEEDS[preset],
-                          **kwargs)
+        return cls.select(preset, DEFAULT_SEEDS[preset] if seeds is None else seeds,
+                          count_seeds=count_seeds, **kwargs)
 
     @property
     def pes(self) -> dict[str, str]:

@@ -30,21 +30,24 @@ def test_plan_records_dynamics_only_for_rope_and_alibi_on_distance():
     assert not any(e.dynamics for e in no_zero)
 
 
-def test_reproduce_plan_seeds_default_per_task_and_explicit_seeds_apply_to_both():
+def test_reproduce_plan_seeds_per_task():
     def seeds(plan):
         out = {}
         for e in plan.experiments():
             out.setdefault(e.train.task.name, set()).add(e.train.seed)
         return out
-    assert seeds(ReproductionPlan.for_command("quick")) == {"distance": {0, 1}, "count": {0, 1, 2}}
-    assert len(ReproductionPlan.for_command("quick").experiments()) == 9 * 2 + 6 * 3
-    assert seeds(ReproductionPlan.for_command("smoke")) == {"distance": {0, 1}, "count": {0, 1}}
-    assert seeds(ReproductionPlan.for_command("quick", 4)) == {"distance": set(range(4)),
+    assert seeds(ReproductionPlan.for_command("quick")) == {"distance": {0, 1}, "count": {0, 1}}
+    assert len(ReproductionPlan.for_command("quick").experiments()) == 30
+    assert seeds(ReproductionPlan.for_command("quick", count_seeds=3)) == \
+        {"distance": {0, 1}, "count": {0, 1, 2}}
+    assert seeds(ReproductionPlan.for_command("paper", 4)) == {"distance": set(range(4)),
                                                                 "count": set(range(4))}
     with pytest.raises(PosencError, match="unknown preset"):
         ReproductionPlan.for_command("huge")
     with pytest.raises(PosencError, match="positive integer"):
         ReproductionPlan.for_command("quick", 0)
+    with pytest.raises(PosencError, match="positive integer"):
+        ReproductionPlan.for_command("quick", count_seeds=0)
 
 
 def test_config_round_trip_and_run_id_unchanged_without_dynamics():
