@@ -130,14 +130,15 @@ def ablated_logits(model: Transformer, tokens: torch.Tensor, layer: int,
 
 
 @torch.inference_mode()
-def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size: int = 32,
+def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
+           batch_size: Optional[int] = None,
            seed: int = 0, batched: bool = True, layers: Optional[Sequence[int]] = None,
            distances: bool = True, device: str | torch.device | None = None,
            expand: Optional[bool] = None) -> AblationTable:
     """Ablate every head of every layer (or of ``layers``) one at a time on ``data``.
 
     ``batch_size`` is the number of examples per forward pass of the baseline and
-    one-by-one passes.  A batched pass carries H variants of each of its examples:
+    one-by-one passes (default: 256 on CUDA, 32 otherwise).  A batched pass carries H variants of each of its examples:
     ``expand=False`` keeps its rows (examples x heads) near ``batch_size`` -- on a CPU the
     throughput per row falls off for large batches (benchmarks/ablation.py) -- and
     ``expand=True`` takes ``batch_size`` examples, i.e. H x batch_size rows, which fills an
@@ -148,7 +149,10 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
     if len(data) == 0:
         raise PosencError("ablation needs at least one example")
-    device = device or next(model.parameters()).device
+    device = torch.device(device or next(model.parameters()).device)
+    on_cuda = device.type == "cuda"
+    if batch_size is None:
+        batch_size = 256 if on_cuda else 32
     model.eval()
     L, H = len(model.blocks), model.cfg.n_heads
     layers = list(range(L)) if layers is None else list(layers)
@@ -183,7 +187,7 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *, batch_size
     perm = derangement(N, seed) if mode == "resample" else None
     correct = torch.zeros(L, H, dtype=torch.long)
     if expand is None:
-        expand = torch.device(device).type == "cuda"
+        expand = on_cuda
     step = batch_size if (expand or not batched) else max(1, batch_size // H)
     for s in range(0, N, step):
         tok, y = data.tokens[s:s + step].to(device), data.labels[s:s + step].to(device)

@@ -311,11 +311,10 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     if res.skipped and (not records or not records[-1].get("final")):
         res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
         header, records = read_dynamics_file(folder_p)
-    device = resolve_device(cfg.device)  # ablate where the run trained
-    run = load_run(folder, device=device)
+    run = load_run(folder, device=resolve_device(cfg.device))  # ablate where the run trained
     test = run.data().test
     table = ablate(run.model, test.subset(slice(0, min(n_ablate, len(test)))), "zero",
-                   seed=cfg.seed, distances=False, batch_size=256 if device.type == "cuda" else 32)
+                   seed=cfg.seed, distances=False)
     table.save(folder_p / "ablation_zero.json")
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,

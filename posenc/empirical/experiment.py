@@ -21,8 +21,7 @@ loading any model:
 from __future__ import annotations
 
 import json
-import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -56,7 +55,7 @@ class ExperimentConfig:
         return data
 
     def replace(self, **changes: Any) -> "ExperimentConfig":
-        return dataclasses.replace(self, **changes)
+        return replace(self, **changes)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
@@ -105,14 +104,12 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
             res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
     else:
         res = train(cfg, folder, progress=False)
-    device = resolve_device(cfg.device)  # ablate and probe where the run trained
-    run = load_run(folder, device=device)
+    run = load_run(folder, device=resolve_device(cfg.device))  # ablate and probe where it trained
     test = run.data().test
     sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
     ablations = {}
     for mode in exp.ablation_modes:
-        table = ablate(run.model, sub, mode, seed=cfg.seed,
-                       batch_size=256 if device.type == "cuda" else 32)
+        table = ablate(run.model, sub, mode, seed=cfg.seed)
         table.save(Path(folder) / f"ablation_{mode}.json")
         ablation_strip_plot(table, Path(folder) / f"ablation_{mode}.png",
                             title=f"{cfg.model.pe} / {cfg.task.name} / seed {cfg.seed} ({mode})")
