@@ -54,9 +54,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         state = "failed" if result is None else f"{100 * result['summary']['test_acc']:.1f}%"
         log(f"  {job.label:<28} {state}")
 
-    n_count = plan.seeds if plan.count_seeds is None else plan.count_seeds
-    seeds_txt = f"{plan.seeds} seed(s)" if n_count == plan.seeds else \
-        f"{plan.seeds} seed(s) on distance, {n_count} on count"
+    seeds_txt = f"{plan.seeds} seed(s)" if plan.n_count_seeds == plan.seeds else \
+        f"{plan.seeds} seed(s) on distance, {plan.n_count_seeds} on count"
     log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {seeds_txt}) "
         f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,

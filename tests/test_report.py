@@ -137,6 +137,7 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     (["--preset", "huge"], "unknown preset"),
     (["--backend", "slurm"], "unknown backend"),
     (["--roles", "rope,bogus"], "unknown PE role"),
+    (["--count-seeds", "0"], "--count-seeds must be a positive integer"),
     (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
      "cannot reach the Ray cluster"),
 ])

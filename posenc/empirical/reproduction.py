@@ -53,6 +53,11 @@ DYNAMICS_ROLES = ("rope", "alibi")
 DEFAULT_SEEDS = {"smoke": 2, "quick": 2, "paper": 3}
 
 
+def _check_seeds(flag: str, n: Any) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise PosencError(f"{flag} must be a positive integer; got {n!r}")
+
+
 @dataclass(frozen=True)
 class ReproductionPlan:
     preset: str = "quick"
@@ -70,10 +75,9 @@ class ReproductionPlan:
                 raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")
         if self.preset not in PRESET_NAMES:
             raise PosencError(f"unknown preset {self.preset!r}; known: {', '.join(PRESET_NAMES)}")
-        for flag, n in (("--seeds", self.seeds), ("--count-seeds", self.count_seeds)):
-            if (n is not None or flag == "--seeds") and \
-                    (not isinstance(n, int) or isinstance(n, bool) or n < 1):
-                raise PosencError(f"{flag} must be a positive integer; got {n!r}")
+        _check_seeds("--seeds", self.seeds)
+        if self.count_seeds is not None:
+            _check_seeds("--count-seeds", self.count_seeds)
 
     @classmethod
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
@@ -102,6 +106,11 @@ class ReproductionPlan:
                           count_seeds=count_seeds, **kwargs)
 
     @property
+    def n_count_seeds(self) -> int:
+        """Seeds of the count task: ``count_seeds``, or ``seeds`` when that is None."""
+        return self.seeds if self.count_seeds is None else self.count_seeds
+
+    @property
     def pes(self) -> dict[str, str]:
         return PAPER_PES if self.preset == "paper" else CLEAN_PES
 
@@ -109,9 +118,8 @@ class ReproductionPlan:
         from .dynamics import DynamicsConfig
         out = []
         size = {"smoke": 400, "quick": 600, "paper": 3000}[self.preset]
-        n_count = self.seeds if self.count_seeds is None else self.count_seeds
         for task, roles, n_seeds in (("distance", self.distance_roles, self.seeds),
-                                     ("count", self.count_roles, n_count)):
+                                     ("count", self.count_roles, self.n_count_seeds)):
             for role in roles:
                 for seed in range(n_seeds):
                     cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
