@@ -116,7 +116,7 @@ def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
         res = store.result(rec.id)
-        res["run_id"] = rec.id
+        res["run_id"], res["run_dir"] = rec.id, store.run_dir(rec.id)
         results.append(res)
         s = res["summary"]
         rows.append({"run": rec.id, "label": rec.label, "task": s["task"], "role": s["tags"]["role"],
@@ -129,7 +129,6 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs."""
     from .empirical.ablation import AblationTable
     from .empirical.plots import ablation_strip_plot
-    from .empirical.store import RunStore
     from .proofs.dynamics_verdicts import evaluate_dynamics
     from .proofs.empirical_claims import accuracy_table, deposit_table, evaluate
     from . import report_figures as figs
@@ -167,8 +166,7 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
             strips.append((role, name, res))
     figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
     dyn = dynamics_results(results)
-    store = RunStore(store_root, create=False)
-    dynamics_figure([store.run_dir(r["run_id"]) for r in dyn], tmp / DYNAMICS_FIGURE)
+    dynamics_figure([r["run_dir"] for r in dyn], tmp / DYNAMICS_FIGURE)
     dyn_lines, dyn_payload = dynamics_markdown(dyn)
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
