@@ -47,3 +47,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def atomic_savefig(fig: Any, path: str | Path, dpi: int, fmt: str | None = None) -> Path:
+    """Save a matplotlib figure atomically; the format is ``fmt`` or the path's suffix."""
+    path = Path(path)
+    fmt = fmt or path.suffix.lstrip(".").lower() or "png"
+    atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi))
+    return path

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 
 from ..errors import PosencError
 
@@ -85,12 +84,9 @@ def _load_values(path: str | None) -> object:
     if path is None:
         return None
     import numpy as np
-    if not os.path.isfile(path):
-        raise PosencError(f"values file not found: {path}")
-    try:
-        v = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise PosencError(f"cannot read {path} as a .npy array: {str(exc).splitlines()[0]}") from None
+
+    from ..numerics.contraction import load_npy
+    v = load_npy(path, "values")
     if not np.issubdtype(v.dtype, np.number) or not np.all(np.isfinite(v)):
         raise PosencError(f"values in {path} must be finite numbers (no NaN or infinity)")
     return v
@@ -181,18 +177,11 @@ def _plot(report: dict, path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise PosencError(f"cannot write the plot: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(fd)
+    from ..atomic import atomic_savefig
     try:
-        fig.savefig(tmp, dpi=80)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)                            # mkstemp makes it 0600
-        os.replace(tmp, path)
+        atomic_savefig(fig, path, dpi=80, fmt="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def run(args: argparse.Namespace) -> int:

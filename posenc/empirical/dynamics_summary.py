@@ -224,17 +224,14 @@ def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | 
 
 
 def _save(fig, path: str | Path, dpi: int) -> Path:
-    import os
-
     import matplotlib.pyplot as plt
-    path = Path(path)
+
+    from ..atomic import atomic_savefig
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=dpi)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    try:
+        return atomic_savefig(fig, path, dpi)
+    finally:
+        plt.close(fig)
 
 
 def plot_comparison(run_dirs: list[str | Path], path: str | Path, dpi: int = 80) -> Path:

@@ -42,10 +42,8 @@ def ablation_strip_plot(table: AblationTable, path: str | Path, title: str = "")
     ax.set_title(title or f"single-head ablation, {table.n_examples} examples")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    import os
-    os.replace(tmp, path)
-    return path
+    from ..atomic import atomic_savefig
+    try:
+        return atomic_savefig(fig, path, dpi=120)
+    finally:
+        plt.close(fig)

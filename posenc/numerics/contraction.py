@@ -40,14 +40,20 @@ def seeded_content(n: int, rank: int = 8, seed: int = 0) -> LowRankOperator:
     return LowRankOperator(x / np.sqrt(rank))
 
 
-def load_content(path: str) -> np.ndarray:
-    """A content matrix from a .npy file, checked: 2-D, square, real, finite."""
+def load_npy(path: str, what: str) -> np.ndarray:
+    """An array from a .npy file without pickles; one PosencError naming ``what`` (e.g.
+    "content matrix") if the file is missing or not a readable .npy array."""
     if not os.path.isfile(path):
-        raise PosencError(f"content matrix file not found: {path}")
+        raise PosencError(f"{what} file not found: {path}")
     try:
-        a = np.load(path, allow_pickle=False)
+        return np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise PosencError(f"cannot read {path} as a .npy array: {str(exc).splitlines()[0]}") from None
+
+
+def load_content(path: str) -> np.ndarray:
+    """A content matrix from a .npy file, checked: 2-D, square, real, finite."""
+    a = load_npy(path, "content matrix")
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
         raise PosencError(f"content matrix in {path} must be square; got shape {a.shape}")
     if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):

@@ -46,8 +46,7 @@ def slot_latex(slot: "TermSlot", b: "Build") -> str:
     if slot.structure == "rotary":
         return (rf"\sum_m \operatorname{{Re}}\left[\tilde q_m({ui})\,\overline{{\tilde k_m({uj})}}"
                 rf"\,e^{{\mathrm{{i}}\theta_m (i-j)}}\right]")
-    q = f"({path.q_latex})" if " " in path.q_latex else path.q_latex
-    k = f"({path.k_latex})" if " " in path.k_latex else path.k_latex
+    q, k = _wrap(path.q_latex), _wrap(path.k_latex)
     if slot.full:
         return rf"{ui}^\top {q}^\top {k}\, {uj}"
     return rf"\sum_{{a \notin \mathrm{{rot}}}} ({path.q_latex} {ui})_a ({path.k_latex} {uj})_a"
