@@ -6,5 +6,10 @@ traceback.
 """
 
 
-class PosencError(Exception):
-    """A user-caused error: bad spec, bad parameter, bad file, bad input."""
+class PosencError(ValueError):
+    """A user-caused error: bad spec, bad parameter, bad file, bad input.
+
+    A :class:`ValueError`, so ``except ValueError`` in a user's code catches it as it would
+    catch numpy's or scipy's complaints about bad arguments.  Its message is one line: the
+    same line the CLI prints after ``posenc: error:``.
+    """

@@ -90,6 +90,8 @@ def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
         if base.startswith("tuple[float"):
             parts = raw.split(";") if isinstance(raw, str) else list(raw)
             return tuple(float(p) for p in parts)
+    except PosencError:
+        raise  # already one clear line (a PosencError is a ValueError too)
     except (ValueError, TypeError):
         kind = {"Expr": "expression", "tuple[float, ...]": "list of numbers"}.get(base, base)
         raise PosencError(f"{pe}: {key} must be {kind}; got {raw!r}") from None

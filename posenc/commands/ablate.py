@@ -20,19 +20,12 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     import torch
 
-    from ..empirical.ablation import MODES, ablate
-    from ..empirical.runs import load_run
-    from ..empirical.train import resolve_device
+    from ..api.experiments import ablate, load_run
     from ..errors import PosencError
 
-    if args.mode not in MODES:
-        raise PosencError(f"unknown ablation mode {args.mode!r}; known: {', '.join(MODES)}")
-    if args.examples is not None and args.examples < 2:
-        raise PosencError(f"--examples must be at least 2; got {args.examples}")
     if args.threads is not None:
         if args.threads < 1:
             raise PosencError(f"--threads must be a positive integer; got {args.threads}")
@@ -40,13 +33,7 @@ def run(args: argparse.Namespace) -> int:
     run = load_run(args.run_dir)
     if args.threads is None and run.config.num_threads is not None:
         torch.set_num_threads(run.config.num_threads)  # as the run was trained
-    device = resolve_device(run.config.device)
-    run.model.to(device)
-    test = run.data().test
-    if args.examples is not None:
-        test = test.subset(slice(0, args.examples))
-    table = ablate(run.model, test, args.mode, device=device)
-    table.save(Path(args.run_dir) / f"ablation-{args.mode}.json")
+    table = ablate(run, args.mode, examples=args.examples, save=True)
     if args.plot:
         from ..empirical.plots import ablation_strip_plot
         ablation_strip_plot(table, args.plot, f"{run.config.task.name}, {run.config.model.pe}: "

@@ -185,23 +185,19 @@ def _plot(report: dict, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..api.bound import bound
     from ..encodings import parse_spec
-    from ..numerics.operators import DENSE_LIMIT
-    from ..numerics.summary import bound_report
 
     spec = parse_spec(args.spec)
     ns = parse_ns(args.n)
-    if args.method == "dense" and max(ns) > DENSE_LIMIT:
-        raise PosencError(f"n={max(ns)} is too large for --method dense: an n x n float64 array "
-                          f"needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB (limit n <= {DENSE_LIMIT})")
     if args.plot is not None and not args.plot.lower().endswith(".png"):
         raise PosencError(f"--plot needs a .png file name; got {args.plot!r}")
     content = parse_content(args.content)
     values = _load_values(args.values)
     reference = None if args.reference == "none" else args.reference
-    report = bound_report(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
-                          d_model=args.d_model, values=values, seed=args.seed, content=content,
-                          reference=reference, method=args.method)
+    report = bound(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
+                   d_model=args.d_model, values=values, seed=args.seed, content=content,
+                   reference=reference, method=args.method).to_dict()
     if args.plot:
         _plot(report, args.plot)
     if args.json:

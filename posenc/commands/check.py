@@ -31,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from ..proofs.conformance import check_impl
+    from ..api.conformance import check
 
     # Let `module:function` find modules in the current directory, as `python -m` would.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    report = check_impl(args.impl, kind=args.kind, dim=args.dim)
+    report = check(args.impl, kind=args.kind, dim=args.dim)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -31,13 +31,8 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import PosencError
-    from ..report import reproduce
+    from ..api.experiments import reproduce
 
-    if args.preset not in ("smoke", "quick", "paper"):
-        raise PosencError(f"unknown preset {args.preset!r}; known: smoke, quick, paper")
-    if args.backend not in ("local", "ray"):
-        raise PosencError(f"unknown backend {args.backend!r}; known: local, ray")
     path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
                      count_seeds=args.count_seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,

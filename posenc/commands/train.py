@@ -29,30 +29,13 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..empirical.config import apply_overrides, load_config, preset
+    from ..api.experiments import train
 
-    if args.config:
-        cfg = load_config(args.config)
-    else:
-        cfg = preset(args.preset, task=args.task, pe=args.pe, seed=args.seed)
-    overrides: dict = {}
-    if args.epochs is not None:
-        overrides["epochs"] = args.epochs
-    if args.samples is not None:
-        overrides["task.n_samples"] = args.samples
-    if args.threads is not None:
-        overrides["num_threads"] = args.threads
-    if args.device is not None:
-        overrides["device"] = args.device
-    if args.precision is not None:
-        overrides["precision"] = args.precision
-    if args.paper_code:
-        overrides.update({"model.kv_source": "input", "model.mask_padding": False})
-    if overrides:
-        cfg = apply_overrides(cfg, overrides)
-    from ..empirical.train import train
-
-    result = train(cfg, args.out, resume=not args.restart)
+    run = train(args.task, args.pe, preset=args.preset, seed=args.seed, out=args.out,
+                config=args.config, epochs=args.epochs, samples=args.samples,
+                threads=args.threads, device=args.device, precision=args.precision,
+                paper_code=args.paper_code, resume=not args.restart)
+    result, cfg = run.training, run.config
     last = result.metrics[-1]
     state = "already finished" if result.skipped else f"{result.seconds:.1f} s on {result.device}"
     print(f"{cfg.task.name} {cfg.model.pe} ({cfg.preset}, seed {cfg.seed}): test accuracy "

@@ -26,23 +26,18 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import PosencError
+    from ..api.claims import iter_verify
     from ..proofs.registry import all_claims, get
-    from ..proofs.runner import run_claim
 
-    if args.examples is not None and args.examples < 1:
-        raise PosencError(f"--examples must be a positive integer; got {args.examples}")
-    claims = [get(c) for c in args.claims] if args.claims else all_claims()
     if args.list:
-        for c in claims:
+        for c in ([get(c) for c in args.claims] if args.claims else all_claims()):
             print(f"{c.id:<26} {c.statement}")
         return 0
     results = []
-    for claim in claims:
-        result = run_claim(claim, examples=args.examples, profile=args.profile)
-        results.append(result)
+    for result in iter_verify(args.claims or None, profile=args.profile, examples=args.examples):
+        results.append(result.to_dict())
         if not args.json:
-            _row(result, header=len(results) == 1)
+            _row(results[-1], header=len(results) == 1)
     if args.json:
         print(json.dumps({"profile": args.profile, "results": results}, indent=2,
                          ensure_ascii=False))

@@ -81,6 +81,7 @@ class Run:
     metrics: list[dict[str, Any]]
     epoch: int
     result: Optional[dict[str, Any]]
+    training: Optional[Any] = None  # the RunResult of the train() call that produced it, if any
 
     def data(self) -> Split:
         """The run's train/test split, regenerated deterministically from its config."""

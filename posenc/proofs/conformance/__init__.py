@@ -73,11 +73,27 @@ def check_rope(caller: Caller, impl: str, dim: int) -> CheckReport:
 
 def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64) -> CheckReport:
     """Load ``impl`` and check it as a ``kind`` ("rope" | "bias" | None to detect)."""
-    from .bias import check_bias
+    _check_kind(kind)
+    return check_callable(load_callable(impl), kind, dim=dim, name=impl)
 
+
+def _check_kind(kind: Optional[str]) -> None:
     if kind is not None and kind not in KINDS:
         raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    fn = load_callable(impl)
+
+
+def check_callable(fn, kind: Optional[str] = None, *, dim: int = 64,
+                   name: Optional[str] = None) -> CheckReport:
+    """Check a Python callable as a ``kind`` ("rope" | "bias" | None to detect).
+
+    ``name`` labels the report and the error messages (default: the callable's qualified name).
+    """
+    from .bias import check_bias
+
+    _check_kind(kind)
+    if not callable(fn):
+        raise PosencError(f"check needs a callable; got {type(fn).__name__}")
+    impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
     if kind == "bias":
         return check_bias(caller, impl)
@@ -94,4 +110,4 @@ def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64) -> CheckRep
                           ) from None
 
 
-__all__ = ["check_impl", "CheckReport", "Property", "KINDS", "FAIL", "PASS"]
+__all__ = ["check_impl", "check_callable", "CheckReport", "Property", "KINDS", "FAIL", "PASS"]

@@ -1,0 +1,130 @@
+"""``posenc.train`` / ``load_run`` / ``ablate`` / ``reproduce``: the empirical half of the library.
+
+A :class:`~posenc.empirical.runs.Run` is what a run folder holds, loaded: its config, the model
+with trained weights (on the CPU, in eval mode), its metrics, and -- when it came from
+:func:`train` -- ``run.training``, the :class:`~posenc.empirical.train.RunResult` of that call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ..errors import PosencError
+
+PRESETS = ("smoke", "quick", "paper")
+BACKENDS = ("local", "ray")
+#: What ``paper_code=True`` sets in the model config (the paper's code conventions).
+PAPER_CODE = {"model.kv_source": "input", "model.mask_padding": False}
+
+
+def _positive(name: str, value: Optional[int]) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise PosencError(f"{name} must be a positive integer; got {value!r}")
+
+
+def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", seed: int = 0,
+          out: Optional[str | Path] = None, config: Any = None, epochs: Optional[int] = None,
+          samples: Optional[int] = None, threads: Optional[int] = None,
+          device: Optional[str] = None, precision: Optional[str] = None,
+          paper_code: bool = False, overrides: Optional[dict[str, Any]] = None,
+          resume: bool = True, progress: Optional[bool] = None):
+    """Train (or resume, or find finished) a small Transformer with ``pe`` on ``task``.
+
+    ``preset``: smoke | quick | paper sizes; ``config``: a TrainConfig or the path of a config
+    JSON instead of a preset; ``out``: the run folder (default ``runs/<run id>``);
+    ``overrides``: dotted config fields, e.g. ``{"model.n_layers": 2}``.  Returns the
+    loaded :class:`~posenc.empirical.runs.Run`, with ``run.training`` set.
+    """
+    from ..empirical.config import TrainConfig, apply_overrides, load_config
+    from ..empirical.config import preset as make_preset
+    from ..empirical.train import train as run_training
+
+    if config is not None:
+        cfg = config if isinstance(config, TrainConfig) else load_config(str(config))
+    else:
+        if preset not in PRESETS:
+            raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        spec = pe if isinstance(pe, str) else pe.to_string()
+        cfg = make_preset(preset, task=task, pe=spec, seed=seed)
+    _positive("epochs", epochs)
+    _positive("samples", samples)
+    _positive("threads", threads)
+    changes: dict[str, Any] = dict(overrides or {})
+    for key, value in (("epochs", epochs), ("task.n_samples", samples), ("num_threads", threads),
+                       ("device", device), ("precision", precision)):
+        if value is not None:
+            changes[key] = value
+    if paper_code:
+        changes.update(PAPER_CODE)
+    if changes:
+        cfg = apply_overrides(cfg, changes)
+    result = run_training(cfg, out, resume=resume, progress=progress)
+    return dataclasses.replace(load_run(result.run_dir), training=result)
+
+
+def load_run(path: str | Path, device: str = "cpu"):
+    """Load a run folder: config, model with trained weights (eval mode), metrics, result."""
+    from ..empirical.runs import load_run as load
+    return load(path, device)
+
+
+def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
+           device: Optional[str] = None, save: bool = False, **options: Any):
+    """Ablate every attention head of ``run`` (a Run or a run folder) one at a time.
+
+    ``mode``: zero | mean | resample, applied to the head output before the output projection;
+    ``examples``: use only the first N test examples; ``device``: default the run's training
+    device; ``save``: also write ``ablation-MODE.json`` into the run folder.  Further keyword
+    options go to :func:`posenc.empirical.ablation.ablate` (batch_size, seed, layers, ...).
+    Returns an :class:`~posenc.empirical.ablation.AblationTable` (``posenc.AblationResult``).
+    """
+    from ..empirical.ablation import MODES
+    from ..empirical.ablation import ablate as run_ablation
+    from ..empirical.runs import Run
+    from ..empirical.train import resolve_device
+
+    if mode not in MODES:
+        raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
+    if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int)
+                                 or examples < 2):
+        raise PosencError(f"--examples must be at least 2; got {examples}")
+    if not isinstance(run, Run):
+        run = load_run(run)
+    dev = resolve_device(device or run.config.device)
+    run.model.to(dev)
+    test = run.data().test
+    if examples is not None:
+        test = test.subset(slice(0, examples))
+    table = run_ablation(run.model, test, mode, device=dev, **options)
+    if save:
+        table.save(Path(run.run_dir) / f"ablation-{mode}.json")
+    return table
+
+
+def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
+              backend: str = "local", seeds: Optional[int] = None,
+              count_seeds: Optional[int] = None, workers: int = 2, threads: int = 1,
+              ray_address: Optional[str] = None, device: Optional[str] = None,
+              roles: Optional[Sequence[str]] = None, tasks: Optional[Sequence[str]] = None,
+              overrides: Optional[dict[str, Any]] = None, theory: bool = True,
+              log=print) -> Path:
+    """Run (or resume) the paper's experiments into a results store and write its report.
+
+    Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
+    the progress lines (``print`` by default; ``lambda s: None`` for silence).
+    """
+    from ..report import reproduce as run_reproduction
+
+    if preset not in PRESETS:
+        raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    if backend not in BACKENDS:
+        raise PosencError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    return run_reproduction(preset=preset, backend=backend,
+                            out=None if out is None else str(out), seeds=seeds,
+                            count_seeds=count_seeds, workers=workers, threads=threads,
+                            ray_address=ray_address, device=device,
+                            roles=None if roles is None else list(roles),
+                            tasks=None if tasks is None else list(tasks),
+                            overrides=dict(overrides or {}), theory=theory, log=log)
