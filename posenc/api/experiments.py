@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
+
+if TYPE_CHECKING:  # torch is imported only when a function runs
+    from ..empirical.ablation import AblationTable as AblationResult
+    from ..empirical.runs import Run
 
 PRESETS = ("smoke", "quick", "paper")
 BACKENDS = ("local", "ray")
@@ -29,7 +33,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
           samples: Optional[int] = None, threads: Optional[int] = None,
           device: Optional[str] = None, precision: Optional[str] = None,
           paper_code: bool = False, overrides: Optional[dict[str, Any]] = None,
-          resume: bool = True, progress: Optional[bool] = None):
+          resume: bool = True, progress: Optional[bool] = None) -> Run:
     """Train (or resume, or find finished) a small Transformer with ``pe`` on ``task``.
 
     ``preset``: smoke | quick | paper sizes; ``config``: a TrainConfig or the path of a config
@@ -64,14 +68,15 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     return dataclasses.replace(load_run(result.run_dir), training=result)
 
 
-def load_run(path: str | Path, device: str = "cpu"):
+def load_run(path: str | Path, device: str = "cpu") -> Run:
     """Load a run folder: config, model with trained weights (eval mode), metrics, result."""
     from ..empirical.runs import load_run as load
     return load(path, device)
 
 
 def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
-           device: Optional[str] = None, save: bool = False, **options: Any):
+           device: Optional[str] = None, save: bool = False,
+           **options: Any) -> AblationResult:
     """Ablate every attention head of ``run`` (a Run or a run folder) one at a time.
 
     ``mode``: zero | mean | resample, applied to the head output before the output projection;
@@ -109,7 +114,7 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               ray_address: Optional[str] = None, device: Optional[str] = None,
               roles: Optional[Sequence[str]] = None, tasks: Optional[Sequence[str]] = None,
               overrides: Optional[dict[str, Any]] = None, theory: bool = True,
-              log=print) -> Path:
+              log: Callable[[str], None] = print) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives

@@ -19,7 +19,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                                       "file.py:function) for conformance")
     p.add_argument("impl", metavar="IMPL", help="module:function, module.function or "
                                                 "path/to/file.py:function")
-    p.add_argument("--kind", choices=("rope", "bias"), default=None,
+    p.add_argument("--kind", default=None,
                    help="rope: f(x, positions); bias: g(n_heads, n) (default: detect)")
     p.add_argument("--dim", type=int, default=64,
                    help="head dimension given to a rotary function (default 64)")

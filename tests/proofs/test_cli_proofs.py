@@ -105,7 +105,7 @@ def import_error_at_call(n_heads, n):
     ("{file}:wrong_shape", "rope", ["returned shape", "keep the shape"]),
     ("{file}:bias_wrong_shape", "bias", ["returned shape", "expected (1, 16, 16)"]),
     ("{file}:import_error_at_call", "bias", ["ModuleNotFoundError", "no_such_package_xyz"]),
-    ("{file}:raises", "nope", ["invalid choice"]),
+    ("{file}:raises", "nope", ["--kind must be one of rope, bias"]),
 ])
 def test_check_bad_input_is_one_line(main, tmp_path, target, kind, needles):
     f = tmp_path / "user_pe.py"

@@ -1,0 +1,186 @@
+"""The front door: ``import posenc`` gives the toolkit lazily, with the CLI's own errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_import_is_lazy(tmp_path):
+    code = ("import sys, posenc\n"
+            "heavy = [m for m in ('torch', 'sympy', 'scipy', 'matplotlib', 'hypothesis') "
+            "if m in sys.modules]\n"
+            "print(heavy)\n"
+            "posenc.bound\n"
+            "print('sympy' in sys.modules, 'torch' in sys.modules, 'scipy' in sys.modules)\n")
+    out = _run_python(code, tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "[]"
+    assert lines[1] == "False False False"   # bound's module imports numerics only when called
+
+
+def test_every_public_name_resolves():
+    for name in posenc.__all__:
+        assert getattr(posenc, name) is not None
+    assert set(posenc.__all__) <= set(dir(posenc))
+    with pytest.raises(AttributeError):
+        posenc.no_such_name  # noqa: B018
+
+
+def test_posenc_error_is_a_value_error():
+    assert issubclass(posenc.PosencError, ValueError)
+    with pytest.raises(ValueError):
+        posenc.parse_spec("rope:base=")
+
+
+#: (Python call, the same request on the command line)
+BAD_INPUT = [
+    (lambda: posenc.derive("nonsense"), ["derive", "nonsense"]),
+    (lambda: posenc.derive("rope:pairing=diagonal"), ["derive", "rope:pairing=diagonal"]),
+    (lambda: posenc.bound("alibi", n=[0]), ["bound", "alibi", "--n", "0"]),
+    (lambda: posenc.bound("nope:x=1", n=[8]), ["bound", "nope:x=1", "--n", "8"]),
+    (lambda: posenc.bound("alibi", n=[20000], method="dense"),
+     ["bound", "alibi", "--n", "20000", "--method", "dense"]),
+    (lambda: posenc.verify("no-such-claim"), ["verify", "no-such-claim"]),
+    (lambda: posenc.verify(profile="ci", examples=0), ["verify", "--examples", "0"]),
+    (lambda: posenc.check("no_such_module_xyz:f"), ["check", "no_such_module_xyz:f"]),
+    (lambda: posenc.check("no_such_module_xyz:f", kind="alibi"),
+     ["check", "no_such_module_xyz:f", "--kind", "alibi"]),
+    (lambda: posenc.train("distance", "rope", preset="huge"),
+     ["train", "--pe", "rope", "--preset", "huge"]),
+    (lambda: posenc.train("sorting", "rope", preset="smoke"),
+     ["train", "--task", "sorting", "--preset", "smoke"]),
+    (lambda: posenc.load_run("/nonexistent/run"), ["ablate", "/nonexistent/run"]),
+    (lambda: posenc.reproduce("huge"), ["reproduce", "--preset", "huge"]),
+    (lambda: posenc.reproduce("smoke", backend="slurm"),
+     ["reproduce", "--preset", "smoke", "--backend", "slurm"]),
+]
+
+
+@pytest.mark.parametrize("call,argv", BAD_INPUT, ids=[" ".join(a) for _, a in BAD_INPUT])
+def test_bad_input_raises_the_cli_message(call, argv, capsys):
+    with pytest.raises(posenc.PosencError) as info:
+        call()
+    message = str(info.value)
+    assert "\n" not in message
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"posenc: error: {message}"]
+
+
+def test_bound_report_is_the_cli_json(capsys):
+    import json
+
+    from posenc.numerics.summary import bound_report
+
+    rep = posenc.bound("alibi", n=[16, 48])
+    raw = bound_report("alibi", [16, 48])
+    got = rep.to_dict()
+    for row in got["rows"] + raw["rows"]:
+        row.pop("seconds")
+    assert got == raw
+    assert all(isinstance(r, posenc.BoundRow) for r in rep.rows)
+    assert [g.n for g in rep.growth] == [16, 48]
+    assert main(["bound", "alibi", "--n", "16,48", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [r["quantity"] for r in printed["rows"]] == [r.quantity for r in rep.rows]
+
+
+def test_bound_violations_are_the_rows_that_break_their_bound():
+    rep = posenc.bound("rope", n=32)
+    assert rep.violations == tuple(r for r in rep.rows if r.holds is False) == ()
+    broken = posenc.BoundReport(rep.spec, rep.kernel, rep.content,
+                                rep.rows[:1] + (rep.rows[1].__class__(
+                                    **{**rep.rows[1].__dict__, "holds": False}),), rep.growth)
+    assert broken.violations == (broken.rows[1],)
+
+
+def test_to_frame_needs_pandas_only_when_called():
+    rep = posenc.bound("alibi", n=8)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(posenc.PosencError, match="pandas"):
+            rep.to_frame()
+    else:
+        frame = rep.to_frame()
+        assert list(frame["quantity"]) == [r.quantity for r in rep.rows]
+
+
+def test_verify_returns_typed_results():
+    (res,) = posenc.verify("rope-relative-identity", examples=3)
+    assert isinstance(res, posenc.ClaimResult)
+    assert res.claim == "rope-relative-identity" and res.ok and res.holds
+    assert res.to_dict()["claim"] == res.claim
+
+
+def _rope(x, pos, base=10000.0):
+    theta = base ** (-np.arange(0, x.shape[-1], 2) / x.shape[-1])
+    cos, sin = np.cos(pos[:, None] * theta), np.sin(pos[:, None] * theta)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return np.stack([a * cos - b * sin, a * sin + b * cos], axis=-1).reshape(x.shape)
+
+
+def test_check_takes_a_callable():
+    good = posenc.check(_rope)
+    assert isinstance(good, posenc.ConformanceReport) and good.kind == "rope" and good.ok
+    assert good.impl == "_rope"
+    absolute = posenc.check(lambda x, pos: _rope(x, pos * pos), kind="rope", name="squared")
+    assert absolute.impl == "squared" and not absolute.ok
+    with pytest.raises(posenc.PosencError, match="callable"):
+        posenc.check(42)
+
+
+def test_train_load_run_and_ablate(tmp_path):
+    from posenc.empirical.ablation import ablate
+
+    run = posenc.train("distance", "alibi", preset="smoke", seed=3, out=tmp_path / "r",
+                       overrides={"epochs": 1})
+    assert isinstance(run, posenc.Run) and run.training is not None
+    assert run.config.model.pe == "alibi" and run.config.seed == 3 and run.config.epochs == 1
+    again = posenc.train("distance", "alibi", preset="smoke", seed=3, out=tmp_path / "r",
+                         overrides={"epochs": 1})
+    assert again.training.skipped
+    loaded = posenc.load_run(tmp_path / "r")
+    table = posenc.ablate(tmp_path / "r", examples=64, save=True)
+    direct = ablate(loaded.model, loaded.data().test.subset(slice(0, 64)), "zero")
+    assert table == direct
+    assert (tmp_path / "r" / "ablation-zero.json").is_file()
+
+
+def _readme_example() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Python", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "README's Python section has no ```python block"
+    return match.group(1)
+
+
+@pytest.mark.slow
+def test_readme_python_example_runs_verbatim(tmp_path):
+    out = _run_python(_readme_example(), tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("multiplicative")
+    assert lines[1].endswith("bounds violated: 0")
+    assert lines[2] == "True"
+    assert (tmp_path / "runs" / "rope" / "train_summary.json").is_file()
