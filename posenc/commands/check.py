@@ -2,10 +2,11 @@
 
 IMPL is ``module:function``, ``module.function`` or ``path/to/file.py:function``.  A rotary
 function ``f(x, positions) -> x_rotated`` (x of shape (..., seq, dim)) or a bias function
-``g(n_heads, n) -> (heads, n, n)``; the kind is detected unless ``--kind`` is given.  Prints each
+``g(n_heads, n) -> (heads, n, n)``; the kind is detected unless ``--kind`` is given.  The user's
+code runs in a child process with a time limit (``--timeout``, default 60 s).  Prints each
 property as pass/fail with a minimal counterexample.  Exit status 0 if every property passes,
-1 if one fails, 2 for bad input (IMPL missing, not callable, raising, or returning the wrong
-shape), with the user's exception message on one line.
+1 if one fails, 2 for bad input (IMPL missing, not callable, raising, returning the wrong shape,
+exiting, crashing or running past the time limit), with one line saying which.
 """
 
 from __future__ import annotations
@@ -23,20 +24,21 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="rope: f(x, positions); bias: g(n_heads, n) (default: detect)")
     p.add_argument("--dim", type=int, default=64,
                    help="head dimension given to a rotary function (default 64)")
+    p.add_argument("--expect", default=None, metavar="K=V,...",
+                   help="the conventions you meant, checked against posenc's reference: "
+                        "rotary base=500000,pairing=half|interleaved,fraction=F; bias "
+                        "slopes=press|exp|S1:S2:...,direction=causal|symmetric")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds the child process running IMPL may take (default 60)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    import sys
+    from ..proofs.conformance import check_target
 
-    from ..api.conformance import check
-
-    # Let `module:function` find modules in the current directory, as `python -m` would.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    report = check(args.impl, kind=args.kind, dim=args.dim)
+    report = check_target(args.impl, kind=args.kind, dim=args.dim, expect=args.expect,
+                          timeout=args.timeout)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

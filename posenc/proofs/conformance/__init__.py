@@ -1,54 +1,91 @@
 """``posenc check``: conformance of other people's PE code to the catalogue's conventions.
 
-:func:`check_impl` loads ``IMPL`` (``module:function``, ``module.function`` or
-``file.py:function``) and runs the properties of its kind:
+Entry points (the Python API behind ``posenc.check`` and the ``posenc check`` command):
+
+* :func:`check_callable` -- check a Python callable in this process;
+* :func:`check_target` -- load ``module:function``, ``module.function`` or ``file.py:function``
+  in a child process with a time limit (see :mod:`.isolation`) and check it there;
+* :func:`check_impl` -- the same as check_target but in this process (what the child runs).
+
+Each returns a :class:`ConformanceReport` (``.ok``, ``.properties``, ``.summary``,
+``.to_dict()`` JSON-safe, ``.text()``).  The kinds:
 
 * ``rope`` -- a rotary function ``f(x, positions) -> x_rotated``, x of shape (..., seq, dim)
-  (numpy float64 first, torch tensors if numpy inputs raise), positions (seq,) int64:
-  see :mod:`.rope` and :mod:`.rope_frequency`;
+  (numpy float64 first, torch tensors if numpy inputs raise; x with 2, 3 or 4 axes, whichever
+  keeps its shape), positions (seq,) int64: see :mod:`.rope`, :mod:`.positions`,
+  :mod:`.rope_frequency`;
 * ``bias`` -- ``g(n_heads, n) -> (heads, n, n)`` with Python ints: see :mod:`.bias`.
 
-``kind=None`` detects the kind: the callable is first tried as a bias function with small ints
-(g(2, 4) must return a (2, 4, 4) array), then as a rotary function.  Bad input -- an import path
-that does not resolve, a non-callable, a callable that raises on the probe inputs or returns the
-wrong shape -- is a one-line :class:`~posenc.errors.PosencError` (``posenc check`` exit 2).
+``kind=None`` detects the kind: the callable is first tried as a bias function with small ints.
+If g(2, 4) returns an array, a bias is the plausible kind: a (2, 4, 4) result is checked as one,
+and another shape is reported alone (unless the callable also works as a rotary function).  If it
+raises, the callable is checked as a rotary function and only that attempt's error is shown.
+``expect`` (``--expect``) states the intended conventions: see :mod:`.expect`.  Bad input is a
+one-line :class:`~posenc.errors.PosencError` (``posenc check`` exit 2).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from ...errors import PosencError
+from .expect import parse_expect
+from .isolation import DEFAULT_TIMEOUT, check_target
 from .loading import Caller, load_callable
-from .report import FAIL, PASS, CheckReport, Property
+from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
 KINDS = ("rope", "bias")
+MAX_DIM = 4096
+# Head dims tried when the given --dim does not work, to tell the user which one does.
+OTHER_DIMS = (128, 64, 256, 32, 16, 80, 96, 112, 160, 8)
 
 
-def _looks_like_bias(caller: Caller) -> tuple[bool, str]:
+def _bias_probe(caller: Caller) -> tuple[Optional[bool], str]:
+    """(True: a bias; False: returned an array of another shape; None: raised, message)."""
     try:
         out = caller.call_plain(2, 4)
     except PosencError as exc:
-        return False, str(exc)
+        return None, str(exc)
     while out.ndim > 3 and out.shape[0] == 1:
         out = out[0]
     if out.shape == (2, 4, 4):
         return True, ""
-    return False, f"g(2, 4) returned shape {out.shape}, not (2, 4, 4)"
+    return False, f"{caller.impl}: g(2, 4) returned shape {out.shape}, not (2, 4, 4)"
 
 
-def check_rope(caller: Caller, impl: str, dim: int) -> CheckReport:
-    from .rope import GRID, RopeProbe, check_linear, check_norm, check_pairing, check_shift
+def _dim_hint(caller: Caller, dim: int) -> str:
+    from .rope import RopeProbe
+
+    rng = np.random.default_rng(0)
+    for d in OTHER_DIMS:
+        if d == dim:
+            continue
+        probe = RopeProbe(Caller(caller.fn, caller.impl), d)
+        try:
+            probe.apply(rng.standard_normal((2, 4, d)), np.arange(4))
+        except PosencError:
+            continue
+        return f"; it works with head dim {d}: pass --dim {d}"
+    return ""
+
+
+def check_rope(caller: Caller, impl: str, dim: int,
+               expected: Optional[dict] = None) -> ConformanceReport:
+    from .positions import check_positions
+    from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
 
-    if dim < 2 or dim % 2:
-        raise PosencError(f"--dim must be an even number >= 2; got {dim}")
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2 or dim % 2 or dim > MAX_DIM:
+        raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
     probe = RopeProbe(caller, dim)
     positions = np.arange(GRID)
-    M = probe.matrices(positions)                                         # (GRID, dim, dim)
-    report = CheckReport(impl, "rope", caller.mode or "numpy")
+    try:
+        M = probe.matrices(positions)                                     # (GRID, dim, dim)
+    except PosencError as exc:
+        raise PosencError(f"{exc}{_dim_hint(caller, dim)}") from None
+    report = ConformanceReport(impl, "rope", caller.mode or "numpy")
     props, summary = report.properties, report.summary
     props.append(Property("shape", PASS, f"x (..., seq, {dim}) -> same shape (x given with "
                           f"{probe.rank} axes)"))
@@ -60,54 +97,69 @@ def check_rope(caller: Caller, impl: str, dim: int) -> CheckReport:
     props.append(check_linear(probe, M, positions))
     props.append(check_norm(M, positions))
     props.append(check_shift(M, positions))
+    used, M0, ignored = check_positions(probe, M, positions, summary)
+    props.append(used)
     big = 1000
     try:
         Mbig = probe.matrices(np.array([big]))
     except PosencError:
         Mbig, big = M[-1:], GRID - 1
-    props.append(check_pairing(M, positions, Mbig, summary))
-    props.append(check_frequencies(M, Mbig, big, dim, summary))
-    props.append(check_drift(probe, dim, summary))
+    if ignored:
+        for name in ("pairing", "frequencies", "float32 drift"):
+            props.append(Property(name, NA, "the positions are ignored (see uses positions)"))
+    else:
+        Mrel, Mbig_rel = M, Mbig
+        if M0 is not None:              # read the rotations relative to position 0
+            Mrel = np.einsum("sab,cb->sac", M, M0)
+            Mbig_rel = np.einsum("sab,cb->sac", Mbig, M0)
+        props.append(check_pairing(Mrel, positions, Mbig_rel, summary))
+        props.append(check_frequencies(Mrel, Mbig_rel, big, dim, summary))
+        props.append(check_drift(probe, dim, summary))
+    if expected:
+        from .expect import check_rope_expectation
+        props.append(check_rope_expectation(M, positions, expected, dim, summary, TOL))
     return report
 
 
-def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64) -> CheckReport:
-    """Load ``impl`` and check it as a ``kind`` ("rope" | "bias" | None to detect)."""
-    _check_kind(kind)
-    return check_callable(load_callable(impl), kind, dim=dim, name=impl)
+def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: int = 64,
+                   expect=None, name: Optional[str] = None) -> ConformanceReport:
+    """Check ``fn`` in this process as a ``kind`` ("rope" | "bias" | None to detect).
 
-
-def _check_kind(kind: Optional[str]) -> None:
-    if kind is not None and kind not in KINDS:
-        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
-
-
-def check_callable(fn, kind: Optional[str] = None, *, dim: int = 64,
-                   name: Optional[str] = None) -> CheckReport:
-    """Check a Python callable as a ``kind`` ("rope" | "bias" | None to detect).
-
-    ``name`` labels the report and the error messages (default: the callable's qualified name).
-    """
+    ``expect``: ``"base=500000,pairing=half"`` / ``"slopes=press,direction=causal"`` or the same
+    as a dict.  ``name`` labels the report (default: the function's qualified name)."""
     from .bias import check_bias
 
-    _check_kind(kind)
+    if kind is not None and kind not in KINDS:
+        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
     if not callable(fn):
-        raise PosencError(f"check needs a callable; got {type(fn).__name__}")
+        raise PosencError(f"{type(fn).__name__} object is not callable")
+    expected = parse_expect(expect, kind)
+    kind = kind or (expected or {}).get("kind")
     impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
     if kind == "bias":
-        return check_bias(caller, impl)
+        return check_bias(caller, impl, expected)
     if kind == "rope":
-        return check_rope(caller, impl, dim)
-    is_bias, why_not_bias = _looks_like_bias(caller)
+        return check_rope(caller, impl, dim, expected)
+    is_bias, why_not = _bias_probe(caller)
     if is_bias:
-        return check_bias(caller, impl)
-    try:
-        return check_rope(caller, impl, dim)
-    except PosencError as exc:
-        raise PosencError(f"{exc} (called as a rotary function f(x, positions); as a bias "
-                          f"function g(n_heads, n): {why_not_bias.removeprefix(impl + ' ')})"
-                          ) from None
+        return check_bias(caller, impl, expected)
+    if is_bias is None:                 # g(2, 4) raised: a rotary function; its errors alone
+        return check_rope(Caller(fn, impl), impl, dim, expected)
+    try:                                # returned an array of the wrong shape: a bias, most likely
+        return check_rope(Caller(fn, impl), impl, dim, expected)
+    except PosencError:
+        raise PosencError(why_not) from None
 
 
-__all__ = ["check_impl", "check_callable", "CheckReport", "Property", "KINDS", "FAIL", "PASS"]
+def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64,
+               expect=None) -> ConformanceReport:
+    """Load ``impl`` in this process and check it (see :func:`check_target` for the isolated
+    version the command uses)."""
+    if kind is not None and kind not in KINDS:
+        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    return check_callable(load_callable(impl), kind, dim=dim, expect=expect, name=impl)
+
+
+__all__ = ["check_callable", "check_target", "check_impl", "parse_expect", "ConformanceReport",
+           "CheckReport", "Property", "KINDS", "FAIL", "PASS", "INFO", "NA", "DEFAULT_TIMEOUT"]

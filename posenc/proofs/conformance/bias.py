@@ -3,25 +3,37 @@
 Checks, on g(H, 16) for H in :data:`HEADS` (powers of two and not, since ALiBi's press schedule
 has a special rule for the latter):
 
-* Toeplitz: B[h, i, j] depends on i − j only (B[i,j] = B[i+1,j+1]);
+* finite: every entry finite or −inf (a mask), and no query row entirely masked -- a +inf or an
+  all-masked row makes softmax NaN;
+* deterministic: two calls g(8, 16) agree (an unseeded random bias is not a PE);
+* Toeplitz: B[h, i, j] depends on i − j only (B[i,j] = B[i+1,j+1]) -- or is *softmax-equivalent*
+  to such a bias: B = T + c_i with T Toeplitz and a per-row constant c_i over the unmasked
+  entries, which softmax over each row cannot see (Bloom's ``build_alibi_tensor`` puts slope·j
+  in every row).  The remaining checks then read T = B − diag(B) (each row minus its diagonal);
 * length independent: g(8, n) is the leading n×n block of g(8, 16), n = 1..15;
 * direction: symmetric (B = Bᵀ) or causal (everything above the diagonal one constant, 0 or −inf);
   a bias that is neither -- e.g. T5 buckets, which differ by sign -- is reported, not failed;
-* ALiBi form: B[h, i, j] = −s_h·|i − j| (symmetric) or −s_h·(i − j) for j ≤ i (causal);
+* ALiBi form: B[h, i, j] = −s_h·|i − j| (symmetric) or −s_h·(i − j) for j ≤ i (causal), checked
+  on the whole matrix; a bias that is ALiBi below the diagonal and grows with distance above it
+  (−s·(i − j) everywhere: a forgotten ``abs``) fails;
 * slope schedule: the recovered slopes s_h equal press 2^(−8h/H) (Press et al. 2022, with the
-  non-power-of-two rule) or exp e^(−h/H) (the paper's code) for every H.  Reference slopes come
-  from :func:`posenc.numerics.conventions.alibi_slopes`.
+  non-power-of-two rule) or exp e^(−h/H) (the paper's code) for every H, with hints for the
+  usual slips (head index off by one, slopes computed for H ± 1 heads).  Reference slopes come
+  from :func:`posenc.numerics.conventions.alibi_slopes`;
+* expected (``--expect slopes=...,direction=...``): see :mod:`.expect`.
 
 Each failure names the smallest offending H, head and (i, j).
 """
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 import numpy as np
 
 from ...errors import PosencError
 from .loading import Caller
-from .report import FAIL, INFO, NA, PASS, CheckReport, Property
+from .report import FAIL, INFO, NA, PASS, ConformanceReport, Property, fmt
 
 HEADS = (1, 2, 3, 4, 5, 6, 8, 12, 16)
 N = 16
@@ -50,32 +62,83 @@ def _call(caller: Caller, H: int, n: int) -> np.ndarray:
     return B
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.6g}"
+
+def row_normalised(B: np.ndarray) -> Optional[np.ndarray]:
+    """B − B[h, i, i] row by row (softmax ignores a per-row constant); None if a diagonal entry
+    is not finite (then there is no unmasked reference entry in that row to subtract)."""
+    d = np.diagonal(B, axis1=1, axis2=2)                                    # (H, n)
+    if not np.all(np.isfinite(d)):
+        return None
+    with np.errstate(invalid="ignore"):
+        return B - d[:, :, None]
 
 
-def check_toeplitz(biases: dict[int, np.ndarray]) -> Property:
+def check_finite(biases: dict[int, np.ndarray]) -> Property:
+    for H, B in biases.items():
+        pos = np.argwhere(np.isposinf(B))
+        if pos.size:
+            h, i, j = (int(v) for v in pos[0])
+            return Property("finite", FAIL, "+inf in the bias: softmax of a row with +inf is NaN "
+                            "(a mask must be −inf)", f"n_heads={H}, head {h}: B[{i},{j}] = +inf")
+        dead = np.argwhere(np.all(np.isneginf(B), axis=2))
+        if dead.size:
+            h, i = (int(v) for v in dead[0])
+            return Property("finite", FAIL, "a query row is entirely −inf: it attends to nothing "
+                            "and softmax gives NaN", f"n_heads={H}, head {h}: row {i} is all −inf")
+    return Property("finite", PASS, "entries are finite or −inf (masked); every query attends "
+                    "to at least one key")
+
+
+def check_deterministic(caller: Caller, first: np.ndarray) -> Property:
+    H = first.shape[0]
+    again = _call(caller, H, N)
+    bad = np.argwhere(~(_same(again, first) & _same(first, again)))
+    if bad.size:
+        h, i, j = (int(v) for v in bad[0])
+        return Property("deterministic", FAIL, f"two calls g({H}, {N}) returned different "
+                        f"values: unseeded randomness? (a PE must be a function of (H, n))",
+                        f"head {h}: B[{i},{j}] = {fmt(first[h, i, j])}, then "
+                        f"{fmt(again[h, i, j])}")
+    return Property("deterministic", PASS, f"two calls g({H}, {N}) agree")
+
+
+def _toeplitz_failure(biases: dict[int, np.ndarray]) -> Optional[str]:
     for H, B in biases.items():
         bad = np.argwhere(~_same(B[:, 1:, 1:], B[:, :-1, :-1]))
         if bad.size:
             h, i, j = min(map(tuple, bad), key=lambda t: (t[1] + t[2], t[1], t[0]))
-            return Property("Toeplitz", FAIL, "the bias depends on absolute positions",
-                            f"n_heads={H}, head {h}: B[{i},{j}] = {_fmt(B[h, i, j])} but "
-                            f"B[{i + 1},{j + 1}] = {_fmt(B[h, i + 1, j + 1])}")
-    return Property("Toeplitz", PASS, f"B[h,i,j] depends on i−j only (n_heads in {list(HEADS)}, "
-                    f"n = {N})")
+            return (f"n_heads={H}, head {h}: B[{i},{j}] = {fmt(B[h, i, j])} but "
+                    f"B[{i + 1},{j + 1}] = {fmt(B[h, i + 1, j + 1])}")
+    return None
 
 
-def check_length(caller: Caller, full: np.ndarray) -> Property:
+def check_toeplitz(biases: dict[int, np.ndarray]) -> tuple[Property, bool]:
+    """(property, softmax-equivalent only): Toeplitz, or Toeplitz after row normalisation."""
+    why = _toeplitz_failure(biases)
+    if why is None:
+        return Property("Toeplitz", PASS, f"B[h,i,j] depends on i−j only (n_heads in "
+                        f"{list(biases)}, n = {N})"), False
+    normed = {H: row_normalised(B) for H, B in biases.items()}
+    if all(v is not None for v in normed.values()) and _toeplitz_failure(normed) is None:
+        return Property("Toeplitz", PASS, "softmax-equivalent to a Toeplitz bias: B[h,i,j] = "
+                        "T[h,i−j] + c[h,i], a per-row constant softmax ignores (as in Bloom's "
+                        "build_alibi_tensor); the checks below read B − diag(B) row by row",
+                        None), True
+    return Property("Toeplitz", FAIL, "the bias depends on absolute positions, and not only "
+                    "through a per-row constant", why), False
+
+
+def check_length(caller: Caller, full: np.ndarray,
+                 prepare: Callable[[np.ndarray], np.ndarray]) -> Property:
     H = full.shape[0]
     for n in range(1, N):
-        B = _call(caller, H, n)
+        B = prepare(_call(caller, H, n))
         bad = np.argwhere(~_same(B, full[:, :n, :n]))
         if bad.size:
             h, i, j = map(int, bad[0])
             return Property("length independent", FAIL, "g(H, n) is not a block of g(H, n+k)",
-                            f"n_heads={H}, head {h}: g(H, {n})[{i},{j}] = {_fmt(B[h, i, j])} but "
-                            f"g(H, {N})[{i},{j}] = {_fmt(full[h, i, j])}")
+                            f"n_heads={H}, head {h}: g(H, {n})[{i},{j}] = {fmt(B[h, i, j])} but "
+                            f"g(H, {N})[{i},{j}] = {fmt(full[h, i, j])}")
     return Property("length independent", PASS, f"g(H, n) = g(H, {N})[:n, :n] for n < {N}")
 
 
@@ -89,12 +152,12 @@ def direction(B: np.ndarray) -> tuple[str, str]:
         return "causal", f"entries above the diagonal are {'0' if np.all(upper == 0) else '−inf'}"
     bad = np.argwhere(~_same(B, np.swapaxes(B, 1, 2)))
     h, i, j = min(map(tuple, bad), key=lambda t: (t[1] + t[2], t[0]))
-    return "neither", (f"head {h}: B[{i},{j}] = {_fmt(B[h, i, j])}, B[{j},{i}] = "
-                       f"{_fmt(B[h, j, i])}, and the upper triangle is not masked")
+    return "neither", (f"head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, B[{j},{i}] = "
+                       f"{fmt(B[h, j, i])}, and the upper triangle is not masked")
 
 
-def slopes_of(B: np.ndarray, kind: str) -> tuple[np.ndarray | None, str]:
-    """Per-head slopes s_h if B = −s_h·distance exactly (ALiBi form), else (None, why)."""
+def slopes_of(B: np.ndarray) -> tuple[np.ndarray | None, str]:
+    """Per-head slopes s_h if B[h, k, 0] = −s_h·k for every k (ALiBi below the diagonal)."""
     n = B.shape[1]
     k = np.arange(n)
     col = B[:, :, 0]                                # B[h, k, 0]: offset i − j = k ≥ 0
@@ -103,9 +166,23 @@ def slopes_of(B: np.ndarray, kind: str) -> tuple[np.ndarray | None, str]:
     bad = np.argwhere(~_same(col, pred))
     if bad.size:
         h, kk = map(int, bad[0])
-        return None, (f"head {h}: B[{kk},0] = {_fmt(col[h, kk])}, but −slope·{kk} = "
-                      f"{_fmt(pred[h, kk])} with the slope {_fmt(s[h])} read at distance 1")
+        return None, (f"head {h}: B[{kk},0] = {fmt(col[h, kk])}, but −slope·{kk} = "
+                      f"{fmt(pred[h, kk])} with the slope {fmt(s[h])} read at distance 1")
     return s, ""
+
+
+def alibi_form(B: np.ndarray, s: np.ndarray, kind: str) -> Optional[str]:
+    """None if the whole of B is ALiBi with slopes s for ``kind``; else the first difference."""
+    n = B.shape[1]
+    k = np.arange(n)[:, None] - np.arange(n)[None, :]                       # i − j
+    pred = -s[:, None, None] * np.abs(k)[None]
+    check = np.ones(B.shape, dtype=bool) if kind != "causal" else np.broadcast_to(k >= 0, B.shape)
+    bad = np.argwhere(check & ~_same(B, pred))
+    if not bad.size:
+        return None
+    h, i, j = min(map(tuple, bad), key=lambda t: (abs(t[1] - t[2]), t[1], t[0]))
+    return (f"head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, but −s·|i−j| = {fmt(pred[h, i, j])} "
+            f"(s = {fmt(s[h])})")
 
 
 def _schedule_match(s: np.ndarray, H: int) -> dict[str, bool]:
@@ -114,24 +191,68 @@ def _schedule_match(s: np.ndarray, H: int) -> dict[str, bool]:
             for name in ("press", "exp")}
 
 
-def _off_by_one_hint(s: np.ndarray, H: int) -> str:
-    h0 = np.arange(H)                               # head index 0..H-1 instead of 1..H
-    for name, guess in (("press", 2.0 ** (-8.0 * h0 / H)), ("exp", np.exp(-h0 / H))):
-        if np.allclose(s, guess, rtol=RTOL, atol=1e-9):
-            return f"; the slopes are {name}'s with head index h−1 (an off-by-one: h = 0..H−1)"
+def _slip_hint(s: np.ndarray, H: int) -> str:
+    """Name the usual slope slips: head index off by one, slopes of H − 1 or H + 1 heads."""
+    from ...numerics.conventions import alibi_slopes
+
+    h = np.arange(1, H + 1, dtype=np.float64)
+    formulas = {"press": lambda idx, heads: 2.0 ** (-8.0 * idx / heads),
+                "exp": lambda idx, heads: np.exp(-idx / heads)}
+    for name, f in formulas.items():
+        slips = [(f(h - 1, H), "with head index h−1 (an off-by-one: h = 0..H−1)"),
+                 (f(h + 1, H), "with head index h+1 (an off-by-one: h = 2..H+1)"),
+                 (alibi_slopes(H + 1, name)[:H], f"of H+1 = {H + 1} heads (an off-by-one in "
+                                                 f"n_heads)")]
+        if H > 1:
+            slips.append((f(h, H - 1), f"of H−1 = {H - 1} heads (an off-by-one in n_heads)"))
+        for guess, what in slips:
+            if np.allclose(s, guess, rtol=RTOL, atol=1e-9):
+                return f"; the slopes are {name}'s {what}"
+    return ""
+
+
+def _one_sided(B: np.ndarray) -> str:
+    """What the upper triangle of an ALiBi-below-the-diagonal bias does wrong, in words."""
+    iu = np.triu_indices(B.shape[1], 1)
+    diag = np.diagonal(B, axis1=1, axis2=2)[:, iu[0]]
+    grows = np.argwhere(B[:, iu[0], iu[1]] > diag + ATOL)
+    if grows.size:
+        h, t = (int(v) for v in grows[0])
+        i, j = int(iu[0][t]), int(iu[1][t])
+        anti = np.all(_same(B, -np.swapaxes(B, 1, 2)))
+        return (f"above the diagonal the bias grows with distance (head {h}: B[{i},{j}] = "
+                f"{fmt(B[h, i, j])} > B[{i},{i}] = {fmt(B[h, i, i])})"
+                + (": B = −s·(i−j) on both sides -- |i−j| (abs) forgotten, or the causal mask"
+                   if anti else ""))
     return ""
 
 
 def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> list[Property]:
     recovered: dict[int, np.ndarray] = {}
     for H, B in biases.items():
-        s, why = slopes_of(B, kind)
+        s, why = slopes_of(B)
         if s is None:
             return [Property("ALiBi form", INFO, "not linear in the distance, so not ALiBi; slope "
                              "schedule not applicable", f"n_heads={H}, {why}"),
                     Property("slope schedule", NA, "not an ALiBi-style bias")]
         recovered[H] = s
     summary["slopes"] = {str(H): [float(v) for v in s] for H, s in recovered.items()}
+    if kind == "neither":
+        for H, B in biases.items():
+            wrong = _one_sided(B)
+            if wrong:
+                return [Property("ALiBi form", FAIL, "ALiBi below the diagonal, but " + wrong,
+                                 f"n_heads={H}: " + wrong.split("(", 1)[1].split(")")[0]),
+                        Property("slope schedule", NA, "the bias is not ALiBi")]
+        return [Property("ALiBi form", INFO, "−s·(i−j) below the diagonal, something else above "
+                         "it (neither symmetric nor causal): not ALiBi"),
+                Property("slope schedule", NA, "not an ALiBi bias")]
+    for H, B in biases.items():
+        why = alibi_form(B, recovered[H], kind)
+        if why:
+            return [Property("ALiBi form", FAIL, "linear below the diagonal but not −s·|i−j| "
+                             "over the whole matrix", f"n_heads={H}, {why}"),
+                    Property("slope schedule", NA, "the bias is not ALiBi")]
     form = Property("ALiBi form", PASS, "B[h,i,j] = −s_h·" +
                     ("|i−j|" if kind == "symmetric" else "(i−j) for j ≤ i"))
     names = {"press", "exp"}
@@ -145,7 +266,7 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
     if names:
         name = sorted(names)[0] if len(names) == 1 else "press"
         summary["schedule"] = name
-        shown = ", ".join(_fmt(v) for v in recovered[8])
+        shown = ", ".join(fmt(v) for v in recovered[8])
         return [form, Property("slope schedule", PASS, f"{name} for every n_heads tested "
                                f"(n_heads=8: {shown})")]
     summary["schedule"] = "other"
@@ -155,18 +276,38 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
     h = next((i for i in range(H) if not (np.isclose(s[i], press[i], rtol=RTOL)
                                           or np.isclose(s[i], exp[i], rtol=RTOL))), 0)
     return [form, Property("slope schedule", FAIL, "other: matches neither press nor exp"
-                           + _off_by_one_hint(s, H),
-                           f"n_heads={H}, head {h} (h = {h + 1} of 1..{H}): slope {_fmt(s[h])}; "
-                           f"press gives {_fmt(press[h])}, exp gives {_fmt(exp[h])}")]
+                           + _slip_hint(s, H),
+                           f"n_heads={H}, head {h} (h = {h + 1} of 1..{H}): slope {fmt(s[h])}; "
+                           f"press gives {fmt(press[h])}, exp gives {fmt(exp[h])}")]
 
 
-def check_bias(caller: Caller, impl: str) -> CheckReport:
-    biases = {H: _call(caller, H, N) for H in HEADS}                # H -> (H, N, N)
-    report = CheckReport(impl, "bias", "plain")
+def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> ConformanceReport:
+    heads = list(HEADS)
+    if expected and isinstance(expected.get("slopes"), list) and \
+            len(expected["slopes"]) not in heads:
+        heads.append(len(expected["slopes"]))
+    raw = {H: _call(caller, H, N) for H in heads}                   # H -> (H, N, N)
+    report = ConformanceReport(impl, "bias", "plain")
     props = report.properties
-    props.append(Property("shape", PASS, f"g(H, n) -> (H, n, n) for H in {list(HEADS)}"))
-    props.append(check_toeplitz(biases))
-    props.append(check_length(caller, biases[8]))
+    props.append(Property("shape", PASS, f"g(H, n) -> (H, n, n) for H in {heads}"))
+    props.append(check_finite(raw))
+    if props[-1].status == FAIL:
+        return report
+    props.append(check_deterministic(caller, raw[8]))
+    if props[-1].status == FAIL:
+        return report
+    toeplitz, by_row = check_toeplitz(raw)
+    props.append(toeplitz)
+    report.summary["softmax_equivalent"] = by_row
+
+    def prepare(B: np.ndarray) -> np.ndarray:
+        if not by_row:
+            return B
+        out = row_normalised(B)
+        return B if out is None else out
+
+    biases = {H: prepare(B) for H, B in raw.items()}
+    props.append(check_length(caller, biases[8], prepare))
     kinds = {H: direction(B) for H, B in biases.items()}
     kind, why = kinds[8]
     if any(k != kind for k, _ in kinds.values()):
@@ -176,9 +317,11 @@ def check_bias(caller: Caller, impl: str) -> CheckReport:
                           f"{kind}: {why}" if kind != "neither" else
                           "neither (fine for a learned relative bias such as T5's)",
                           None if kind != "neither" else why))
-    if props[1].status == FAIL:
+    if toeplitz.status == FAIL:
         props.append(Property("slope schedule", NA, "the bias is not Toeplitz"))
     else:
-        props.extend(check_slopes(biases, "causal" if kind == "causal" else "symmetric",
-                                  report.summary))
+        props.extend(check_slopes(biases, kind, report.summary))
+    if expected:
+        from .expect import check_bias_expectation
+        props.append(check_bias_expectation(biases, expected, report.summary, _same))
     return report

@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import PosencError
 
 
-def _one_line(exc: BaseException, limit: int = 240) -> str:
+def one_line(exc: BaseException, limit: int = 240) -> str:
     text = " ".join(str(exc).split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -48,9 +48,9 @@ def _import_module(name: str, impl: str):
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise PosencError(f"{impl}: no module named {exc.name!r}") from None
-        raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+        raise PosencError(f"{impl}: importing {name!r} failed: {one_line(exc)}") from None
     except Exception as exc:
-        raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+        raise PosencError(f"{impl}: importing {name!r} failed: {one_line(exc)}") from None
 
 
 def _load_file(path: str, impl: str):
@@ -66,7 +66,7 @@ def _load_file(path: str, impl: str):
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise PosencError(f"{impl}: importing {path!r} failed: {_one_line(exc)}") from None
+        raise PosencError(f"{impl}: importing {path!r} failed: {one_line(exc)}") from None
     return module
 
 
@@ -99,9 +99,9 @@ def load_callable(impl: str) -> Callable[..., Any]:
             except ModuleNotFoundError as exc:
                 if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
                     continue        # this prefix is not a module; try a shorter one
-                raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+                raise PosencError(f"{impl}: importing {name!r} failed: {one_line(exc)}") from None
             except Exception as exc:
-                raise PosencError(f"{impl}: importing {name!r} failed: {_one_line(exc)}") from None
+                raise PosencError(f"{impl}: importing {name!r} failed: {one_line(exc)}") from None
             obj = _getattr_path(module, ".".join(parts[cut:]), impl)
             break
         if obj is None:
@@ -122,7 +122,7 @@ def to_numpy(value: Any, impl: str) -> np.ndarray:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise PosencError(f"{impl} returned {type(value).__name__}, not an array of real "
-                          f"numbers ({_one_line(exc)})") from None
+                          f"numbers ({one_line(exc)})") from None
     return arr
 
 
@@ -150,26 +150,36 @@ class Caller:
             return out
         except PosencError:
             raise
+        except SystemExit as exc:
+            raise self._exit(exc) from None
         except Exception as first:
-            first_text = _one_line(first)
+            first_text = one_line(first)
         try:
             out = to_numpy(self.fn(*self._torch(args)), self.impl)
         except PosencError:
             raise
+        except SystemExit as exc:
+            raise self._exit(exc) from None
         except Exception as second:
-            second_text = _one_line(second)
+            second_text = one_line(second)
             also = "" if second_text == first_text else f" (and with torch tensors: {second_text})"
             raise PosencError(f"{self.impl} raised {first_text}{also}") from None
         self.mode = "torch"
         return out
+
+    def _exit(self, exc: SystemExit) -> PosencError:
+        return PosencError(f"{self.impl} called sys.exit({exc.code!r}) while being checked; a "
+                           f"PE function must return its result")
 
     def _guarded(self, args: tuple, mode: str) -> np.ndarray:
         try:
             return to_numpy(self.fn(*args), self.impl)
         except PosencError:
             raise
+        except SystemExit as exc:
+            raise self._exit(exc) from None
         except Exception as exc:
-            raise PosencError(f"{self.impl} raised {_one_line(exc)}") from None
+            raise PosencError(f"{self.impl} raised {one_line(exc)}") from None
 
     def call_plain(self, *args: Any) -> np.ndarray:
         """Call with plain Python arguments (ints): no numpy/torch choice to make."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...encodings import RoPE
 from ...errors import PosencError
-from .report import FAIL, NA, PASS, Property
+from .report import FAIL, NA, PASS, Property, fmt
 from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
 
 # θ recovered from float32 tables is off by ≲ (1 + |ln θ|)·u ≲ 6e-7 relative (θ ≥ 1e-4); a
@@ -74,7 +74,7 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
         a, b = planes[int(np.argmin(m))]
         return Property("frequencies", FAIL, "rotates the other way: (a, b) -> "
                         "(a cos + b sin, −a sin + b cos), i.e. θ_m < 0",
-                        f"x = e_{a}, position 1: f(x,1)_{b} = {M[1, b, a]:.6g} (catalogue: "
+                        f"x = e_{a}, position 1: f(x,1)_{b} = {fmt(M[1, b, a])} (catalogue: "
                         f"+sin θ_0 > 0)")
     base = _fit_base(m, theta, r)
     # Prefer a round base (10000, 500000) when it explains θ as well as the exact fit does --
@@ -97,8 +97,8 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
         k = int(np.nanargmax(np.where(np.isfinite(err), err, np.inf)))
         a, b = planes[k]
         return Property("frequencies", FAIL, "θ_m ≠ base^(−2m/r) for any base",
-                        f"plane m = {m[k]} (dims {a}, {b}): θ = {theta[k]:.6g}, but the best fit "
-                        f"base {base:.6g} gives {ref[k]:.6g}")
+                        f"plane m = {m[k]} (dims {a}, {b}): θ = {fmt(theta[k])}, but the best fit "
+                        f"base {fmt(base)} gives {fmt(ref[k])}")
     summary["theta_ref"] = [float(t) for t in ref]
     Mref = reference_matrices(np.arange(GRID, dtype=np.float64), planes, ref, dim)
     dev = float(np.abs(M - Mref).max())
@@ -139,9 +139,10 @@ def check_drift(probe: RopeProbe, dim: int, summary: dict) -> Property:
         y32 = probe.apply(x.astype(np.float32), positions)
     except PosencError as exc:
         return Property("float32 drift", FAIL, "raised at large positions", str(exc))
-    ref = _mp_reference(x.astype(np.float32).astype(np.float64), positions, planes,
+    shifted = positions + int(summary.get("offset", 0))      # "positions start at c": see positions.py
+    ref = _mp_reference(x.astype(np.float32).astype(np.float64), shifted, planes,
                         base, r, pairing)
-    ref64 = _mp_reference(x, positions, planes, base, r, pairing)
+    ref64 = _mp_reference(x, shifted, planes, base, r, pairing)
     tmax = max(abs(t) for t in summary["theta_ref"])
     e32 = np.abs(y32 - ref).max(axis=(0, 2))                                # (len(LARGE),)
     e64 = np.abs(y64 - ref64).max(axis=(0, 2))
@@ -157,8 +158,8 @@ def check_drift(probe: RopeProbe, dim: int, summary: dict) -> Property:
     if bad.size:
         k = int(bad[0])
         return Property("float32 drift", FAIL, "float32 output drifts beyond float32 rounding",
-                        f"position {positions[k]}: max |f(x,p) − exact| = {e32[k]:.3g} for unit x "
-                        f"(float32 rounding of p·θ allows {b32[k]:.3g})")
+                        f"position {positions[k]}: max |f(x,p) − exact| = {fmt(e32[k], 3)} for unit x "
+                        f"(float32 rounding of p·θ allows {fmt(b32[k], 3)})")
     return Property("float32 drift", PASS,
                     f"float32 input: max error {e32[-1]:.1e} at p=10^6 (rounding bound "
                     f"{b32[-1]:.1e}); {tables}")

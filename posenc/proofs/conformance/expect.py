@@ -1,0 +1,225 @@
+"""``--expect``: what the user meant, checked against posenc's own reference of those conventions.
+
+Rotary: ``base=500000,pairing=half,fraction=0.5`` (any subset; the rest default to the
+catalogue's RoPE defaults, base 10000, interleaved pairing, fraction 1).  Bias:
+``slopes=press|exp|S1:S2:...,direction=causal|symmetric``.  The reference is built from
+:mod:`posenc.numerics.conventions` (rope_frequencies, alibi_slopes), not from what the checker
+recovered, and compared with the user's function entry by entry; for rotary functions also the
+logits ⟨f(q,m), f(k,n)⟩ = M_mᵀM_n against the reference's.  A difference that cancels in the
+logits (a common position offset: R_{m+c}ᵀR_{n+c} = R_mᵀR_n) is named as such.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ...encodings import RoPE
+from ...errors import PosencError
+from .report import FAIL, PASS, Property, fmt
+
+ROPE_KEYS = ("base", "pairing", "fraction")
+BIAS_KEYS = ("slopes", "direction")
+MAX_LIST = 4096
+
+
+def _number(key: str, text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise PosencError(f"--expect {key}={text}: not a number") from None
+    if not math.isfinite(v):
+        raise PosencError(f"--expect {key}={text}: must be finite")
+    return v
+
+
+def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
+    """``"k=v,k=v"`` (or a dict) -> a JSON-safe dict with a ``kind`` key; None for none."""
+    if expect is None or expect == "" or expect == {}:
+        return None
+    if isinstance(expect, dict):
+        items = [(str(k), str(v)) for k, v in expect.items() if k != "kind"]
+    elif isinstance(expect, str):
+        items = []
+        for part in expect.split(","):
+            key, eq, value = part.partition("=")
+            if not eq or not key.strip() or not value.strip():
+                raise PosencError(f"--expect: expected key=value pairs separated by commas; "
+                                  f"got {part!r}")
+            items.append((key.strip(), value.strip()))
+    else:
+        raise PosencError(f"expect must be a string or a dict; got {type(expect).__name__}")
+    out: dict = {}
+    for key, value in items:
+        if key in out:
+            raise PosencError(f"--expect: {key} given twice")
+        if key == "base":
+            out[key] = _number(key, value)
+            if out[key] <= 1:
+                raise PosencError(f"--expect base={value}: the RoPE base must be > 1")
+        elif key == "fraction":
+            out[key] = _number(key, value)
+            if not 0 < out[key] <= 1:
+                raise PosencError(f"--expect fraction={value}: must be in (0, 1]")
+        elif key == "pairing":
+            if value not in ("interleaved", "half"):
+                raise PosencError(f"--expect pairing={value}: must be interleaved or half")
+            out[key] = value
+        elif key == "direction":
+            if value not in ("causal", "symmetric"):
+                raise PosencError(f"--expect direction={value}: must be causal or symmetric")
+            out[key] = value
+        elif key == "slopes":
+            if value in ("press", "exp"):
+                out[key] = value
+            else:
+                parts = value.replace(" ", ":").split(":")
+                if len(parts) > MAX_LIST:
+                    raise PosencError(f"--expect slopes: at most {MAX_LIST} slopes")
+                out[key] = [_number("slopes", p) for p in parts if p]
+                if not out[key] or any(s <= 0 for s in out[key]):
+                    raise PosencError(f"--expect slopes={value}: press, exp or positive "
+                                      f"numbers separated by ':'")
+        else:
+            raise PosencError(f"--expect: unknown key {key!r}; rotary: {', '.join(ROPE_KEYS)}; "
+                              f"bias: {', '.join(BIAS_KEYS)}")
+    kinds = {"rope" if k in ROPE_KEYS else "bias" for k in out}
+    if len(kinds) > 1:
+        raise PosencError("--expect mixes rotary keys (base, pairing, fraction) with bias keys "
+                          "(slopes, direction)")
+    (found,) = kinds
+    if kind is not None and kind != found:
+        raise PosencError(f"--expect {', '.join(out)} describes a "
+                          f"{'rotary' if found == 'rope' else 'bias'} function, not --kind {kind}")
+    out["kind"] = found
+    return out
+
+
+# --- rotary ------------------------------------------------------------------------------------
+
+def reference_rotations(expected: dict, dim: int, positions: np.ndarray) -> tuple[np.ndarray, RoPE]:
+    """The catalogue RoPE of the expected conventions at ``positions``: (S, dim, dim)."""
+    from ...numerics.conventions import rope_frequencies, rotary_dims
+
+    spec = RoPE(base=expected.get("base", 10000.0), pairing=expected.get("pairing", "interleaved"),
+                fraction=expected.get("fraction", 1.0))
+    theta = rope_frequencies(spec, dim)                                     # (r/2,)
+    r = rotary_dims(spec, dim)
+    M = np.tile(np.eye(dim), (len(positions), 1, 1))
+    for m, t in enumerate(theta):
+        a, b = (2 * m, 2 * m + 1) if spec.pairing == "interleaved" else (m, m + r // 2)
+        c, s = np.cos(positions * t), np.sin(positions * t)
+        M[:, a, a], M[:, b, b], M[:, b, a], M[:, a, b] = c, c, s, -s
+    return M, spec
+
+
+def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
+    """The conventions that differ from what the checker recovered, in words."""
+    out = []
+    if "pairing" in expected and summary.get("pairing") not in (None, expected["pairing"]):
+        out.append(f"pairing is {summary['pairing']}, expected {expected['pairing']}")
+    r = summary.get("rotary_dims")
+    if r and "fraction" in expected and abs(r / dim - expected["fraction"]) > 1e-12:
+        out.append(f"{r} of {dim} dims rotate (fraction {fmt(r / dim, 4)}), expected fraction "
+                   f"{fmt(expected['fraction'], 4)}")
+    base, want = summary.get("base"), expected.get("base", 10000.0)
+    if base and abs(base / want - 1) > 1e-4:
+        text = f"base is {fmt(base)}, expected {fmt(want)}"
+        if abs(base / math.sqrt(want) - 1) < 1e-4:
+            text += (f" -- θ_m = {fmt(want)}^(−m/d) instead of {fmt(want)}^(−2m/d): the "
+                     f"arange(d/2)/d indexing slip (it should be arange(0, d, 2)/d)")
+        out.append(text)
+    if summary.get("offset"):
+        out.append(f"positions start at {summary['offset']} (f(x, p) = RoPE(x, p + "
+                   f"{summary['offset']}))")
+    return out
+
+
+def check_rope_expectation(M: np.ndarray, positions: np.ndarray, expected: dict, dim: int,
+                           summary: dict, tol: float) -> Property:
+    """Compare the user's rotations M (S, dim, dim) and logits with the expected reference."""
+    R, spec = reference_rotations(expected, dim, positions.astype(np.float64))
+    summary["expected_spec"] = spec.to_string()
+    dev = np.abs(M - R)                                                     # (S, D, D)
+    G = np.einsum("ida,jdb->ijab", M, M)                                    # user's logits
+    Gr = np.einsum("ida,jdb->ijab", R, R)                                   # reference's
+    gdev = np.abs(G - Gr)
+    if not (dev.max() > tol):
+        return Property("expected", PASS, f"f equals the reference {spec.to_string()} at "
+                        f"positions 0..{positions[-1]} (max entry deviation {dev.max():.1e}); "
+                        f"so do the logits ⟨f(q,m), f(k,n)⟩")
+    what = _differences(expected, summary, dim)
+    s, a, b = (int(v) for v in np.argwhere(dev > tol)[0])
+    cex = (f"position {positions[s]}, x = e_{b}: f(x,p)_{a} = {fmt(M[s, a, b])}, the reference "
+           f"gives {fmt(R[s, a, b])}")
+    if not (gdev.max() > tol):
+        logits = ("; the logits ⟨f(q,m), f(k,n)⟩ still equal the reference's (max dev "
+                  f"{gdev.max():.1e}): the difference cancels in attention when q and k both "
+                  "get it")
+    else:
+        i, j, qa, kb = (int(v) for v in np.argwhere(gdev > tol)[0])
+        logits = (f"; the logits differ too: q = e_{qa}, k = e_{kb}: ⟨f(q,{i}), f(k,{j})⟩ = "
+                  f"{fmt(G[i, j, qa, kb])}, the reference gives {fmt(Gr[i, j, qa, kb])}")
+    return Property("expected", FAIL, f"not the expected {spec.to_string()}: "
+                    + ("; ".join(what) if what else "the rotations differ") + logits, cex)
+
+
+# --- bias --------------------------------------------------------------------------------------
+
+def _reference_bias(slopes: np.ndarray, n: int, direction: str) -> np.ndarray:
+    k = np.arange(n)[:, None] - np.arange(n)[None, :]                       # i − j
+    if direction == "causal":
+        dist = np.where(k >= 0, k, 0).astype(np.float64)
+    else:
+        dist = np.abs(k).astype(np.float64)
+    return -slopes[:, None, None] * dist[None]
+
+
+def check_bias_expectation(biases: dict, expected: dict, summary: dict, same) -> Property:
+    """``biases``: H -> (H, n, n) softmax-normalised biases (see bias.py); ``same``: equality."""
+    from ...numerics.conventions import alibi_slopes
+
+    want_dir = expected.get("direction")
+    got_dir = summary.get("direction")
+    problems = []
+    if want_dir and got_dir != want_dir:
+        problems.append(f"direction is {got_dir}, expected {want_dir}")
+    slopes = expected.get("slopes", "press")
+    direction = want_dir or (got_dir if got_dir in ("causal", "symmetric") else "symmetric")
+    if isinstance(slopes, list):
+        tests = {len(slopes): np.array(slopes)}
+    else:
+        tests = {H: alibi_slopes(H, slopes) for H in biases}
+    label = slopes if isinstance(slopes, str) else "the given slopes"
+    recovered = summary.get("slopes", {})
+    for H, ref_s in tests.items():
+        B = biases.get(H)
+        if B is None:
+            continue
+        ref = _reference_bias(ref_s, B.shape[1], direction)
+        if direction == "causal":                  # above the diagonal: masked, any constant
+            iu = np.triu_indices(B.shape[1], 1)
+            ref[:, iu[0], iu[1]] = B[:, iu[0], iu[1]]
+        bad = np.argwhere(~same(B, ref))
+        if bad.size:
+            h, i, j = (int(v) for v in bad[0])
+            got = recovered.get(str(H))
+            if got is not None and not np.allclose(got, ref_s, rtol=1e-5, atol=1e-9):
+                problems.append(f"n_heads={H}, head {h}: slope {fmt(got[h])}, {label} gives "
+                                f"{fmt(ref_s[h])}")
+            elif got is None:
+                problems.append("the bias is not −slope·distance (not ALiBi)")
+            return Property("expected", FAIL, f"not ALiBi with {label} slopes, {direction}: "
+                            + "; ".join(problems or ["the entries differ"]),
+                            f"n_heads={H}, head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, the "
+                            f"reference gives {fmt(ref[h, i, j])}")
+    if problems:
+        return Property("expected", FAIL, "; ".join(problems))
+    heads = sorted(H for H in tests if H in biases)
+    if not heads:
+        return Property("expected", FAIL, f"--expect slopes lists {len(slopes)} slopes; no "
+                        f"bias with that many heads was checked")
+    return Property("expected", PASS, f"ALiBi with {label} slopes, {direction}, for n_heads in "
+                    f"{heads}")

@@ -1,0 +1,148 @@
+"""``posenc check`` runs the user's code in a child process with a time limit (issue 12, item 6):
+a function or module that sleeps, exits, raises a BaseException or kills its interpreter is one
+line and exit status 2 -- never a hang, never a silent "pass", never our own process ending."""
+
+import json
+import sys
+import types
+
+import pytest
+
+from posenc.errors import PosencError
+from posenc.proofs.conformance import ConformanceReport, check_callable, check_target
+
+USER = '''
+import os, sys, time
+import numpy as np
+
+def slopes(H):
+    p = 1 << (H.bit_length() - 1)
+    pw = lambda q: [2.0 ** (-8.0 * h / q) for h in range(1, q + 1)]
+    return np.array(pw(p) if p == H else pw(p) + pw(2 * p)[0::2][: H - p])
+
+def alibi(n_heads, n):
+    k = np.arange(n)
+    return -slopes(n_heads)[:, None, None] * np.abs(k[:, None] - k[None, :])[None]
+
+def sleeps(n_heads, n):
+    time.sleep(60)
+
+def exits_zero(n_heads, n):
+    sys.exit(0)
+
+class Stop(BaseException):
+    pass
+
+def raises_base(n_heads, n):
+    raise Stop("not an Exception")
+
+def interrupts(n_heads, n):
+    raise KeyboardInterrupt
+
+def hard_exit(n_heads, n):
+    os._exit(0)
+
+def segfault(n_heads, n):
+    import ctypes
+    ctypes.string_at(0)
+
+def all_inf(n_heads, n):
+    return np.full((n_heads, n, n), np.inf)
+
+def row_masked(n_heads, n):
+    B = alibi(n_heads, n)
+    B[:, 0, :] = -np.inf
+    return B
+
+def chatty(n_heads, n):
+    print("hello from the user's code")
+    print("and some noise on stderr", file=sys.stderr)
+    return alibi(n_heads, n)
+'''
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    f = tmp_path / "user_code.py"
+    f.write_text(USER)
+    return f
+
+
+@pytest.fixture
+def main(capsys):
+    from posenc.cli import main as posenc_main
+
+    def run(*args):
+        code = posenc_main(list(args))
+        out = capsys.readouterr()
+        return types.SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+    return run
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("fn, timeout, needles", [
+    ("sleeps", "2", ["did not finish within 2 s", "--timeout"]),
+    ("exits_zero", "60", ["called sys.exit(0)"]),
+    ("raises_base", "60", ["raised Stop: not an Exception", "BaseException"]),
+    ("interrupts", "60", ["raised KeyboardInterrupt"]),
+    ("hard_exit", "60", ["ended with exit status 0 before the check finished"]),
+    ("segfault", "60", ["crashed", "SIGSEGV"]),
+])
+def test_misbehaving_user_code_is_one_line_and_exit_2(main, user_file, fn, timeout, needles):
+    one_line_error(main("check", f"{user_file}:{fn}", "--kind", "bias", "--timeout", timeout),
+                   *needles)
+
+
+def test_sys_exit_while_importing_is_one_line(main, tmp_path):
+    f = tmp_path / "exits_on_import.py"
+    f.write_text("import sys\nsys.exit(0)\ndef g(h, n):\n    return None\n")
+    one_line_error(main("check", f"{f}:g"), "sys.exit(0)")
+
+
+def test_sys_exit_in_process_api_is_a_posenc_error():
+    def exits(x, positions):
+        sys.exit(3)
+    with pytest.raises(PosencError, match=r"sys.exit\(3\)"):
+        check_callable(exits, "rope", dim=4)
+
+
+def test_bias_of_plus_infinity_does_not_conform(main, user_file):
+    proc = main("check", f"{user_file}:all_inf")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "finite" in proc.stdout and "+inf" in proc.stdout
+
+
+def test_fully_masked_row_does_not_conform(user_file):
+    report = check_target(f"{user_file}:row_masked", "bias")
+    (bad,) = report.failures
+    assert bad.name == "finite" and "row 0 is all −inf" in bad.counterexample
+
+
+def test_user_output_stays_out_of_the_report(main, user_file):
+    proc = main("check", f"{user_file}:chatty", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ok"] is True          # stdout is the JSON report alone
+    assert "hello" not in proc.stderr and "noise" not in proc.stderr
+
+
+def test_check_target_returns_the_same_report_as_in_process(user_file):
+    from posenc.proofs.conformance import check_impl
+
+    child = check_target(f"{user_file}:alibi")
+    here = check_impl(f"{user_file}:alibi")
+    assert isinstance(child, ConformanceReport)
+    assert child.to_dict() == here.to_dict()
+    assert ConformanceReport.from_dict(json.loads(json.dumps(child.to_dict()))) == child
+    assert child.text() == here.text()
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "1e9"])
+def test_bad_timeout_is_one_line(main, user_file, timeout):
+    one_line_error(main("check", f"{user_file}:alibi", "--timeout", timeout), "--timeout")
