@@ -118,3 +118,23 @@ def test_check_bad_input_is_one_line(main, tmp_path, target, kind, needles):
 def test_check_odd_dim_is_bad_input(main):
     assert_one_line_error(main("check", str(EXAMPLES / "rope_interleaved.py:rope"), "--kind",
                               "rope", "--dim", "5"), "--dim")
+
+
+@pytest.mark.parametrize("impl, expect, code", [
+    ("alibi.py:alibi", "slopes=press,direction=symmetric", 0),
+    ("alibi.py:alibi", "slopes=exp", 1),
+    ("alibi.py:alibi_causal", "direction=symmetric", 1),
+    ("rope_interleaved.py:rope", "base=10000,pairing=interleaved", 0),
+    ("rope_interleaved.py:rope", "base=500000", 1),
+])
+def test_check_expect_exit_codes(main, impl, expect, code):
+    proc = main("check", str(EXAMPLES / impl), "--expect", expect)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "expected" in proc.stdout
+
+
+@pytest.mark.parametrize("expect, needle", [("base=", "key=value"), ("slopes=press", "bias"),
+                                            ("frobnicate=1", "unknown key")])
+def test_check_bad_expect_is_one_line(main, expect, needle):
+    assert_one_line_error(main("check", str(EXAMPLES / "rope_interleaved.py:rope"), "--kind",
+                               "rope", "--expect", expect), needle)

@@ -99,12 +99,13 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
 
 # --- rotary ------------------------------------------------------------------------------------
 
-def reference_rotations(expected: dict, dim: int, positions: np.ndarray) -> tuple[np.ndarray, RoPE]:
-    """The catalogue RoPE of the expected conventions at ``positions``: (S, dim, dim)."""
+def reference_rotations(conventions: dict, dim: int,
+                        positions: np.ndarray) -> tuple[np.ndarray, RoPE]:
+    """The catalogue RoPE of the given conventions at ``positions``: (S, dim, dim)."""
     from ...numerics.conventions import rope_frequencies, rotary_dims
 
-    spec = RoPE(base=expected.get("base", 10000.0), pairing=expected.get("pairing", "interleaved"),
-                fraction=expected.get("fraction", 1.0))
+    spec = RoPE(base=conventions["base"], pairing=conventions["pairing"],
+                fraction=conventions["fraction"])
     theta = rope_frequencies(spec, dim)                                     # (r/2,)
     r = rotary_dims(spec, dim)
     M = np.tile(np.eye(dim), (len(positions), 1, 1))
@@ -124,8 +125,8 @@ def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
     if r and "fraction" in expected and abs(r / dim - expected["fraction"]) > 1e-12:
         out.append(f"{r} of {dim} dims rotate (fraction {fmt(r / dim, 4)}), expected fraction "
                    f"{fmt(expected['fraction'], 4)}")
-    base, want = summary.get("base"), expected.get("base", 10000.0)
-    if base and abs(base / want - 1) > 1e-4:
+    base, want = summary.get("base"), expected.get("base")
+    if base and want and abs(base / want - 1) > 1e-4:
         text = f"base is {fmt(base)}, expected {fmt(want)}"
         if abs(base / math.sqrt(want) - 1) < 1e-4:
             text += (f" -- θ_m = {fmt(want)}^(−m/d) instead of {fmt(want)}^(−2m/d): the "
@@ -139,8 +140,17 @@ def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
 
 def check_rope_expectation(M: np.ndarray, positions: np.ndarray, expected: dict, dim: int,
                            summary: dict, tol: float) -> Property:
-    """Compare the user's rotations M (S, dim, dim) and logits with the expected reference."""
-    R, spec = reference_rotations(expected, dim, positions.astype(np.float64))
+    """Compare the user's rotations M (S, dim, dim) and logits with the expected reference.
+
+    Conventions the user did not state are taken from what the checker recovered (so
+    ``base=500000`` alone does not also demand the interleaved pairing), else the catalogue's
+    defaults."""
+    r = summary.get("rotary_dims")
+    conventions = {"base": summary.get("base") or 10000.0,
+                   "pairing": summary.get("pairing") or "interleaved",
+                   "fraction": r / dim if r else 1.0}
+    conventions.update({k: v for k, v in expected.items() if k in ROPE_KEYS})
+    R, spec = reference_rotations(conventions, dim, positions.astype(np.float64))
     summary["expected_spec"] = spec.to_string()
     dev = np.abs(M - R)                                                     # (S, D, D)
     G = np.einsum("ida,jdb->ijab", M, M)                                    # user's logits
