@@ -11,7 +11,7 @@ The library's front door (each name is imported on first use, so ``import posenc
     posenc.derive(spec) -> LogitForm                        symbolic attention logit (sympy)
     posenc.bound(spec, n=[...]) -> BoundReport              spectra beside their bounds
     posenc.verify(ids=None, profile="ci") -> [ClaimResult]  the theorems, checked
-    posenc.check(fn, kind=None) -> ConformanceReport        your RoPE / bias code, checked
+    posenc.check(fn, kind=None, expect=None) -> ConformanceReport  your RoPE / bias code
     posenc.train(task=, pe=, preset=, seed=, out=) -> Run   a small Transformer, trained
     posenc.load_run(path) -> Run                            a run folder, loaded
     posenc.ablate(run, mode="zero") -> AblationResult       single-head ablations

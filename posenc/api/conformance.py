@@ -4,24 +4,29 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..proofs.conformance.report import CheckReport as ConformanceReport
+from ..proofs.conformance.report import ConformanceReport
 
 
 def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int = 64,
-          name: Optional[str] = None) -> ConformanceReport:
+          expect: str | dict | None = None, name: Optional[str] = None,
+          timeout: float = 60.0) -> ConformanceReport:
     """Check ``fn`` as a rotary function ``f(x, positions)`` or a bias ``g(n_heads, n)``.
 
-    ``fn``: a Python callable, or an ``IMPL`` string (``module:function``,
-    ``module.function`` or ``path/to/file.py:function``) as ``posenc check`` takes.
-    ``kind``: "rope", "bias" or None (detect).  ``dim``: the head dimension given to a
-    rotary function.  The report's ``ok`` is False when a property fails; bad input (not
-    callable, raising on the probe inputs, the wrong output shape) raises PosencError.
+    ``fn``: a Python callable (checked in this process), or an ``IMPL`` string
+    (``module:function``, ``module.function`` or ``path/to/file.py:function``) as ``posenc
+    check`` takes, loaded and checked in a child process that may run ``timeout`` seconds.
+    ``kind``: "rope", "bias" or None (detect).  ``dim``: the head dimension given to a rotary
+    function.  ``expect``: the conventions meant, e.g. ``"base=500000,pairing=half"`` or
+    ``{"slopes": "press", "direction": "causal"}``, checked against posenc's reference.
+    The report's ``ok`` is False when a property fails; bad input (not callable, raising on the
+    probe inputs, the wrong output shape, exiting, crashing, past the time limit) raises
+    PosencError.
     """
-    from ..proofs.conformance import check_callable, check_impl
+    from ..proofs.conformance import check_callable, check_target
 
     if isinstance(fn, str):
-        return check_impl(fn, kind=kind, dim=dim)
-    return check_callable(fn, kind, dim=dim, name=name)
+        return check_target(fn, kind, dim=dim, expect=expect, timeout=timeout)
+    return check_callable(fn, kind, dim=dim, expect=expect, name=name)
 
 
 __all__ = ["check", "ConformanceReport"]

@@ -35,10 +35,10 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..proofs.conformance import check_target
+    from ..api.conformance import check
 
-    report = check_target(args.impl, kind=args.kind, dim=args.dim, expect=args.expect,
-                          timeout=args.timeout)
+    report = check(args.impl, kind=args.kind, dim=args.dim, expect=args.expect,
+                   timeout=args.timeout)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

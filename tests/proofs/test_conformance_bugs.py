@@ -320,3 +320,14 @@ def test_no_negative_zero_in_counterexamples(values):
         return np.broadcast_to(table[np.minimum(k, n)], (H, n, n)).copy()
     text = check_callable(g, "bias").text()
     assert not NEG_ZERO.search(text), text
+
+
+def test_front_door_check_takes_a_callable_or_an_impl_string_with_expect():
+    import posenc
+    from posenc.proofs.conformance import ConformanceReport
+
+    report = posenc.check(alibi_symmetric, expect="slopes=press")
+    assert isinstance(report, ConformanceReport) and report.ok
+    assert report.to_dict()["ok"] is True and "conforms" in report.text()
+    bad = posenc.check(alibi_symmetric, expect="slopes=exp")
+    assert not bad.ok and [p.name for p in bad.failures] == ["expected"]
