@@ -201,13 +201,14 @@ def _slip_hint(recovered: dict[int, np.ndarray]) -> str:
     for name, f in formulas.items():
         slips = {
             "with head index h−1 (an off-by-one: h = 0..H−1)":
-                lambda H: [f(np.arange(H), H)],
+                lambda H, f=f: [f(np.arange(H), H)],
             "with head index h+1 (an off-by-one: h = 2..H+1)":
-                lambda H: [f(np.arange(2, H + 2), H)],
+                lambda H, f=f: [f(np.arange(2, H + 2), H)],
             "of H+1 heads (an off-by-one in n_heads)":
-                lambda H: [f(np.arange(1, H + 1), H + 1), alibi_slopes(H + 1, name)[:H]],
+                lambda H, f=f, name=name: [f(np.arange(1, H + 1), H + 1),
+                                           alibi_slopes(H + 1, name)[:H]],
             "of H−1 heads (an off-by-one in n_heads)":
-                lambda H: [f(np.arange(1, H + 1), H - 1)] if H > 1 else [],
+                lambda H, f=f: [f(np.arange(1, H + 1), H - 1)] if H > 1 else [],
         }
         for what, guesses in slips.items():
             explained = 0

@@ -45,7 +45,7 @@ def _diagnose_start(M: np.ndarray, M0: np.ndarray, summary: dict) -> str:
     slow = int(np.argmin(np.where(np.abs(theta) > 1e-12, np.abs(theta), np.inf)))
     if abs(theta[slow]) <= 1e-12:
         return ""
-    c = int(round(phi[slow] / theta[slow]))
+    c = round(float(phi[slow] / theta[slow]))
     if c != 0 and np.all(np.abs(_wrap(phi - c * theta)) < 1e-5):
         summary["offset"] = c
         return (f"positions start at {c}: f(x, p) = RoPE(x, p + {c}) (an off-by-one in the "
