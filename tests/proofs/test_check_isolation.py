@@ -146,3 +146,11 @@ def test_check_target_returns_the_same_report_as_in_process(user_file):
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "1e9"])
 def test_bad_timeout_is_one_line(main, user_file, timeout):
     one_line_error(main("check", f"{user_file}:alibi", "--timeout", timeout), "--timeout")
+
+
+def test_expect_with_a_slope_list_crosses_to_the_child(user_file):
+    listed = [2.0 ** (-8.0 * h / 4) for h in range(1, 5)]
+    report = check_target(f"{user_file}:alibi", expect={"slopes": listed})
+    assert report.ok and report.properties[-1].name == "expected", report.text()
+    bad = check_target(f"{user_file}:alibi", expect={"slopes": listed[::-1]})
+    assert bad.failures[0].name == "expected"

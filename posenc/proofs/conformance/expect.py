@@ -40,7 +40,8 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
     if expect is None or expect == "" or expect == {}:
         return None
     if isinstance(expect, dict):
-        items = [(str(k), str(v)) for k, v in expect.items() if k != "kind"]
+        items = [(str(k), ":".join(str(float(x)) for x in v) if isinstance(v, (list, tuple))
+                  else str(v)) for k, v in expect.items() if k != "kind"]
     elif isinstance(expect, str):
         items = []
         for part in expect.split(","):
