@@ -2,7 +2,8 @@
 
 The bytes go to a temporary file in the same folder, are flushed and fsync'ed, and the file is
 moved into place with :func:`os.replace`; on any error (a kill between the two leaves only a
-hidden ``.NAME.*.tmp``) the temporary file is removed.  Used for run folders (checkpoints,
+hidden ``.NAME.*.tmp``) the temporary file is removed, and an :class:`OSError` (a full disk, a
+read-only folder) becomes one :class:`~posenc.errors.WriteError` line naming the file.  Used for run folders (checkpoints,
 configs, metrics), the results store and the reports.
 """
 
@@ -14,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from .errors import WriteError
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -24,8 +27,11 @@ def _umask() -> int:
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Call ``write(binary file)`` and move the result to ``path`` atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteError.wrap(str(path), exc) from None
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         with os.fdopen(fd, "wb") as fh:
@@ -33,11 +39,13 @@ def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError.wrap(str(path), exc) from None
         raise
 
 

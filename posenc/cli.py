@@ -64,3 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the file system said no (full disk, read-only folder, ...)
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"posenc: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2

@@ -15,12 +15,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .errors import PosencError
+from .errors import PosencError, WriteError
 from .report_dynamics import FIGURE as DYNAMICS_FIGURE, SECTION as DYNAMICS_SECTION
 
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
@@ -38,12 +40,18 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               ray_address: Optional[str] = None, device: Optional[str] = None,
               overrides: Optional[dict[str, Any]] = None,
               roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
-              theory: bool = True, log: Callable[[str], None] = print) -> Path:
-    """Run (or resume) the reproduction sweep and write its report; returns report.md's path."""
+              theory: bool = True, log: Callable[[str], None] = print, wait: bool = False) -> Path:
+    """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
+
+    One writer per store: another sweep running into ``out`` is a PosencError naming its PID,
+    or (``wait=True``) waited for.  If any run failed, the report of the finished runs is still
+    written and the failures are logged, then a PosencError says how many failed."""
     from .empirical.reproduction import WORKER, ReproductionPlan
     from .empirical.store import RunStore
+    from .empirical.config import check_threads
     from .empirical.sweep import run_jobs
 
+    check_threads(threads)
     plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
                                         overrides=dict(overrides or {}))
     jobs = plan.jobs(device=device)  # validates every config before anything is written
@@ -59,12 +67,17 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {seeds_txt}) "
         f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
-                       ray_address=ray_address, on_done=on_done)
+                       ray_address=ray_address, on_done=on_done, wait=wait,
+                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"))
     log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():
         log(f"  failed {rid}: {msg}")
-    return build_report(store.root, preset=plan.preset, theory=theory)
+    path = build_report(store.root, preset=plan.preset, theory=theory)
+    if summary.failed:
+        raise PosencError(f"{len(summary.failed)} of {summary.total} runs failed (listed above); "
+                          f"the report of the finished runs is at {path}")
+    return path
 
 
 def theory_claims(store_root: Path) -> list[dict[str, Any]]:
@@ -76,10 +89,13 @@ def theory_claims(store_root: Path) -> list[dict[str, Any]]:
 
     cache = store_root / "theory_claims.json"
     ids = [c.id for c in all_claims()]
-    if cache.is_file():
-        data = json.loads(cache.read_text())
-        if data.get("version") == __version__ and data.get("ids") == ids:
+    try:  # a damaged cache is recomputed, not trusted
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        if data.get("version") == __version__ and data.get("ids") == ids \
+                and isinstance(data.get("claims"), list):
             return data["claims"]
+    except (OSError, ValueError, AttributeError):
+        pass
     rows = []
     for claim in all_claims():
         res = run_claim(claim, examples=THEORY_EXAMPLES)
@@ -126,7 +142,33 @@ def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str
 
 
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True) -> Path:
-    """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs."""
+    """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs
+    (built in a private temporary folder moved into place: a failure leaves the old report)."""
+    store_root = Path(store_root)
+    results, rows = _load_results(store_root)
+    if not results:
+        raise PosencError(f"no finished experiment runs in {store_root}")
+    out = store_root / "report"
+    try:  # a private folder: two reports at once (or one beside a sweep) never mix files
+        tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=store_root))
+        os.chmod(tmp, 0o755)
+    except OSError as exc:
+        raise WriteError.wrap(f"the report in {store_root}", exc) from None
+    try:
+        _write_report(tmp, store_root, results, rows, preset, theory)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, PosencError):
+            raise WriteError.wrap(f"the report in {store_root}", exc) from None
+        raise
+    return out / "report.md"
+
+
+def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
+                  rows: list[dict[str, Any]], preset: Optional[str], theory: bool) -> None:
     from .empirical.ablation import AblationTable
     from .empirical.plots import ablation_strip_plot
     from .proofs.dynamics_verdicts import evaluate_dynamics
@@ -134,15 +176,6 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     from . import report_figures as figs
     from .report_dynamics import dynamics_figure, dynamics_markdown, dynamics_results
 
-    store_root = Path(store_root)
-    results, rows = _load_results(store_root)
-    if not results:
-        raise PosencError(f"no finished experiment runs in {store_root}")
-    out = store_root / "report"
-    tmp = store_root / "report.tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
     results.sort(key=lambda r: (r["summary"]["task"], r["summary"]["tags"]["role"], r["summary"]["seed"]))
     verdicts = evaluate(results) + evaluate_dynamics(results)
     acc = accuracy_table(results)
@@ -182,10 +215,6 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     writer.writeheader()
     writer.writerows(rows)
     (tmp / "runs.csv").write_text(buf.getvalue())
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
-    return out / "report.md"
 
 
 def _fmt_iv(row: dict[str, Any]) -> str:

@@ -24,11 +24,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..api.experiments import ablate, load_run
-    from ..errors import PosencError
+    from ..empirical.config import check_threads
 
     if args.threads is not None:
-        if args.threads < 1:
-            raise PosencError(f"--threads must be a positive integer; got {args.threads}")
+        check_threads(args.threads)
         torch.set_num_threads(args.threads)
     run = load_run(args.run_dir)
     if args.threads is None and run.config.num_threads is not None:

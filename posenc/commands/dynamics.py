@@ -29,24 +29,23 @@ def register(subs: argparse._SubParsersAction) -> None:
     g.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--epochs", type=int, help="override the preset's number of epochs")
-    g.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
+    g.add_argument("--threads", type=int, help="torch threads, at least 1 (default: torch's)")
     g.add_argument("--every", type=int, default=25, help="record every N steps (default 25)")
     p.set_defaults(func=run)
 
 
 def _record(args: argparse.Namespace) -> None:
-    from ..empirical.config import preset
+    from ..empirical.config import check_threads, preset
     from ..empirical.dynamics import DynamicsConfig
     from ..empirical.dynamics_summary import dynamics_worker
-    from ..errors import PosencError
 
-    if args.threads < 0:
-        raise PosencError(f"--threads must be >= 0; got {args.threads}")
+    if args.threads is not None:
+        check_threads(args.threads)
     over = {} if args.epochs is None else {"epochs": args.epochs}
     cfg = preset(args.preset, task=args.task, pe=args.pe, seed=args.seed, **over)
     dyn = DynamicsConfig(every=args.every)
     dynamics_worker({"train": cfg.to_dict(), "dynamics": dyn.to_dict()}, args.run_dir,
-                    args.threads)
+                    args.threads or 0)  # 0: the worker keeps torch's setting
 
 
 def _yn(v) -> str:

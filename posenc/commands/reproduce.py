@@ -25,6 +25,8 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a training-config field of every run, e.g. --set epochs=10 "
                         "--set task.n_samples=20000 (JSON values; repeatable)")
+    p.add_argument("--wait", action="store_true",
+                   help="if another sweep is writing the store, wait for it instead of stopping")
     p.add_argument("--no-theory", action="store_true",
                    help="leave the theory-claims table out of the report (saves about a minute)")
     p.set_defaults(func=run)
@@ -37,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
                      count_seeds=args.count_seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
                      device=args.device, roles=_list(args.roles), tasks=_list(args.tasks),
-                     overrides=_overrides(args.overrides), theory=not args.no_theory)
+                     overrides=_overrides(args.overrides), theory=not args.no_theory,
+                     wait=args.wait)
     print(f"report: {path}")
     return 0
 

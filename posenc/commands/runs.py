@@ -17,8 +17,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..empirical.store import RunStore
 
-    store = RunStore(args.store, create=False)
-    store.reconcile()
+    store = RunStore(args.store, create=False)  # a reader: the folders decide, nothing is written
     recs = list(store.records())
     if args.json:
         print(json.dumps([{"id": r.id, "state": r.state, "kind": r.kind, "label": r.label,

@@ -326,6 +326,12 @@ def _check(ok: bool, msg: str) -> None:
         raise PosencError(msg)
 
 
+def check_threads(value: Any, flag: str = "--threads") -> None:
+    """The one rule for a thread count, in every command: an integer >= 1 (0 is refused, not
+    read as "all cores")."""
+    _pos_int(flag, value)
+
+
 def _pos_int(name: str, value: Any) -> None:
     _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
            f"{name} must be a positive integer; got {value!r}")

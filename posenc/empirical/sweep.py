@@ -16,7 +16,12 @@ returns, this process moves the staging folder into ``runs/<id>`` and commits
 the result (see :mod:`~posenc.empirical.store`).  Ray workers run in a temp
 folder on their node and send the files back with the result, so no shared
 file system is needed.  Finished runs are skipped; unfinished and failed ones
-are redone.
+are redone, and so is a finished run whose ``result.json`` is damaged.
+
+One writer per store: :func:`run_jobs` holds the store's lock
+(:mod:`~posenc.empirical.store_lock`) from start to end; a second sweep into the same store
+gets one line naming the holder (or waits, ``wait=True``).  Local pool workers die with the
+sweep process (:func:`_die_with_parent`), so a SIGKILLed sweep leaves no orphans.
 """
 
 from __future__ import annotations
@@ -24,8 +29,12 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 import socket
+import sys
 import tempfile
+import threading
+import time
 import traceback
 import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -69,6 +78,36 @@ def _call_worker(worker: str, config: dict, folder: str, threads: int) -> dict:
     return resolve_worker(worker)(config, folder, threads)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 1.0
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool-worker initializer: end this worker when the sweep process ``parent`` dies.
+
+    On Linux the kernel sends SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``);
+    everywhere a daemon thread also polls ``os.getppid()`` (re-parenting means the parent is
+    gone), which covers other systems and the race of a parent dying before the prctl call.
+    The workers' end also ends multiprocessing's resource tracker (it exits on EOF of the
+    pipe the workers hold open)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the polling thread still covers it
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, name="posenc-parent-watch", daemon=True).start()
+
+
 def _ray_task(worker: str, config: dict, threads: int) -> tuple[dict, dict[str, bytes]]:
     with tempfile.TemporaryDirectory(prefix="posenc-ray-") as tmp:
         result = _call_worker(worker, config, tmp, threads)
@@ -96,13 +135,33 @@ def check_ray_address(address: str | None) -> None:
 
 def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "local",
              workers: int = 1, threads: int = 1, ray_address: str | None = None,
-             on_done: Callable[[str, Job, dict | None], None] | None = None) -> SweepSummary:
-    """Execute every unfinished job; returns what was skipped, completed and failed."""
+             on_done: Callable[[str, Job, dict | None], None] | None = None,
+             wait: bool = False, on_wait: Callable[[str], None] | None = None) -> SweepSummary:
+    """Execute every unfinished job; returns what was skipped, completed and failed.
+
+    Holds the store's writer lock throughout: another writer means one PosencError naming
+    its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
+    from .config import check_threads
+
     if backend not in BACKENDS:
         raise PosencError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if workers < 1:
         raise PosencError(f"--workers must be at least 1; got {workers}")
-    store.reconcile()
+    check_threads(threads)
+    own = not store.lock.held
+    if own:
+        store.lock.acquire(wait=wait, on_wait=on_wait)
+    try:
+        return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done)
+    finally:
+        if own:
+            store.lock.release()
+
+
+def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, workers: int,
+              threads: int, ray_address: str | None,
+              on_done: Callable[[str, Job, dict | None], None] | None) -> SweepSummary:
+    store.heal()
     staging_root = store.root / "staging"
     if staging_root.exists():
         shutil.rmtree(staging_root, ignore_errors=True)
@@ -112,7 +171,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
     for job in jobs:
         summary.total += 1
         rid = store.add(job.config, job.kind, job.label)
-        if store.is_done(rid):
+        if store.is_done(rid) and _intact(store, rid):
             summary.skipped += 1
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
@@ -136,8 +195,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
     def new_staging(rid: str) -> Path:
         path = staging_root / f"{rid}.{uuid.uuid4().hex[:8]}"
         path.mkdir()
-        from .store import CONFIG_FILE, atomic_write_json
-        atomic_write_json(path / CONFIG_FILE, store.get(rid).config)
+        store.stage(rid, path)
         return path
 
     if backend == "ray":
@@ -156,7 +214,8 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
             commit(rid, job, staging, result)
     else:
         import multiprocessing as mp
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             pending = {}
             for rid, job in todo:
                 staging = new_staging(rid)
@@ -209,6 +268,15 @@ def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         commit(rid, job, staging, result)
+
+
+def _intact(store: RunStore, rid: str) -> bool:
+    """Whether a finished run's result.json reads back (a damaged one is redone)."""
+    try:
+        store.result(rid)
+        return True
+    except PosencError:
+        return False
 
 
 def _describe(exc: BaseException) -> str:

@@ -117,7 +117,7 @@ def test_ray_backend_gives_the_same_results_as_local(tmp_path, monkeypatch):
     a, b = RunStore(tmp_path / "a"), RunStore(tmp_path / "b")
     run_jobs(a, jobs([1, 2]), WORKER)
     try:
-        summary = run_jobs(b, jobs([1, 2]), WORKER, backend="ray", threads=0)
+        summary = run_jobs(b, jobs([1, 2]), WORKER, backend="ray", threads=1)
     finally:
         ray.shutdown()
     assert not summary.failed, summary.failed
