@@ -278,6 +278,8 @@ def load_config(path: str) -> TrainConfig:
         raise PosencError(f"cannot read config {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise PosencError(f"config {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise PosencError(f"config {path} is not UTF-8 text") from None
     return config_from_dict(data)
 
 

@@ -308,7 +308,7 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     if res.skipped and (not records or not records[-1].get("final")):
         res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
         header, records = read_dynamics_file(folder_p)
-    run = load_run(folder, device=resolve_device(cfg.device))  # ablate where the run trained
+    run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)  # ablate where the run trained
     test = run.data().test
     table = ablate(run.model, test.subset(slice(0, min(n_ablate, len(test)))), "zero",
                    seed=cfg.seed, distances=False)

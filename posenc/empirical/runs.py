@@ -8,6 +8,13 @@ The names leave ``config.json`` and ``result.json`` to the results store
 (:mod:`posenc.empirical.store`), which may own the same folder.  Every
 file is written to a temporary name in the same folder and moved into place
 with :func:`os.replace`, so a killed process never leaves a half-written file.
+
+Safe loading.  A checkpoint carries the config it was trained with; every load compares it with
+the folder's ``train_config.json`` and with the config the caller asked for
+(:func:`check_checkpoint`), so an edited or swapped config is refused in one line instead of
+giving another run's weights under its name.  Damaged files (a truncated ``metrics.jsonl``, a
+corrupt ``train_summary.json``, a non-UTF-8 config, a checkpoint without optimiser or RNG state)
+are one :class:`~posenc.errors.PosencError` line each.
 """
 
 from __future__ import annotations
@@ -49,22 +56,104 @@ def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dic
     return ckpt
 
 
+def same_run(a: TrainConfig, b: TrainConfig) -> bool:
+    """Whether two configs train the same run (device, threads, eval batch size aside)."""
+    strip = dict(device="auto", num_threads=None, eval_batch_size=1)
+    return a.replace(**strip) == b.replace(**strip)
+
+
+def config_diff(a: TrainConfig, b: TrainConfig, limit: int = 3) -> str:
+    """The first dotted keys where two configs differ, as ``key a -> b`` (for one-line errors)."""
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+        return out
+    fa, fb = flat(a.to_dict()), flat(b.to_dict())
+    keys = [k for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)
+            and k not in ("device", "num_threads", "eval_batch_size")]
+    return ", ".join(f"{k} {fa.get(k)!r} -> {fb.get(k)!r}" for k in keys[:limit]) + \
+        (", ..." if len(keys) > limit else "")
+
+
+def check_checkpoint(ckpt: dict[str, Any], path: str | Path, config: TrainConfig,
+                     against: str) -> None:
+    """Refuse a checkpoint whose own config is not ``config`` (``against`` names where that
+    came from, e.g. the folder's train_config.json)."""
+    data = ckpt.get("config")
+    try:
+        own = config_from_dict(data)
+    except PosencError:
+        raise PosencError(f"checkpoint {path} does not record a valid config, so it cannot be "
+                          f"checked against {against}") from None
+    if not same_run(own, config):
+        raise PosencError(f"checkpoint {path} was trained with another config than {against} "
+                          f"({config_diff(own, config)}); refusing to use it")
+
+
+def check_resumable(ckpt: dict[str, Any], path: str | Path) -> None:
+    """A checkpoint to resume from needs optimiser state, a CPU RNG state, epoch and metrics."""
+    opt, rng = ckpt.get("optimizer"), ckpt.get("rng")
+    epoch, metrics = ckpt.get("epoch"), ckpt.get("metrics")
+    if not (isinstance(opt, dict) and isinstance(opt.get("state"), dict)
+            and isinstance(opt.get("param_groups"), list)):
+        why = "no optimizer state"
+    elif not (isinstance(rng, torch.Tensor) and rng.dtype == torch.uint8 and rng.dim() == 1
+              and rng.numel() == torch.get_rng_state().numel()):
+        why = "a bad RNG state"
+    elif not (isinstance(epoch, int) and isinstance(metrics, list) and len(metrics) == epoch
+              and all(isinstance(m, dict) for m in metrics)):
+        why = "bad epoch/metrics records"
+    else:
+        return
+    raise PosencError(f"checkpoint {path} has {why}; it cannot be resumed (start over with --restart)")
+
+
 def read_config(run_dir: str | Path) -> TrainConfig:
     path = Path(run_dir) / CONFIG
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PosencError(f"{run_dir} has no {CONFIG}; is it a run folder?") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise PosencError(f"cannot read {path}: not UTF-8 text") from None
+    except (OSError, ValueError) as exc:
         raise PosencError(f"cannot read {path}: {exc}") from None
     return config_from_dict(data)
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """``metrics.jsonl`` (missing: none); a damaged file is one PosencError line."""
     path = Path(run_dir) / METRICS
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    except (OSError, ValueError):
+        raise PosencError(f"{path} is damaged (not JSON lines); the checkpoint still holds the "
+                          f"metrics") from None
+    if not all(isinstance(r, dict) for r in rows):
+        raise PosencError(f"{path} is damaged (a line is not a JSON object)")
+    return rows
+
+
+SUMMARY_KEYS = ("final", "best_test_acc", "n_params", "seconds", "device")
+
+
+def read_summary(run_dir: str | Path) -> Optional[dict[str, Any]]:
+    """``train_summary.json`` of a finished run (None if absent); corrupt or incomplete: one line."""
+    path = Path(run_dir) / RESULT
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if not (isinstance(data, dict) and all(k in data for k in SUMMARY_KEYS)
+            and isinstance(data["final"], dict) and "test_acc" in data["final"]):
+        raise PosencError(f"{path} is corrupt or incomplete; delete it to finish the run again "
+                          f"from its checkpoint")
+    return data
 
 
 def write_metrics(run_dir: str | Path, metrics: list[dict[str, Any]]) -> None:
@@ -97,13 +186,21 @@ def model_for(config: TrainConfig) -> Transformer:
     return build_model(config.model, t.vocab_size, t.n_classes, t.length)
 
 
-def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> Run:
-    """Load a run folder (one clear PosencError if it is missing or damaged)."""
+def load_run(run_dir: str | Path, device: str | torch.device = "cpu",
+             expected: Optional[TrainConfig] = None) -> Run:
+    """Load a run folder (one clear PosencError if it is missing or damaged).
+
+    The checkpoint's own config must be the folder's ``train_config.json`` and, when given,
+    ``expected`` (the config the caller trained or asked for)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise PosencError(f"run folder {run_dir} does not exist")
     config = read_config(run_dir)
+    if expected is not None and not same_run(config, expected):
+        raise PosencError(f"{run_dir / CONFIG} is not the config asked for "
+                          f"({config_diff(config, expected)})")
     ckpt = read_checkpoint(run_dir / CHECKPOINT, device)
+    check_checkpoint(ckpt, run_dir / CHECKPOINT, config, f"its {CONFIG}")
     model = model_for(config)
     try:
         model.load_state_dict(ckpt["model"])
@@ -111,7 +208,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> Run:
         raise PosencError(f"checkpoint in {run_dir} does not match its config "
                           f"({str(exc).splitlines()[0][:120]})") from None
     model.to(device).eval()
-    result = None
-    if (run_dir / RESULT).is_file():
-        result = json.loads((run_dir / RESULT).read_text(encoding="utf-8"))
-    return Run(run_dir, config, model, list(ckpt.get("metrics", [])), int(ckpt.get("epoch", 0)), result)
+    metrics, epoch = ckpt.get("metrics", []), ckpt.get("epoch", 0)
+    if not (isinstance(metrics, list) and isinstance(epoch, int)):
+        raise PosencError(f"checkpoint {run_dir / CHECKPOINT} has bad epoch/metrics records")
+    return Run(run_dir, config, model, list(metrics), epoch, read_summary(run_dir))

@@ -26,7 +26,8 @@ from ..errors import PosencError
 from .config import TrainConfig
 from .model import Transformer
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
-                   dataset_for, model_for, read_checkpoint, read_config, write_metrics)
+                   check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
+                   read_config, same_run, write_metrics)
 from .tasks import TaskData
 
 if TYPE_CHECKING:
@@ -92,11 +93,6 @@ def evaluate(model: Transformer, data: TaskData, batch_size: int = 512,
     return loss_sum / len(data), correct / len(data)
 
 
-def _same_run(a: TrainConfig, b: TrainConfig) -> bool:
-    strip = dict(device="auto", num_threads=None, eval_batch_size=1)
-    return a.replace(**strip) == b.replace(**strip)
-
-
 def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: Optional[bool] = None,
           resume: bool = True, on_step: Optional[Callable[[int, float], None]] = None,
           dynamics: Optional["DynamicsConfig"] = None) -> RunResult:
@@ -112,12 +108,18 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     out = Path(out_dir) if out_dir is not None else Path("runs") / config.run_id()
     if out.exists() and not out.is_dir():
         raise PosencError(f"{out} exists and is not a folder")
-    if (out / CONFIG).is_file():
-        if not _same_run(read_config(out), config):
-            raise PosencError(f"{out} holds a run of a different config; choose another --out")
-        if resume and (out / RESULT).is_file() and (out / CHECKPOINT).is_file():
-            return _finished(out, config)
-    out.mkdir(parents=True, exist_ok=True)
+    if (out / CONFIG).is_file() and not same_run(read_config(out), config):
+        raise PosencError(f"{out} holds a run of a different config; choose another --out")
+    if resume and (out / CHECKPOINT).is_file():  # never resume (or skip) another run's weights
+        ckpt = read_checkpoint(out / CHECKPOINT)
+        check_checkpoint(ckpt, out / CHECKPOINT, config, "the config asked for")
+        check_resumable(ckpt, out / CHECKPOINT)
+        if (out / CONFIG).is_file() and (out / RESULT).is_file():
+            return _finished(out, config, ckpt["metrics"])
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PosencError(f"cannot create the run folder {out}: {exc.strerror or exc}") from None
     if not resume:  # starting over: no file of the previous attempt may survive to mislead
         for name in (RESULT, CHECKPOINT, METRICS):
             (out / name).unlink(missing_ok=True)
@@ -151,11 +153,16 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     start_epoch = 0
     if resume and (out / CHECKPOINT).is_file():
         ckpt = read_checkpoint(out / CHECKPOINT, device)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        torch.set_rng_state(ckpt["rng"].cpu())
-        if device.type == "cuda" and "cuda_rng" in ckpt:
-            torch.cuda.set_rng_state(ckpt["cuda_rng"].cpu(), device)
+        try:
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["optimizer"])
+            torch.set_rng_state(ckpt["rng"].cpu())
+            if device.type == "cuda" and "cuda_rng" in ckpt:
+                torch.cuda.set_rng_state(ckpt["cuda_rng"].cpu(), device)
+        except (RuntimeError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+            raise PosencError(f"checkpoint {out / CHECKPOINT} cannot be resumed ({first}); "
+                              f"start over with --restart") from None
         metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
     recorder = None
     if dynamics is not None:
@@ -226,10 +233,10 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                      result["best_test_acc"], model.n_params, seconds, str(device))
 
 
-def _finished(out: Path, config: TrainConfig) -> RunResult:
-    from .runs import read_metrics
-    result = json.loads((out / RESULT).read_text(encoding="utf-8"))
-    metrics = read_metrics(out)
+def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> RunResult:
+    """A finished run, read back: the summary checked, the metrics from its checkpoint."""
+    from .runs import read_summary
+    result = read_summary(out)
     return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
                      result["best_test_acc"], result["n_params"], result["seconds"],
                      result["device"], skipped=True)
