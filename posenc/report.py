@@ -73,11 +73,15 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():
         log(f"  failed {rid}: {msg}")
-    path = build_report(store.root, preset=plan.preset, theory=theory)
-    if summary.failed:
-        raise PosencError(f"{len(summary.failed)} of {summary.total} runs failed (listed above); "
-                          f"the report of the finished runs is at {path}")
-    return path
+    if not summary.failed:
+        return build_report(store.root, preset=plan.preset, theory=theory)
+    failed = (f"{len(summary.failed)} of {summary.total} runs failed (listed above; the first: "
+              f"{next(iter(summary.failed.values()))[:200]})")
+    try:
+        path = build_report(store.root, preset=plan.preset, theory=theory)
+    except PosencError as exc:
+        raise PosencError(f"{failed}; no report ({exc})") from None
+    raise PosencError(f"{failed}; the report of the finished runs is at {path}")
 
 
 def theory_claims(store_root: Path) -> list[dict[str, Any]]:

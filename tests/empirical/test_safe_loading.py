@@ -201,3 +201,16 @@ def test_dynamics_record_on_a_full_or_read_only_disk(capsys, tmp_path, monkeypat
     _one_line(capsys, ["dynamics", str(tmp_path / "d"), "--record", "--preset", "smoke",
                        "--epochs", "1"], match)
     assert _files(tmp_path / "d") == []
+
+
+# -- item 8: --threads 0 means the same in every command: refused ------------------------------
+
+def test_threads_zero_is_refused_by_every_command(capsys, run, tmp_path):
+    for argv in (["train", *SMALL, "--out", str(tmp_path / "t")],
+                 ["ablate", str(run)],
+                 ["dynamics", str(tmp_path / "d"), "--record", "--preset", "smoke"],
+                 ["reproduce", "--preset", "smoke", "--out", str(tmp_path / "s")]):
+        for bad in ("0", "-2"):
+            err = _one_line(capsys, [*argv, "--threads", bad], "must be a positive integer")
+            assert "threads" in err and f"got {bad}" in err, err
+    assert not any(tmp_path.glob("[tds]"))  # refused before anything was written
