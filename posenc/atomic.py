@@ -3,8 +3,8 @@
 The bytes go to a temporary file in the same folder, are flushed and fsync'ed, and the file is
 moved into place with :func:`os.replace`; on any error (a kill between the two leaves only a
 hidden ``.NAME.*.tmp``) the temporary file is removed, and an :class:`OSError` (a full disk, a
-read-only folder) becomes one :class:`~posenc.errors.WriteError` line naming the file.  Used for run folders (checkpoints,
-configs, metrics), the results store and the reports.
+read-only folder) becomes one :class:`~posenc.errors.WriteError` line naming the file.  Used for
+run folders (checkpoints, configs, metrics), the results store and the reports.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
             res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
     else:
         res = train(cfg, folder, progress=False)
-    run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)  # ablate and probe where it trained
+    # ablate and probe where it trained; the checkpoint must be of the config just trained
+    run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
     test = run.data().test
     sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
     ablations = {}
