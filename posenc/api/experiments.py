@@ -114,11 +114,13 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               ray_address: Optional[str] = None, device: Optional[str] = None,
               roles: Optional[Sequence[str]] = None, tasks: Optional[Sequence[str]] = None,
               overrides: Optional[dict[str, Any]] = None, theory: bool = True,
-              log: Callable[[str], None] = print) -> Path:
+              log: Callable[[str], None] = print, wait: bool = False) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
-    the progress lines (``print`` by default; ``lambda s: None`` for silence).
+    the progress lines (``print`` by default; ``lambda s: None`` for silence).  ``wait``: if
+    another sweep is writing the store, wait for it (default: a PosencError naming its PID).
+    A failed run is a PosencError after the report of the finished runs is written.
     """
     from ..report import reproduce as run_reproduction
 
@@ -132,4 +134,4 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             ray_address=ray_address, device=device,
                             roles=None if roles is None else list(roles),
                             tasks=None if tasks is None else list(tasks),
-                            overrides=dict(overrides or {}), theory=theory, log=log)
+                            overrides=dict(overrides or {}), theory=theory, log=log, wait=wait)
