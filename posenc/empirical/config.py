@@ -142,6 +142,14 @@ class TrainConfig:
     (benchmarks/train_step.py --also bf16); slower on a CPU.  It changes the arithmetic, so it is
     part of the run id; at float32 it is left out of the config dict, so that run ids and stores
     written before the field existed stay valid.
+
+    Early stopping (off while ``patience`` is None): ``val_frac`` of the *training* split is held
+    out as a validation split (rows identical to a training row stay on its side; the test split
+    is never read for it); after every epoch the model is evaluated on it, and training stops once
+    ``patience`` evaluations in a row have not raised the best validation accuracy, or after
+    ``epochs`` (then a maximum).  The final model is the best-validation one (earliest on ties):
+    its weights are what the finished checkpoint holds and its test accuracy is the run's.  Like
+    ``precision``, both fields are left out of the config dict at their defaults.
     """
 
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -159,6 +167,8 @@ class TrainConfig:
     device: str = "auto"
     preset: str = "custom"
     precision: str = "float32"
+    patience: Optional[int] = None
+    val_frac: float = 0.1
 
     def __post_init__(self) -> None:
         _check(isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
@@ -175,11 +185,21 @@ class TrainConfig:
                f"device must be auto, cpu or cuda; got {self.device!r}")
         _check(self.precision in PRECISIONS,
                f"precision must be {' or '.join(PRECISIONS)}; got {self.precision!r}")
+        if self.patience is not None:
+            _pos_int("patience", self.patience)
+        _check(isinstance(self.val_frac, (int, float)) and 0 < self.val_frac < 1,
+               f"val_frac must be in (0, 1); got {self.val_frac!r}")
+
+    @property
+    def early_stopping(self) -> bool:
+        """Whether a validation split is carved from the training data and training stops early."""
+        return self.patience is not None
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        if data["precision"] == "float32":
-            del data["precision"]
+        for key, default in _LEFT_OUT_AT_DEFAULT.items():
+            if data[key] == default:
+                del data[key]
         return data
 
     def to_json(self) -> str:
@@ -197,6 +217,10 @@ class TrainConfig:
     def replace(self, **changes: Any) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
 
+
+#: Fields written into the config dict only when they differ from their default, so that run ids
+#: and stores written before the field existed stay valid.
+_LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1}
 
 NOTES = {
     "paper": "vocab_size 100, gradient clipping 1.0 and GELU are our choices (not given by the "

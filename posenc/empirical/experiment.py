@@ -8,7 +8,8 @@ folder the training files (:mod:`posenc.empirical.runs`), one
 ``probe.json``; it returns a JSON result that the report reads without
 loading any model:
 
-``summary``   task, pe, seed, test accuracy (fraction), epochs, seconds, params
+``summary``   task, pe, seed, test accuracy (fraction), epochs, seconds, params (and, for a run
+              with early stopping, where it stopped: see :mod:`posenc.empirical.train`)
 ``ablation``  {mode: AblationTable.to_dict()} on ``ablation_examples`` test examples
 ``probe``     position probe R^2 and positional energy per residual site
 ``metrics``   per-epoch training metrics
@@ -123,6 +124,8 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags}
+    if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
+        summary["early_stopping"] = res.early_stopping
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
     if dyn is not None:
         from .dynamics_summary import summarize

@@ -78,6 +78,17 @@ def make_split(task: TaskConfig, seed: int = 0) -> Split:
     return Split(data.subset(train_idx), data.subset(test_idx))
 
 
+def carve_validation(train: TaskData, val_frac: float, seed: int) -> tuple[TaskData, TaskData]:
+    """Split a *training* split into (train, validation), ``val_frac`` of it for validation, by
+    :func:`split_indices` (identical rows stay on one side) with a generator of its own seed."""
+    gen = torch.Generator().manual_seed(2 ** 40 + int(seed))  # apart from make_split's stream
+    keep, val = split_indices(train.tokens, 1.0 - val_frac, gen)
+    if len(keep) == 0 or len(val) == 0:
+        raise PosencError(f"the training split ({len(train)} examples) is too small to hold out "
+                          f"val_frac {val_frac:.0%} for validation")
+    return train.subset(keep), train.subset(val)
+
+
 def split_indices(tokens: torch.Tensor, train_frac: float,
                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices (sorted) of train and test rows; identical rows always fall on the same side."""

@@ -8,6 +8,14 @@ order of epoch e from a generator seeded with ``(seed, e)``, and the global RNG
 or a run resumed after a kill -- give the same metrics bit for bit (for a
 fixed ``num_threads``).  ``metrics.jsonl`` holds only such reproducible
 numbers; wall-clock times go to ``train_summary.json``.
+
+Early stopping (``config.patience`` set, see :class:`~posenc.empirical.config.TrainConfig`):
+a validation split carved from the training split (:func:`~posenc.empirical.tasks.carve_validation`)
+is evaluated after every epoch; :func:`should_stop` ends training once ``patience`` evaluations
+have not beaten the best one, and the best-validation weights (earliest on ties) become the run's
+final model -- the finished checkpoint holds them, and the run's test accuracy is theirs.  The
+decision reads validation accuracies only, never the test split.  The best weights travel in
+every checkpoint, so a resumed run stops at the same epoch with the same weights.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -28,7 +36,7 @@ from .model import Transformer
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
                    read_config, same_run, write_metrics)
-from .tasks import TaskData
+from .tasks import TaskData, carve_validation
 
 if TYPE_CHECKING:
     from .dynamics import DynamicsConfig
@@ -45,12 +53,13 @@ class RunResult:
     seconds: float
     device: str
     skipped: bool = False
+    early_stopping: Optional[dict[str, Any]] = None  # see _early_stopping_summary; None when off
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "config": self.config.to_dict(), "metrics": list(self.metrics),
                 "final_test_acc": self.final_test_acc, "best_test_acc": self.best_test_acc,
                 "n_params": self.n_params, "seconds": self.seconds, "device": self.device,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "early_stopping": self.early_stopping}
 
 
 def resolve_device(name: str) -> torch.device:
@@ -67,6 +76,21 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
         return (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def best_index(val_accs: Sequence[float]) -> int:
+    """Index of the best validation accuracy; only a strictly higher one counts as better, so
+    the earliest of tied evaluations wins."""
+    best = 0
+    for i, v in enumerate(val_accs):
+        if v > val_accs[best]:
+            best = i
+    return best
+
+
+def should_stop(val_accs: Sequence[float], patience: int) -> bool:
+    """True once the last ``patience`` evaluations have not improved on the best before them."""
+    return bool(val_accs) and len(val_accs) - 1 - best_index(val_accs) >= patience
 
 
 def autocast(precision: str, device: torch.device) -> torch.autocast:
@@ -141,6 +165,10 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     device = resolve_device(config.device)
     split = dataset_for(config)
     train_data, test_data = split.train, split.test
+    val_data = None
+    if config.early_stopping:  # carved from the training split alone
+        data_seed = config.task.data_seed if config.task.data_seed is not None else config.seed
+        train_data, val_data = carve_validation(train_data, config.val_frac, data_seed)
     torch.manual_seed(config.seed)
     model = model_for(config).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas,
@@ -151,6 +179,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     warmup = int(round(config.warmup_frac * total))
     metrics: list[dict[str, Any]] = []
     start_epoch = 0
+    best_state: Optional[dict[str, torch.Tensor]] = None  # weights of the best validation epoch
     if resume and (out / CHECKPOINT).is_file():
         ckpt = read_checkpoint(out / CHECKPOINT, device)
         try:
@@ -164,6 +193,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
             raise PosencError(f"checkpoint {out / CHECKPOINT} cannot be resumed ({first}); "
                               f"start over with --restart") from None
         metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
+        best_state = ckpt.get("best_model")
     recorder = None
     if dynamics is not None:
         from .dynamics import DynamicsRecorder
@@ -176,6 +206,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                else not progress, desc=f"{config.task.name} {config.model.pe}", leave=False)
     try:
         for epoch in range(start_epoch, config.epochs):
+            if val_data is not None and should_stop([m["val_acc"] for m in metrics],
+                                                    config.patience):
+                break
             t0 = time.perf_counter()
             model.train()
             order = torch.randperm(n, generator=torch.Generator().manual_seed(
@@ -206,6 +239,12 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
             metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
                             "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})
+            if val_data is not None:
+                val_loss, val_acc = evaluate(model, val_data, config.eval_batch_size, device,
+                                             config.precision)
+                metrics[-1].update(val_loss=val_loss, val_acc=val_acc)
+                if best_index([m["val_acc"] for m in metrics]) == len(metrics) - 1:
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if recorder is not None:  # before the checkpoint: a resume re-records past it
                 recorder.flush()
             atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
@@ -213,24 +252,47 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                                **({"cuda_rng": torch.cuda.get_rng_state(device)}
                                   if device.type == "cuda" else {}),
                                "epoch": epoch + 1, "metrics": metrics,
+                               **({"best_model": best_state} if best_state is not None else {}),
                                "config": config.to_dict()}, out / CHECKPOINT)
             write_metrics(out, metrics)
             epoch_seconds.append(time.perf_counter() - t0)
             bar.set_postfix(test_acc=f"{test_acc:.3f}")
     finally:
         bar.close()
+    final, stop = metrics[-1], None
+    if val_data is not None:  # the final model is the best-validation one
+        stop = _early_stopping_summary(config, metrics, len(val_data))
+        final = metrics[stop["best_epoch"] - 1]
+        model.load_state_dict(best_state)
+        ckpt = read_checkpoint(out / CHECKPOINT, device)
+        ckpt.update(model=best_state, best_epoch=stop["best_epoch"])
+        atomic_torch_save(ckpt, out / CHECKPOINT)
     if recorder is not None:
-        recorder.record(total, model, final=True)
+        recorder.record(len(metrics) * steps_per_epoch if stop else total, model, final=True)
         recorder.flush()
     seconds = time.perf_counter() - t_start
-    result = {"status": "finished", "run_id": config.run_id(), "final": metrics[-1],
+    result = {"status": "finished", "run_id": config.run_id(), "final": final,
               "best_test_acc": max(m["test_acc"] for m in metrics), "n_params": model.n_params,
               "seconds": seconds, "epoch_seconds": epoch_seconds, "device": str(device),
               "threads": torch.get_num_threads(), "torch": torch.__version__,
-              "train_examples": n, "test_examples": len(test_data)}
+              "train_examples": n, "test_examples": len(test_data),
+              **({"early_stopping": stop} if stop else {})}
     atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
-    return RunResult(str(out), config, tuple(metrics), metrics[-1]["test_acc"],
-                     result["best_test_acc"], model.n_params, seconds, str(device))
+    return RunResult(str(out), config, tuple(metrics), final["test_acc"],
+                     result["best_test_acc"], model.n_params, seconds, str(device),
+                     early_stopping=stop)
+
+
+def _early_stopping_summary(config: TrainConfig, metrics: list[dict[str, Any]],
+                            n_val: int) -> dict[str, Any]:
+    """Where training stopped and which epoch's weights it kept (from the validation history)."""
+    vals = [m["val_acc"] for m in metrics]
+    best = best_index(vals)
+    return {"patience": config.patience, "val_frac": config.val_frac, "val_examples": n_val,
+            "max_epochs": config.epochs, "stopped_epoch": len(metrics),
+            "stopped_step": metrics[-1]["step"], "stopped_early": should_stop(vals, config.patience)
+            and len(metrics) < config.epochs, "best_epoch": best + 1,
+            "best_step": metrics[best]["step"], "best_val_acc": vals[best]}
 
 
 def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> RunResult:
@@ -239,7 +301,7 @@ def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> 
     result = read_summary(out)
     return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
                      result["best_test_acc"], result["n_params"], result["seconds"],
-                     result["device"], skipped=True)
+                     result["device"], skipped=True, early_stopping=result.get("early_stopping"))
 
 
 def train_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
@@ -249,5 +311,6 @@ def train_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str,
     cfg = config_from_dict(config).replace(num_threads=threads)
     res = train(cfg, folder, progress=False)
     return {"summary": {"final_test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
-                        "epochs": len(res.metrics), "seconds": res.seconds, "n_params": res.n_params},
+                        "epochs": len(res.metrics), "seconds": res.seconds, "n_params": res.n_params,
+                        **({"early_stopping": res.early_stopping} if res.early_stopping else {})},
             "metrics": list(res.metrics)}

@@ -1,0 +1,263 @@
+"""The training loop's wiring, checked directly (not through "it learns"), and early stopping.
+
+Each wiring test spies on what ``train()`` really does: the learning rate on the optimiser at
+every step, the mode of the model in every forward pass, and the gradients handed to every
+optimiser step.  Each fails on one realistic bug that the learning test does not catch: warm-up
+set to 0, evaluation in training mode (dropout on), gradients accumulating without ``zero_grad``.
+"""
+
+import copy
+import importlib
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+from posenc.empirical import load_run, train
+from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
+from posenc.empirical.runs import CHECKPOINT, RESULT, dataset_for
+from posenc.empirical.tasks import Split, TaskData, carve_validation
+from posenc.empirical.train import best_index, lr_factor, should_stop
+
+train_mod = importlib.import_module("posenc.empirical.train")  # the package re-exports train()
+
+
+def tiny(**kw) -> TrainConfig:
+    task = TaskConfig(n_samples=500, max_left=2, max_gap=5, max_right=2, vocab_size=10)
+    model = ModelConfig(pe="rope", d_model=16, n_heads=2, n_layers=1, d_ff=16,
+                        dropout=kw.pop("dropout", 0.0))
+    return TrainConfig(task=task, model=model, **{"epochs": 3, "batch_size": 50, "lr": 3e-3, **kw})
+
+
+@pytest.fixture
+def spy_model(monkeypatch):
+    """Every model train() builds, in order."""
+    built = []
+
+    def model_for(config):
+        m = real(config)
+        built.append(m)
+        return m
+    real = train_mod.model_for
+    monkeypatch.setattr(train_mod, "model_for", model_for)
+    return built
+
+
+@pytest.fixture
+def step_hook():
+    handles = []
+
+    def register(fn):
+        handles.append(register_optimizer_step_pre_hook(lambda opt, args, kwargs: fn(opt)))
+    yield register
+    for h in handles:
+        h.remove()
+
+
+# ---------------------------------------------------------------------------------------- wiring
+
+def test_the_learning_rate_train_applies_is_the_warmup_cosine_schedule(tmp_path, step_hook):
+    cfg = tiny(warmup_frac=0.3)  # 7 steps per epoch, 21 in all: 6 warm-up steps
+    lrs = []
+    step_hook(lambda opt: lrs.append(opt.param_groups[0]["lr"]))
+    train(cfg, tmp_path / "r")
+    total = 3 * 7
+    warmup = round(0.3 * total)
+    assert len(lrs) == total
+    assert lrs == pytest.approx([cfg.lr * lr_factor(s, total, warmup) for s in range(total)],
+                                rel=1e-12)
+    # independently of lr_factor: a linear rise from lr/warmup to lr, then a decay
+    assert lrs[0] == pytest.approx(cfg.lr / warmup) and lrs[warmup - 1] == pytest.approx(cfg.lr)
+    assert all(a < b for a, b in zip(lrs[:warmup - 1], lrs[1:warmup]))
+    assert all(a > b for a, b in zip(lrs[warmup:-1], lrs[warmup + 1:]))
+
+
+def test_evaluation_runs_in_eval_mode_and_training_in_train_mode(tmp_path, spy_model):
+    seen = []
+
+    def hook(module, args):
+        seen.append((torch.is_grad_enabled(), [m.training for m in module.modules()]))
+    cfg = tiny(dropout=0.3, epochs=2)
+    real = train_mod.model_for
+
+    def hooked(config):
+        m = real(config)
+        m.register_forward_pre_hook(hook)
+        return m
+    train_mod.model_for = hooked
+    try:
+        res = train(cfg, tmp_path / "r")
+    finally:
+        train_mod.model_for = real
+    grad = [modes for g, modes in seen if g]
+    nograd = [modes for g, modes in seen if not g]
+    assert len(grad) == 2 * 7 and len(nograd) == 2  # 7 steps an epoch, one test pass an epoch
+    assert all(all(modes) for modes in grad)  # dropout on while training
+    assert not any(any(modes) for modes in nograd)  # and off in every evaluation
+    # the reported accuracy is the eval-mode accuracy of the saved weights (same batching)
+    run = load_run(tmp_path / "r")
+    test = dataset_for(cfg).test
+    with torch.no_grad():
+        correct = sum(int((run.model(test.tokens[s:s + cfg.eval_batch_size]).argmax(-1)
+                           == test.labels[s:s + cfg.eval_batch_size]).sum())
+                      for s in range(0, len(test), cfg.eval_batch_size))
+    assert res.final_test_acc == correct / len(test)
+
+
+def test_each_step_uses_the_gradient_of_its_own_batch_alone(tmp_path, spy_model, step_hook):
+    """The gradient an optimiser step receives equals a fresh backward of that step's batch on a
+    copy of the model (dropout 0 and no clipping, so nothing else touches it)."""
+    cfg = tiny(grad_clip=None, epochs=2)
+    split = dataset_for(cfg)
+    label_of = {tuple(r.tolist()): int(y) for r, y in zip(split.train.tokens, split.train.labels)}
+    batches, checked = [], []
+
+    def capture(module, args):
+        if torch.is_grad_enabled() and module is spy_model[0]:
+            batches.append(args[0].detach().clone())
+
+    def compare(opt):
+        model = spy_model[0]
+        tokens = batches[-1]
+        labels = torch.tensor([label_of[tuple(r.tolist())] for r in tokens])
+        ref = copy.deepcopy(model)
+        ref._forward_pre_hooks.clear()
+        ref.zero_grad(set_to_none=True)
+        F.cross_entropy(ref(tokens).float(), labels).backward()
+        # same float32 kernels on the same inputs: equal up to reduction-order rounding
+        checked.append(all(torch.allclose(p.grad, q.grad, rtol=1e-5, atol=1e-7)
+                           for p, q in zip(model.parameters(), ref.parameters())))
+
+    orig = train_mod.model_for
+
+    def hooked(config):
+        m = orig(config)
+        m.register_forward_pre_hook(capture)
+        return m
+    train_mod.model_for = hooked
+    step_hook(compare)
+    try:
+        train(cfg, tmp_path / "r")
+    finally:
+        train_mod.model_for = orig
+    assert len(checked) == 14 and all(checked), checked
+
+
+# -------------------------------------------------------------------------------- early stopping
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=30), st.integers(1, 6))
+def test_should_stop_matches_a_reference_loop(curve, patience):
+    best, since = curve[0], 0
+    expected = []
+    for v in curve[1:]:
+        if v > best:
+            best, since = v, 0
+        else:
+            since += 1
+        expected.append(since >= patience)
+    got = [should_stop(curve[:i + 1], patience) for i in range(1, len(curve))]
+    assert got == expected
+    assert curve[best_index(curve)] == max(curve) and max(curve) not in curve[:best_index(curve)]
+
+
+def scripted_val(monkeypatch, n_val, curve, snapshots):
+    """Replace the validation accuracy train() sees (the evaluation on ``n_val`` examples) by
+    ``curve`` (one value per epoch) and keep a copy of the weights at each validation."""
+    real = train_mod.evaluate
+
+    def evaluate(model, data, *a, **k):
+        loss, acc = real(model, data, *a, **k)
+        if len(data) == n_val:
+            snapshots.append({k2: v.clone() for k2, v in model.state_dict().items()})
+            return loss, curve[len(snapshots) - 1]
+        return loss, acc
+    monkeypatch.setattr(train_mod, "evaluate", evaluate)
+
+
+def test_early_stopping_stops_on_a_scripted_validation_curve_and_keeps_the_best(tmp_path,
+                                                                                 monkeypatch):
+    cfg = tiny(epochs=10, patience=2)
+    split = dataset_for(cfg)
+    _, val = carve_validation(split.train, cfg.val_frac, cfg.seed)
+    snaps = []
+    assert len(val) != len(split.test)
+    scripted_val(monkeypatch, len(val), [0.2, 0.5, 0.5, 0.7, 0.6, 0.7, 0.9, 0.9, 0.9, 0.9], snaps)
+    res = train(cfg, tmp_path / "r")
+    stop = res.early_stopping
+    # best 0.7 at epoch 4; epochs 5 and 6 do not beat it (a tie is no improvement): stop after 6
+    assert (stop["stopped_epoch"], stop["best_epoch"], stop["best_val_acc"]) == (6, 4, 0.7)
+    assert stop["stopped_early"] and stop["stopped_step"] == 6 * 7 and stop["best_step"] == 4 * 7
+    assert len(res.metrics) == 6 and len(snaps) == 6
+    assert res.final_test_acc == res.metrics[3]["test_acc"]
+    final = load_run(tmp_path / "r").model.state_dict()
+    assert all(torch.equal(final[k], snaps[3][k]) for k in final)  # the best epoch's weights
+    assert not all(torch.equal(final[k], snaps[5][k]) for k in final)
+    summary = json.loads((tmp_path / "r" / RESULT).read_text())
+    assert summary["early_stopping"] == stop and summary["final"]["epoch"] == 4
+
+
+def test_early_stopping_never_reads_the_test_split(tmp_path, monkeypatch):
+    cfg = tiny(epochs=12, patience=2, seed=3)
+    clean = train(cfg, tmp_path / "clean")
+    split = dataset_for(cfg)
+    t = split.test
+    # poison the test split: labels shifted by one class, so every test accuracy changes
+    poisoned = TaskData(t.tokens, (t.labels + 1) % t.n_classes, t.lengths, t.n_classes)
+    monkeypatch.setattr(train_mod, "dataset_for", lambda config: Split(split.train, poisoned))
+    dirty = train(cfg, tmp_path / "dirty")
+    assert [m["test_acc"] for m in dirty.metrics] != [m["test_acc"] for m in clean.metrics]
+    strip = ("test_loss", "test_acc")
+    assert [{k: v for k, v in m.items() if k not in strip} for m in dirty.metrics] == \
+        [{k: v for k, v in m.items() if k not in strip} for m in clean.metrics]
+    assert dirty.early_stopping == clean.early_stopping
+    a, b = (load_run(tmp_path / d).model.state_dict() for d in ("clean", "dirty"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_validation_split_is_carved_from_the_training_split():
+    cfg = tiny(patience=1)
+    split = dataset_for(cfg)
+    keep, val = carve_validation(split.train, 0.2, 0)
+    rows = lambda d: {tuple(r.tolist()) for r in d.tokens}  # noqa: E731
+    assert len(keep) + len(val) == len(split.train) and abs(len(val) - 0.2 * len(split.train)) < 10
+    assert rows(val) <= rows(split.train) and not rows(val) & rows(split.test)
+    assert not rows(val) & rows(keep)  # duplicates stay on one side
+    again = carve_validation(split.train, 0.2, 0)[1]
+    assert torch.equal(again.tokens, val.tokens)
+
+
+def test_early_stopping_is_deterministic_and_resumes_bit_identically(tmp_path):
+    cfg = tiny(epochs=12, patience=2, dropout=0.1)
+    full = train(cfg, tmp_path / "full")
+    assert full.early_stopping["stopped_epoch"] < 12  # it does stop early on this task
+    again = train(cfg, tmp_path / "again")
+    assert again.metrics == full.metrics and again.early_stopping == full.early_stopping
+    cut_at = full.early_stopping["best_step"] + 3  # after the best epoch, before the stop
+
+    def interrupt(step, loss):
+        if step == cut_at:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tmp_path / "cut", on_step=interrupt)
+    assert not (tmp_path / "cut" / RESULT).exists() and (tmp_path / "cut" / CHECKPOINT).exists()
+    resumed = train(cfg, tmp_path / "cut")
+    assert resumed.metrics == full.metrics and resumed.early_stopping == full.early_stopping
+    assert resumed.final_test_acc == full.final_test_acc
+    a, b = (load_run(tmp_path / d).model.state_dict() for d in ("full", "cut"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_early_stopping_fields_are_left_out_at_their_defaults():
+    base = tiny()
+    assert "patience" not in base.to_dict() and "val_frac" not in base.to_dict()
+    on = tiny(patience=3)
+    assert on.to_dict()["patience"] == 3 and on.run_id() != base.run_id()
+    from posenc.errors import PosencError
+    with pytest.raises(PosencError, match="patience must be a positive integer"):
+        tiny(patience=0)
+    with pytest.raises(PosencError, match="val_frac must be in"):
+        tiny(patience=2, val_frac=1.0)
