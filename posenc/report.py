@@ -236,19 +236,27 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
              "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
              f"{len(results)} runs, seeds {seeds}. Each verdict is over seeds: the per-seed statistic's "
              "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
-             "on one side of the threshold, inconclusive otherwise (see posenc.proofs.verdicts).", ""]
+             "on one side of the threshold, ceiling when an ordering of accuracies compares PEs that "
+             "all average >= 98%, inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
+             "statistic lies on the predicted side; *resolves*: the interval's half-width, the "
+             "smallest distance from the threshold these seeds decide at the observed spread "
+             "(see posenc.proofs.verdicts).", ""]
     lines += [SECTIONS[0], "", "| claim | statement | statistic | paper | measured: mean [95% CI] | "
-              "seeds | verdict |", "|---|---|---|---|---|---|---|"]
+              "seeds | seeds agreeing | resolves | verdict |", "|---|---|---|---|---|---|---|---|---|"]
     for v in verdicts:
         lines.append(f"| {v.claim} | {v.statement} | {v.statistic} | {v.paper} | {v.measured} | "
-                     f"{v.seeds} | **{v.verdict}** |")
+                     f"{v.seeds} | {v.agreement} | {v.resolution} | **{v.verdict}** |")
     lines += ["", SECTIONS[1], "", "![accuracy](accuracy.png)", "",
-              "| task | PE (role) | spec | test accuracy %: mean [95% CI] | per seed |",
-              "|---|---|---|---|---|"]
+              "Mean over seeds with a 95% Student-t interval on the logit scale (delta method; it "
+              "stays inside 0-100%); *test SE*: one run's test-set binomial standard error "
+              "(mean over seeds), the sampling error of a single accuracy.", "",
+              "| task | PE (role) | spec | test accuracy %: mean [95% CI] | test SE (points) | "
+              "per seed |", "|---|---|---|---|---|---|"]
     for task, roles in acc.items():
         for role, row in roles.items():
             vals = ", ".join(f"{v:.1f}" for v in row["values"])
-            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {vals} |")
+            se = "-" if row.get("test_se") is None else f"±{row['test_se']:.1f}"
+            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {vals} |")
     lines += ["", SECTIONS[2], "",
               "Accuracy after zeroing each head's output (`hook_z`) in turn, seed 0, distance task; "
               "the red star marks each layer's deposit head (largest drop).", ""]

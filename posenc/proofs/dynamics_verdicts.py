@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
-from .verdicts import Verdict, decide, t_interval, verdict_from_parts
+from .verdicts import Verdict, judge, verdict_from_parts
 
 TASK = "distance"
 PREDICTORS = ("signal", "attribution", "importance")
@@ -65,11 +65,9 @@ def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
         why = (f"no dynamics runs for {', '.join(r for r in roles if not runs.by.get(r)) or 'a common seed'}"
                if not seeds else "the statistic is undefined on every seed (no signal or a zero margin)")
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
-                "interval": None, "note": why}
-    iv = t_interval([v for _, v in values])
-    out = {"part": name, "verdict": decide(iv, threshold, predicted), "n": iv.n,
-           "estimate": iv.estimate, "interval": [iv.low, iv.high], "values": [v for _, v in values],
-           "seeds": [s for s, _ in values], "threshold": threshold, "predicted": predicted}
+                "interval": None, "note": why, "task": TASK, "roles": list(roles)}
+    out = {"part": name, **judge([v for _, v in values], threshold, predicted),
+           "seeds": [s for s, _ in values], "task": TASK, "roles": list(roles)}
     if missing:
         out["note"] = f"undefined on seed(s) {missing}"
     return out

@@ -21,15 +21,20 @@ Statistics, all computed on the same seed (runs of one seed share data):
 H.  Absolute+RoPE: the linear position probe's held-out R^2 after block 2 is below half
     its value at the input embedding: ``R2(block1) - R2(embed) / 2`` < 0.
 
-A part whose runs are missing is ``inconclusive`` with the reason stated.
+A part whose runs are missing is ``inconclusive`` with the reason stated.  An ordering of
+accuracies (10, 11) whose compared PEs all average >= 98% is ``ceiling`` instead
+(:func:`~posenc.proofs.verdicts.at_ceiling`); margins (13b, 14) stay decidable at the ceiling.
+Every part names its ``task`` and ``roles``: the runs it needs (``posenc reproduce
+--until-decided`` adds seeds to those of undecided parts).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
-from .verdicts import Verdict, decide, t_interval, verdict_from_parts
+from .verdicts import Verdict, at_ceiling, bounded_interval, binomial_se, judge, verdict_from_parts
 
 ADDITIVE = ("absolute", "relative", "alibi")
 
@@ -63,17 +68,20 @@ class Runs:
 
 
 def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
-          stat: Callable[[int], float], threshold: float, predicted: str) -> dict[str, Any]:
+          stat: Callable[[int], float], threshold: float, predicted: str,
+          ordering: bool = False) -> dict[str, Any]:
+    """``ordering``: the statistic orders the accuracies of ``roles`` (the ceiling rule applies)."""
     seeds = runs.seeds(task, roles)
+    where = {"task": task, "roles": list(roles)}
     if not seeds:
         missing = [r for r in roles if not runs.by.get((task, r))]
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
-                "interval": None, "note": f"no runs for {', '.join(missing) or 'a common seed'}"}
-    values = [stat(s) for s in seeds]
-    iv = t_interval(values)
-    return {"part": name, "verdict": decide(iv, threshold, predicted), "n": iv.n,
-            "estimate": iv.estimate, "interval": [iv.low, iv.high], "values": values,
-            "threshold": threshold, "predicted": predicted}
+                "interval": None, "note": f"no runs for {', '.join(missing) or 'a common seed'}",
+                **where}
+    out = {"part": name, **judge([stat(s) for s in seeds], threshold, predicted), **where}
+    if ordering and at_ceiling({r: [runs.acc(task, r, s) for s in seeds] for r in roles}):
+        out["verdict"], out["note"] = "ceiling", "every compared PE averages >= 98%"
+    return out
 
 
 def _verdict(claim: str, statement: str, statistic: str, paper: str,
@@ -93,7 +101,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
         "RoPE 92.64% best",
         [_part("rope - best other", runs, D, ("rope",) + others10,
                lambda s: runs.acc(D, "rope", s) - max(runs.acc(D, r, s) for r in others10),
-               0.0, "above")]))
+               0.0, "above", ordering=True)]))
 
     count_others = [r for r in ("nope", "absolute", "relative", "alibi", "rope")]
     out.append(_verdict(
@@ -101,10 +109,11 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
         "(a) acc(nope) - acc(rope); (b) acc(mla) - max(acc(others)), count, points",
         "RoPE 69.43% < NoPE 77.69%; MLA 97.41% best",
         [_part("nope - rope", runs, C, ("nope", "rope"),
-               lambda s: runs.acc(C, "nope", s) - runs.acc(C, "rope", s), 0.0, "above"),
+               lambda s: runs.acc(C, "nope", s) - runs.acc(C, "rope", s), 0.0, "above",
+               ordering=True),
          _part("mla - best other", runs, C, ("mla", *count_others),
                lambda s: runs.acc(C, "mla", s) - max(runs.acc(C, r, s) for r in count_others),
-               0.0, "above")]))
+               0.0, "above", ordering=True)]))
 
     out.append(_verdict(
         "E12", "Single-head deposit: with RoPE one head of a layer carries the position "
@@ -151,13 +160,21 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
 
 
 def accuracy_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """task -> role -> {mean, interval, values} of test accuracy in points."""
+    """task -> role -> {mean, low, high, values, test_se, pe} of test accuracy in points: the
+    mean over seeds with a logit-scale 95% interval inside [0, 100]
+    (:func:`~posenc.proofs.verdicts.bounded_interval`), and ``test_se``, the mean over seeds of
+    one run's test-set binomial standard error (:func:`~posenc.proofs.verdicts.binomial_se`)."""
     runs = Runs(results)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (task, role), by_seed in sorted(runs.by.items()):
-        vals = [runs.acc(task, role, s) for s in sorted(by_seed)]
-        iv = t_interval(vals)
+        seeds = sorted(by_seed)
+        vals = [runs.acc(task, role, s) for s in seeds]
+        iv = bounded_interval(vals, 0.0, 100.0)
+        ses = [binomial_se(v, int(by_seed[s]["summary"].get("n_test", 0)))
+               for v, s in zip(vals, seeds)]
         table[task][role] = {"mean": iv.estimate, "low": iv.low, "high": iv.high, "values": vals,
+                             "test_se": None if any(math.isnan(x) for x in ses)
+                             else sum(ses) / len(ses),
                              "pe": next(iter(by_seed.values()))["summary"]["pe"]}
     return dict(table)
 

@@ -13,12 +13,22 @@ The verdict compares that interval with the claim's threshold ``tau`` (0 for
 
 * ``confirmed``    -- the whole interval lies on the predicted side of ``tau``;
 * ``refuted``      -- the whole interval lies on the other side;
-* ``inconclusive`` -- the interval straddles ``tau``, or fewer than two seeds.
+* ``inconclusive`` -- the interval straddles ``tau``, or fewer than two seeds;
+* ``ceiling``      -- an ordering of accuracies (``tau = 0``) where every compared
+  configuration averages >= :data:`CEILING` percent: no PE can show a lead there, so
+  neither the claim nor its negation is tested (:func:`at_ceiling`).
 
 With two seeds ``t_{0.975,1} = 12.7``, so a verdict needs the seeds to agree
 closely: few seeds give honest "inconclusive" verdicts rather than bare
-single-run claims.  Test-set sampling error is reported beside it as the
-binomial standard error of each accuracy.
+single-run claims.  Beside each interval (:func:`judge`): the per-seed sign count
+(on how many seeds ``d_s`` lies on the predicted side of ``tau``) and the
+*resolution*, the interval's half-width ``t_{(1+level)/2, n-1} * sd(d) / sqrt(n)``:
+the smallest distance ``|mean(d) - tau|`` that this number of seeds decides at the observed
+spread (an interval decides exactly when ``|mean(d) - tau|`` exceeds it).
+
+Bounded quantities (per-PE accuracies in the accuracy table) get
+:func:`bounded_interval`, a Student-t interval on the logit scale (delta method) that
+stays inside the range; the test-set sampling error of one run is :func:`binomial_se`.
 """
 
 from __future__ import annotations
@@ -27,7 +37,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-VERDICTS = ("confirmed", "refuted", "inconclusive")
+VERDICTS = ("confirmed", "refuted", "inconclusive", "ceiling")
+#: accuracy (percent) at or above which a PE is at the ceiling of a task
+CEILING = 98.0
 
 
 @dataclass(frozen=True)
@@ -53,11 +65,42 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> Interval:
     mean = sum(vals) / n
     if n == 1:
         return Interval(mean, float("-inf"), float("inf"), 1, level)
-    from scipy.stats import t as student_t
-
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
-    half = float(student_t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n)
+    half = _t_quantile(level, n) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n, level)
+
+
+def _t_quantile(level: float, n: int) -> float:
+    from scipy.stats import t as student_t
+    return float(student_t.ppf((1 + level) / 2, n - 1))
+
+
+def bounded_interval(values: Sequence[float], low: float = 0.0, high: float = 100.0,
+                     level: float = 0.95) -> Interval:
+    """Mean of a quantity bounded to [low, high] with a logit-scale Student-t interval.
+
+    With ``p`` the mean rescaled to (0, 1) and ``se`` its standard error, the interval is
+    ``expit(logit(p) +- t_{(1+level)/2, n-1} * se / (p (1 - p)))`` mapped back (the delta
+    method on the logit scale): it lies inside [low, high], contains the mean, is mirrored by
+    ``v -> low + high - v`` and, for small spreads, agrees with the plain t interval.  A mean on
+    a bound (every seed there) gives the point interval.
+    """
+    vals = [float(v) for v in values]
+    n, width = len(vals), high - low
+    if n < 2:
+        return t_interval(vals, level)
+    mean = sum(vals) / n
+    p = min(max((mean - low) / width, 0.0), 1.0)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) / width
+    if p in (0.0, 1.0) or sd == 0.0:
+        return Interval(mean, mean, mean, n, level)
+    half = _t_quantile(level, n) * sd / math.sqrt(n) / (p * (1 - p))
+    centre = math.log(p / (1 - p))
+
+    def expit(x: float) -> float:
+        return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+    return Interval(mean, low + width * min(expit(centre - half), p),
+                    low + width * max(expit(centre + half), p), n, level)
 
 
 def decide(interval: Interval, threshold: float = 0.0, predicted: str = "above") -> str:
@@ -74,12 +117,35 @@ def decide(interval: Interval, threshold: float = 0.0, predicted: str = "above")
 
 
 def combine(words: Sequence[str]) -> str:
-    """A conjunction of sub-verdicts: refuted if any part is, confirmed if all are."""
+    """A conjunction of sub-verdicts: refuted if any part is, confirmed if all are, ceiling if
+    the parts that are not confirmed are all at the ceiling."""
     if any(w == "refuted" for w in words):
         return "refuted"
     if words and all(w == "confirmed" for w in words):
         return "confirmed"
+    if words and all(w in ("confirmed", "ceiling") for w in words):
+        return "ceiling"
     return "inconclusive"
+
+
+def at_ceiling(accuracies: dict[str, Sequence[float]]) -> bool:
+    """Whether every compared configuration's mean accuracy (percent) is >= :data:`CEILING`."""
+    return bool(accuracies) and all(
+        len(v) > 0 and sum(v) / len(v) >= CEILING for v in accuracies.values())
+
+
+def judge(values: Sequence[float], threshold: float = 0.0, predicted: str = "above",
+          level: float = 0.95) -> dict[str, Any]:
+    """One part of a claim judged on its per-seed statistic: the verdict word, the interval,
+    the per-seed sign count (``agree`` of ``n`` seeds on the predicted side of ``threshold``)
+    and the resolution (the interval's half-width; None below two seeds)."""
+    vals = [float(v) for v in values]
+    iv = t_interval(vals, level)
+    side = (lambda v: v > threshold) if predicted == "above" else (lambda v: v < threshold)
+    return {"verdict": decide(iv, threshold, predicted), "n": iv.n, "estimate": iv.estimate,
+            "interval": [iv.low, iv.high], "values": vals, "threshold": threshold,
+            "predicted": predicted, "agree": sum(1 for v in vals if side(v)),
+            "resolution": (iv.high - iv.low) / 2 if math.isfinite(iv.low) else None}
 
 
 def binomial_se(accuracy: float, n: int) -> float:
@@ -102,6 +168,8 @@ class Verdict:
     verdict: str
     seeds: int
     parts: list[dict[str, Any]] = field(default_factory=list)
+    agreement: str = ""  # per part: "5 of 6 seeds > 0"
+    resolution: str = ""  # per part: the smallest effect its seeds decide at the observed spread
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -125,10 +193,29 @@ def measured_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
     return "; ".join(out)
 
 
+def agreement_text(parts: Sequence[dict[str, Any]]) -> str:
+    """Per part: on how many seeds the statistic lies on the predicted side of the threshold."""
+    out = []
+    for p in parts:
+        if p.get("agree") is None:
+            out.append(f"{p['part']}: -")
+        else:
+            sign = ">" if p["predicted"] == "above" else "<"
+            out.append(f"{p['part']}: {p['agree']} of {p['n']} seeds {sign} {p['threshold']:g}")
+    return "; ".join(out)
+
+
+def resolution_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
+    """Per part: the resolution ± (see :func:`judge`), or why there is none."""
+    return "; ".join(f"{p['part']}: -" if p.get("resolution") is None
+                     else f"{p['part']}: ±{p['resolution']:.{digits}f}" for p in parts)
+
+
 def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
                        parts: list[dict[str, Any]], digits: int = 1) -> Verdict:
     """A claim's verdict: the conjunction of its parts, over the fewest seeds any part had."""
     return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
                    measured=measured_text(parts, digits),
                    verdict=combine([p["verdict"] for p in parts]),
-                   seeds=min((p["n"] for p in parts), default=0), parts=parts)
+                   seeds=min((p["n"] for p in parts), default=0), parts=parts,
+                   agreement=agreement_text(parts), resolution=resolution_text(parts, digits))

@@ -52,3 +52,81 @@ def test_verdict_words():
 def test_binomial_se():
     assert math.isclose(binomial_se(50.0, 100), 5.0)
     assert binomial_se(100.0, 10) == 0.0
+
+
+# ------------------------------------------------ how sure a verdict is; bounded intervals; ceiling
+
+from posenc.proofs.verdicts import CEILING, at_ceiling, bounded_interval, judge  # noqa: E402
+
+accs = st.lists(st.floats(0, 100, allow_nan=False), min_size=2, max_size=12)
+
+
+@given(seeds, st.floats(-50, 50), st.sampled_from(["above", "below"]))
+def test_judge_decides_exactly_beyond_its_resolution(values, tau, predicted):
+    part = judge(values, tau, predicted)
+    iv = t_interval(values)
+    assert part["n"] == len(values) and part["interval"] == [iv.low, iv.high]
+    assert part["resolution"] == pytest.approx((iv.high - iv.low) / 2, rel=1e-12, abs=1e-12)
+    # float rounding of the mean and half-width near the boundary: the property is for clear cases
+    assume(abs(abs(part["estimate"] - tau) - part["resolution"]) > 1e-9)
+    decided = part["verdict"] != "inconclusive"
+    assert decided == (abs(part["estimate"] - tau) > part["resolution"])
+    side = [v > tau for v in values] if predicted == "above" else [v < tau for v in values]
+    assert part["agree"] == sum(side)
+
+
+def test_sign_count_and_resolution_are_shown():
+    from posenc.proofs.verdicts import verdict_from_parts
+    part = {"part": "a - b", **judge([3.0, 1.0, -1.0, 2.0, 4.0, 5.0])}
+    v = verdict_from_parts("X", "s", "st", "p", [part])
+    assert part["agree"] == 5 and "a - b: 5 of 6 seeds > 0" == v.agreement
+    half = stats.t.ppf(0.975, 5) * np.std([3, 1, -1, 2, 4, 5], ddof=1) / math.sqrt(6)
+    assert v.resolution == f"a - b: ±{half:.1f}"
+    assert judge([1.0])["resolution"] is None
+
+
+@given(accs)
+def test_bounded_interval_stays_in_range_and_contains_the_mean(values):
+    iv = bounded_interval(values, 0.0, 100.0)
+    assert 0.0 <= iv.low <= iv.estimate <= iv.high <= 100.0
+    assert iv.estimate == pytest.approx(sum(values) / len(values), abs=1e-9)
+
+
+@given(accs)
+def test_bounded_interval_is_mirrored(values):
+    iv = bounded_interval(values, 0.0, 100.0)
+    mirror = bounded_interval([100.0 - v for v in values], 0.0, 100.0)
+    # one logit evaluation and a rescaling per endpoint in float64: ~1e-12 relative
+    assert mirror.low == pytest.approx(100.0 - iv.high, abs=1e-7)
+    assert mirror.high == pytest.approx(100.0 - iv.low, abs=1e-7)
+
+
+@given(st.floats(20, 80), st.floats(0.1, 10), st.integers(1, 5), st.integers(1, 5))
+def test_bounded_interval_shrinks_with_more_seeds_at_the_same_spread(mean, sd, k1, extra):
+    def sample(k):  # 2k values with this mean and sample standard deviation
+        d = sd * math.sqrt((2 * k - 1) / (2 * k))
+        return [mean - d, mean + d] * k
+    a, b = bounded_interval(sample(k1)), bounded_interval(sample(k1 + extra))
+    assert np.std(sample(k1), ddof=1) == pytest.approx(np.std(sample(k1 + extra), ddof=1))
+    assert b.high - b.low < a.high - a.low
+
+
+def test_bounded_interval_of_the_reported_case_and_at_a_bound():
+    # the accuracy table used to print ALiBi at 91.0 [20.7, 161.3] (a t interval over two seeds)
+    assert t_interval([96.5, 85.5]).high > 100
+    iv = bounded_interval([96.5, 85.5])
+    assert 0 < iv.low < 85.5 and 96.5 < iv.high < 100
+    # a small spread far from the bounds: close to the plain t interval
+    t, b = t_interval([50.0, 50.4, 49.8, 50.1]), bounded_interval([50.0, 50.4, 49.8, 50.1])
+    assert b.low == pytest.approx(t.low, abs=0.01) and b.high == pytest.approx(t.high, abs=0.01)
+    assert bounded_interval([100.0, 100.0, 100.0]) == t_interval([100.0, 100.0, 100.0])
+
+
+def test_ceiling_words():
+    assert CEILING == 98.0
+    assert at_ceiling({"a": [99.0, 98.0], "b": [100.0, 100.0]})
+    assert not at_ceiling({"a": [99.0, 96.9], "b": [100.0, 100.0]})  # mean 97.95 < 98
+    assert combine(["ceiling", "confirmed"]) == "ceiling"
+    assert combine(["ceiling", "inconclusive"]) == "inconclusive"
+    assert combine(["ceiling", "refuted"]) == "refuted"
+    Verdict("x", "s", "st", "p", "m", "ceiling", 2)

@@ -1,0 +1,21 @@
+"""Constructed sweep results (the shape of ``experiment_worker``'s) for verdict tests: no training."""
+
+from typing import Any, Optional
+
+
+def result(task: str, role: str, seed: int, acc: float, drop: float = 0.1, index: float = 0.5,
+           n_test: int = 900, r2: Optional[dict[str, float]] = None) -> dict[str, Any]:
+    """One run: test accuracy ``acc`` (fraction), one ablated layer with the given largest drop
+    (fraction) and deposit index, and a probe R^2 per site when given."""
+    layer = {"layer": 0, "largest_drop": drop, "deposit_index": index, "runner_up_gap": 0.0,
+             "deposit_head": 0, "baseline_acc": acc}
+    return {"summary": {"task": task, "pe": role, "seed": seed, "preset": "smoke",
+                        "test_acc": acc, "n_test": n_test, "tags": {"role": role}},
+            "ablation": {"zero": {"layers": [layer]}},
+            "probe": {"probe_r2": r2} if r2 is not None else None}
+
+
+def sweep(accs: dict[tuple[str, str], list[float]], **kw: Any) -> list[dict[str, Any]]:
+    """Results for (task, role) -> one accuracy (fraction) per seed 0, 1, ..."""
+    return [result(task, role, s, a, **kw) for (task, role), vals in accs.items()
+            for s, a in enumerate(vals)]
