@@ -10,7 +10,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
     p.add_argument("--backend", default="local", help="local (default) | ray")
     p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default per preset (smoke 2, quick 2, paper 3)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default: the preset's (the first log line says how many)")
     p.add_argument("--count-seeds", type=int, default=None,
                    help="seeds of the count task alone (default: --seeds)")
     p.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
@@ -27,6 +27,13 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "--set task.n_samples=20000 (JSON values; repeatable)")
     p.add_argument("--wait", action="store_true",
                    help="if another sweep is writing the store, wait for it instead of stopping")
+    p.add_argument("--until-decided", action="store_true",
+                   help="after the first seeds, add seeds a batch at a time to the (task, PE) runs "
+                        "of claims still inconclusive, until each is decided or has --max-seeds")
+    p.add_argument("--max-seeds", type=int, default=None,
+                   help="with --until-decided: at most this many seeds per (task, PE)")
+    p.add_argument("--seed-batch", type=int, default=None,
+                   help="with --until-decided: seeds added per round (default 2)")
     p.add_argument("--no-theory", action="store_true",
                    help="leave the theory-claims table out of the report (saves about a minute)")
     p.set_defaults(func=run)
@@ -40,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
                      device=args.device, roles=_list(args.roles), tasks=_list(args.tasks),
                      overrides=_overrides(args.overrides), theory=not args.no_theory,
-                     wait=args.wait)
+                     wait=args.wait, until_decided=args.until_decided,
+                     max_seeds=args.max_seeds, seed_batch=args.seed_batch)
     print(f"report: {path}")
     return 0
 

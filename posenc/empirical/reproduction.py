@@ -22,7 +22,7 @@ exp(-h/H) slopes, its MLA adds a learned absolute embedding).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from ..errors import PosencError
@@ -50,6 +50,7 @@ ADDITIVE_ROLES = ("absolute", "relative", "alibi")
 DYNAMICS_ROLES = ("rope", "alibi")
 
 #: Default seeds per preset (the quick default is sized to finish in 30 minutes on 2 cores).
+#: The one place these numbers live: the plan, ``posenc reproduce`` and its help read them here.
 DEFAULT_SEEDS = {"smoke": 2, "quick": 2, "paper": 3}
 
 
@@ -61,13 +62,16 @@ def _check_seeds(flag: str, n: Any) -> None:
 @dataclass(frozen=True)
 class ReproductionPlan:
     preset: str = "quick"
-    seeds: int = 2
+    seeds: int = DEFAULT_SEEDS["quick"]
     distance_roles: tuple[str, ...] = DISTANCE_ROLES
     count_roles: tuple[str, ...] = COUNT_ROLES
     ablation_modes: tuple[str, ...] = ("zero",)
     overrides: dict[str, Any] = field(default_factory=dict)
     dynamics_roles: tuple[str, ...] = DYNAMICS_ROLES
     count_seeds: Optional[int] = None  # seeds of the count task (None: ``seeds``)
+    #: seeds of single configurations, ``{"task/role": n}`` (``--until-decided`` adds to them);
+    #: a configuration not named has its task's seeds
+    config_seeds: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for role in self.distance_roles + self.count_roles:
@@ -78,6 +82,8 @@ class ReproductionPlan:
         _check_seeds("--seeds", self.seeds)
         if self.count_seeds is not None:
             _check_seeds("--count-seeds", self.count_seeds)
+        for key, n in self.config_seeds.items():
+            _check_seeds(f"seeds of {key}", n)
 
     @classmethod
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
@@ -110,6 +116,20 @@ class ReproductionPlan:
         """Seeds of the count task: ``count_seeds``, or ``seeds`` when that is None."""
         return self.seeds if self.count_seeds is None else self.count_seeds
 
+    def seed_counts(self) -> dict[tuple[str, str], int]:
+        """(task, role) -> how many seeds (0, 1, ...) the plan runs of that configuration."""
+        out = {}
+        for task, roles, n in (("distance", self.distance_roles, self.seeds),
+                               ("count", self.count_roles, self.n_count_seeds)):
+            for role in roles:
+                out[(task, role)] = self.config_seeds.get(f"{task}/{role}", n)
+        return out
+
+    def with_seed_counts(self, counts: dict[tuple[str, str], int]) -> "ReproductionPlan":
+        """The same plan with these per-configuration seed counts."""
+        return replace(self, config_seeds={**self.config_seeds,
+                                           **{f"{t}/{r}": n for (t, r), n in counts.items()}})
+
     @property
     def pes(self) -> dict[str, str]:
         return PAPER_PES if self.preset == "paper" else CLEAN_PES
@@ -118,10 +138,10 @@ class ReproductionPlan:
         from .dynamics import DynamicsConfig
         out = []
         size = {"smoke": 400, "quick": 600, "paper": 3000}[self.preset]
-        for task, roles, n_seeds in (("distance", self.distance_roles, self.seeds),
-                                     ("count", self.count_roles, self.n_count_seeds)):
+        counts = self.seed_counts()
+        for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
             for role in roles:
-                for seed in range(n_seeds):
+                for seed in range(counts[(task, role)]):
                     cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
                                        **self.overrides)
                     out.append(ExperimentConfig(

@@ -197,18 +197,16 @@ def agreement_text(parts: Sequence[dict[str, Any]]) -> str:
     """Per part: on how many seeds the statistic lies on the predicted side of the threshold."""
     out = []
     for p in parts:
-        if p.get("agree") is None:
-            out.append(f"{p['part']}: -")
-        else:
+        if p.get("agree") is not None:
             sign = ">" if p["predicted"] == "above" else "<"
             out.append(f"{p['part']}: {p['agree']} of {p['n']} seeds {sign} {p['threshold']:g}")
-    return "; ".join(out)
+    return "; ".join(out) or "-"
 
 
 def resolution_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
-    """Per part: the resolution ± (see :func:`judge`), or why there is none."""
-    return "; ".join(f"{p['part']}: -" if p.get("resolution") is None
-                     else f"{p['part']}: ±{p['resolution']:.{digits}f}" for p in parts)
+    """Per part with two or more seeds: the resolution ± (see :func:`judge`)."""
+    return "; ".join(f"{p['part']}: ±{p['resolution']:.{digits}f}" for p in parts
+                     if p.get("resolution") is not None) or "-"
 
 
 def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,

@@ -1,0 +1,72 @@
+"""``posenc reproduce --until-decided``: more seeds, a batch at a time, only where a claim is undecided.
+
+Round k runs the plan's jobs (finished runs are skipped: the store is content-addressed),
+judges every empirical claim on the results of exactly those jobs, and for each part that is
+still ``inconclusive`` -- and measured on at least one seed of runs the plan has -- raises the seeds of the part's
+configurations (its task and roles) to its common seed count plus ``batch``, at most
+``max_seeds``.  It stops when no undecided part has room to grow.  ``confirmed``, ``refuted``
+and ``ceiling`` are decided: more seeds are not what a ceiling needs.
+
+Each round's decision is a function of the results of that round's runs, which are deterministic
+for a seed; so a sweep killed at any point and started again replays the finished rounds
+(skipping their runs, not redoing them) and continues where it stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .errors import PosencError
+
+Counts = dict[tuple[str, str], int]
+
+
+def check_limits(counts: Counts, max_seeds: Any, batch: Any) -> None:
+    for flag, n in (("--max-seeds", max_seeds), ("--seed-batch", batch)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise PosencError(f"{flag} must be a positive integer; got {n!r}")
+    start = max(counts.values(), default=0)
+    if max_seeds < start:
+        raise PosencError(f"--max-seeds {max_seeds} is below the {start} seeds the sweep "
+                          f"starts with")
+
+
+def grow(verdicts: Sequence[Any], counts: Counts, batch: int, max_seeds: int) -> Counts:
+    """The seed counts of the next round: see the module doc."""
+    new = dict(counts)
+    for v in verdicts:
+        for part in v.parts:
+            if part["verdict"] != "inconclusive" or "task" not in part or not part["n"]:
+                continue  # decided, or nothing measured (missing runs, undefined statistic)
+            keys = [(part["task"], role) for role in part["roles"]]
+            if not all(k in counts for k in keys):
+                continue  # a PE the plan does not run: more seeds cannot decide it
+            have = min(counts[k] for k in keys)
+            if have >= max_seeds:
+                continue
+            for k in keys:
+                new[k] = max(new[k], min(max_seeds, have + batch))
+    return new
+
+
+def until_decided(counts: Counts, run_round: Callable[[Counts], list[dict[str, Any]]],
+                  judge: Callable[[list[dict[str, Any]]], list[Any]], batch: int,
+                  max_seeds: int, log: Callable[[str], None] = print) -> Counts:
+    """Run rounds until every claim is decided or out of seeds; returns the final counts.
+
+    ``run_round(counts)`` runs (or skips) the jobs of those seed counts and returns their
+    results; ``judge(results)`` gives the verdicts."""
+    check_limits(counts, max_seeds, batch)
+    for round_no in range(1, max_seeds + 2):  # each round but the last adds >= 1 seed somewhere
+        verdicts = judge(run_round(counts))
+        new = grow(verdicts, counts, batch, max_seeds)
+        open_claims = [v.claim for v in verdicts if v.verdict == "inconclusive"]
+        if new == counts:
+            log(f"round {round_no}: " + (f"still undecided at the limit: {', '.join(open_claims)}"
+                                         if open_claims else "every claim decided"))
+            return counts
+        raised = ", ".join(f"{t}/{r} {counts[(t, r)]}->{n}" for (t, r), n in sorted(new.items())
+                           if n != counts[(t, r)])
+        log(f"round {round_no}: undecided {', '.join(open_claims)}; seeds {raised}")
+        counts = new
+    raise AssertionError("unreachable: the seed counts are bounded by max_seeds")

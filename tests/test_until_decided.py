@@ -1,0 +1,136 @@
+"""``posenc reproduce --until-decided``: seeds go only to undecided claims' runs, a batch at a
+time, up to the limit; a sweep killed with SIGKILL mid-round resumes to the same report."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from synthetic_runs import result
+
+from posenc.empirical.reproduction import ReproductionPlan
+from posenc.errors import PosencError
+from posenc.proofs.dynamics_verdicts import evaluate_dynamics
+from posenc.proofs.empirical_claims import evaluate
+from posenc.report_decide import grow, until_decided
+
+# count task: NoPE minus RoPE per seed, in points -- undecided at 2 and 4 seeds (t interval
+# half-widths 25 and 3.0 around means 2.0 and 2.5), decided at 6 (2.67 +- 1.57)
+NOPE_MINUS_ROPE = [4, 0, 4, 2, 3, 3, 1, 1, 1, 1]
+DEPOSIT = {"rope": (0.6, 0.9)}  # (largest drop, deposit index); every other PE (0.1, 0.3)
+
+
+def world(task, role, seed):
+    """Constructed results: everything clear-cut except E11(a) on the count task."""
+    if task == "distance":
+        acc = {"rope": 0.9, "mla": 0.88, "rope-1head": 0.9, "rope-2heads": 0.9}.get(role, 0.5)
+        acc += 0.001 * seed
+    else:
+        lift = NOPE_MINUS_ROPE[seed] / 100  # MLA keeps a steady 25-point lead over NoPE
+        acc = {"nope": 0.70 + lift, "rope": 0.70, "mla": 0.95 + lift}.get(role, 0.5)
+    drop, index = DEPOSIT.get(role, (0.1, 0.3))
+    return result(task, role, seed, acc, drop=drop, index=index)
+
+
+def judge(results):
+    return evaluate(results) + evaluate_dynamics(results)
+
+
+def rounds_of(plan, batch, max_seeds):
+    seen = []
+
+    def run_round(counts):
+        seen.append(dict(counts))
+        return [world(t, r, s) for (t, r), n in counts.items() for s in range(n)]
+    final = until_decided(plan.seed_counts(), run_round, judge, batch, max_seeds, log=lambda m: None)
+    return seen, final
+
+
+def test_seeds_are_added_only_to_the_runs_of_undecided_claims():
+    plan = ReproductionPlan.for_command("smoke", roles=["nope", "absolute", "relative", "alibi",
+                                                       "rope", "mla", "rope-1head", "rope-2heads"])
+    seen, final = rounds_of(plan, batch=2, max_seeds=10)
+    grown = {k for k, n in final.items() if n != 2}
+    assert grown == {("count", "nope"), ("count", "rope")}  # the runs of E11(a), nothing else
+    assert [r[("count", "nope")] for r in seen] == [2, 4, 6]  # a batch at a time, decided at 6
+    assert all(r[k] == 2 for r in seen for k in r if k not in grown)
+    verdicts = {v.claim: v for v in judge([world(t, r, s) for (t, r), n in final.items()
+                                           for s in range(n)])}
+    assert verdicts["E11"].verdict == "confirmed" and verdicts["E10"].verdict == "confirmed"
+
+
+def test_seeds_stop_at_the_limit_and_never_exceed_it():
+    plan = ReproductionPlan.for_command("smoke", roles=["nope", "absolute", "relative", "alibi",
+                                                       "rope", "mla"], tasks=["count"])
+    seen, final = rounds_of(plan, batch=3, max_seeds=4)
+    assert [r[("count", "nope")] for r in seen] == [2, 4]  # 2 + 3 capped at 4, then stop
+    assert final[("count", "nope")] == 4 and final[("count", "mla")] == 2
+
+
+def test_a_part_without_runs_gets_no_seeds():
+    # only RoPE on distance: E10 has no runs of the PEs it compares; no seeds can decide it
+    plan = ReproductionPlan.for_command("smoke", roles=["rope"], tasks=["distance"])
+    verdicts = judge([world("distance", "rope", s) for s in range(2)])
+    assert grow(verdicts, plan.seed_counts(), 2, 10) == plan.seed_counts()
+
+
+def test_limits_are_checked():
+    counts = {("distance", "rope"): 3}
+    with pytest.raises(PosencError, match="--max-seeds 2 is below the 3 seeds"):
+        until_decided(counts, lambda c: [], judge, 2, 2)
+    with pytest.raises(PosencError, match="--seed-batch must be a positive integer"):
+        until_decided(counts, lambda c: [], judge, 0, 5)
+
+
+# ------------------------------------------------------------------------------ end to end, kill -9
+
+ARGS = ["--preset", "smoke", "--roles", "rope,mla", "--tasks", "distance", "--until-decided",
+        "--max-seeds", "3", "--seed-batch", "1", "--set", "task.n_samples=1000", "--set",
+        "epochs=4", "--no-theory"]
+
+
+def posenc(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
+                          **kw)
+
+
+def _finished(store: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in (store / "runs").glob("*/result.json")}
+
+
+@pytest.mark.slow
+def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
+    ref = tmp_path / "ref"
+    proc = posenc("reproduce", *ARGS, "--out", str(ref), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    # on smoke, E13 and Thm 6.1 stay undecided: a second round adds seed 2 of RoPE and MLA
+    assert "round 1: undecided" in proc.stdout and "distance/rope 2->3" in proc.stdout
+    assert len(_finished(ref)) == 6
+
+    store, log = tmp_path / "cut", tmp_path / "cut.log"
+    with open(log, "w") as fh:
+        sweep = subprocess.Popen([sys.executable, "-m", "posenc", "reproduce", *ARGS, "--out",
+                                  str(store)], stdout=fh, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    deadline = time.time() + 600
+    while "round 1:" not in log.read_text():  # round 2 is starting: kill it mid-round
+        if sweep.poll() is not None or time.time() > deadline:
+            pytest.fail("the sweep ended (or stalled) before round 2")
+        time.sleep(0.05)
+    time.sleep(1.0)
+    os.killpg(sweep.pid, signal.SIGKILL)  # the sweep and its worker processes
+    sweep.wait()
+    before = _finished(store)
+    assert len(before) == 4, "the kill did not land in round 2"
+    resumed = posenc("reproduce", *ARGS, "--out", str(store), timeout=900)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "skipped 4 finished" in resumed.stdout
+    after = _finished(store)
+    assert set(after) == set(_finished(ref))
+    for rid, (content, mtime) in before.items():
+        assert after[rid] == (content, mtime), f"finished run {rid} was redone or changed"
+    assert (store / "report" / "report.md").read_text() == (ref / "report" / "report.md").read_text()
