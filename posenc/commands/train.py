@@ -24,6 +24,12 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--paper-code", action="store_true",
                    help="the paper's model conventions: keys/values from the input embeddings "
                         "in every layer, padding not masked")
+    p.add_argument("--patience", type=int,
+                   help="early stopping: stop after N epochs without a better validation accuracy "
+                        "(--epochs is then the maximum; default: no early stopping)")
+    p.add_argument("--val-frac", type=float,
+                   help="early stopping: fraction of the training split held out for validation "
+                        "(default 0.1)")
     p.add_argument("--restart", action="store_true", help="start over instead of resuming")
     p.set_defaults(func=run)
 
@@ -31,14 +37,19 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api.experiments import train
 
+    stopping = {k: v for k, v in (("patience", args.patience), ("val_frac", args.val_frac))
+                if v is not None}
     run = train(args.task, args.pe, preset=args.preset, seed=args.seed, out=args.out,
                 config=args.config, epochs=args.epochs, samples=args.samples,
                 threads=args.threads, device=args.device, precision=args.precision,
-                paper_code=args.paper_code, resume=not args.restart)
+                paper_code=args.paper_code, overrides=stopping or None, resume=not args.restart)
     result, cfg = run.training, run.config
-    last = result.metrics[-1]
+    last, stop = result.metrics[-1], result.early_stopping
     state = "already finished" if result.skipped else f"{result.seconds:.1f} s on {result.device}"
+    kept = "" if stop is None else (f" (early stopping: best validation accuracy "
+                                    f"{stop['best_val_acc']:.4f} at epoch {stop['best_epoch']}, "
+                                    f"whose weights are kept)")
     print(f"{cfg.task.name} {cfg.model.pe} ({cfg.preset}, seed {cfg.seed}): test accuracy "
-          f"{last['test_acc']:.4f} after {last['epoch']} epochs, {result.n_params} parameters, "
-          f"{state} -> {result.run_dir}")
+          f"{result.final_test_acc:.4f} after {last['epoch']} epochs{kept}, {result.n_params} "
+          f"parameters, {state} -> {result.run_dir}")
     return 0
