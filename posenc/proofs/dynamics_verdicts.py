@@ -56,7 +56,8 @@ class DynamicsRuns:
 
 
 def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
-          stat: Callable[[int], Optional[float]], threshold: float, predicted: str) -> dict:
+          stat: Callable[[int], Optional[float]], threshold: float, predicted: str,
+          bounds: Optional[tuple[float, float]] = None) -> dict:
     seeds = runs.seeds(*roles)
     values = [(s, stat(s)) for s in seeds]
     missing = [s for s, v in values if v is None]
@@ -66,7 +67,7 @@ def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
                if not seeds else "the statistic is undefined on every seed (no signal or a zero margin)")
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
                 "interval": None, "note": why, "task": TASK, "roles": list(roles)}
-    out = {"part": name, **judge([v for _, v in values], threshold, predicted),
+    out = {"part": name, **judge([v for _, v in values], threshold, predicted, bounds=bounds),
            "seeds": [s for s, _ in values], "task": TASK, "roles": list(roles)}
     if missing:
         out["note"] = f"undefined on seed(s) {missing}"
@@ -94,12 +95,13 @@ def evaluate_dynamics(results: Iterable[dict[str, Any]], rope: str = "rope",
                  "coherence |seed| / mean |psi|; distance", "non-vanishing seed under RoPE",
                  [_part("coherence: rope - alibi", runs, (rope, additive),
                         lambda s: None if coh(s) is None or coh_add(s) is None
-                        else coh(s) - coh_add(s), 0.0, "above")]),
+                        else coh(s) - coh_add(s), 0.0, "above", bounds=(-1.0, 1.0))]),
         _verdict("Prop 6.2", "Under ALiBi the per-example positional gradient signals cancel "
                              "over a batch",
                  f"C({additive}) < 0.5 (more than half of the per-example signal cancels in "
                  "every head); distance", "no stable seed under an additive bias",
-                 [_part("coherence alibi", runs, (additive,), coh_add, 0.5, "below")]),
+                 [_part("coherence alibi", runs, (additive,), coh_add, 0.5, "below",
+                        bounds=(0.0, 1.0))]),
         _verdict("Thm 6.1", "Under RoPE the margin between the top head and the runner-up grows "
                             "from deep to shallow layers",
                  "mean over adjacent layers of log(M_k / M_{k+1}), layer 0 shallowest: "

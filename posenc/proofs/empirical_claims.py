@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Optional
 from .verdicts import Verdict, at_ceiling, bounded_interval, binomial_se, judge, verdict_from_parts
 
 ADDITIVE = ("absolute", "relative", "alibi")
+POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
 
 
 class Runs:
@@ -69,8 +70,9 @@ class Runs:
 
 def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
           stat: Callable[[int], float], threshold: float, predicted: str,
-          ordering: bool = False) -> dict[str, Any]:
-    """``ordering``: the statistic orders the accuracies of ``roles`` (the ceiling rule applies)."""
+          ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS) -> dict[str, Any]:
+    """``ordering``: the statistic orders the accuracies of ``roles`` (the ceiling rule applies);
+    ``bounds``: its range (default: a difference of percentages), the shown interval's limits."""
     seeds = runs.seeds(task, roles)
     where = {"task": task, "roles": list(roles)}
     if not seeds:
@@ -78,7 +80,8 @@ def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
                 "interval": None, "note": f"no runs for {', '.join(missing) or 'a common seed'}",
                 **where}
-    out = {"part": name, **judge([stat(s) for s in seeds], threshold, predicted), **where}
+    out = {"part": name, **judge([stat(s) for s in seeds], threshold, predicted, bounds=bounds),
+           **where}
     if ordering and at_ceiling({r: [runs.acc(task, r, s) for s in seeds] for r in roles}):
         out["verdict"], out["note"] = "ceiling", "every compared PE averages >= 98%"
     return out
@@ -126,7 +129,8 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                - max(runs.deposit(D, r, s, mode)["drop"] for r in ADDITIVE), 0.0, "above"),
          _part("deposit index: rope - additive", runs, D, ("rope",) + ADDITIVE,
                lambda s: runs.deposit(D, "rope", s, mode)["index"]
-               - max(runs.deposit(D, r, s, mode)["index"] for r in ADDITIVE), 0.0, "above")]))
+               - max(runs.deposit(D, r, s, mode)["index"] for r in ADDITIVE), 0.0, "above",
+               bounds=UNIT)]))
 
     out.append(_verdict(
         "E13", "MLA removes the concentration at comparable accuracy",
@@ -134,7 +138,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
         "MLA 88.34%, no single-head deposit",
         [_part("DI: rope - mla", runs, D, ("rope", "mla"),
                lambda s: runs.deposit(D, "rope", s, mode)["index"]
-               - runs.deposit(D, "mla", s, mode)["index"], 0.0, "above"),
+               - runs.deposit(D, "mla", s, mode)["index"], 0.0, "above", bounds=UNIT),
          _part("acc: mla - rope", runs, D, ("rope", "mla"),
                lambda s: runs.acc(D, "mla", s) - runs.acc(D, "rope", s), -10.0, "above")]))
 
@@ -155,7 +159,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
         "probe R2(after block 2) - R2(embedding)/2 < 0; distance; linear ridge probe of position",
         "additive positional directions vanish after layer 2",
         [_part("R2 after block 2 - half of R2 at input", runs, D, ("absolute+rope",),
-               probe_stat, 0.0, "below")]))
+               probe_stat, 0.0, "below", bounds=None)]))
     return out
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 VERDICTS = ("confirmed", "refuted", "inconclusive", "ceiling")
 #: accuracy (percent) at or above which a PE is at the ceiling of a task
@@ -135,15 +135,21 @@ def at_ceiling(accuracies: dict[str, Sequence[float]]) -> bool:
 
 
 def judge(values: Sequence[float], threshold: float = 0.0, predicted: str = "above",
-          level: float = 0.95) -> dict[str, Any]:
+          level: float = 0.95, bounds: Optional[tuple[float, float]] = None) -> dict[str, Any]:
     """One part of a claim judged on its per-seed statistic: the verdict word, the interval,
     the per-seed sign count (``agree`` of ``n`` seeds on the predicted side of ``threshold``)
-    and the resolution (the interval's half-width; None below two seeds)."""
+    and the resolution (the interval's half-width; None below two seeds).
+
+    ``bounds``: the statistic's range (e.g. (-100, 100) for a difference of accuracies in
+    points); the interval shown is clipped to it.  The verdict and the resolution come from the
+    t interval itself -- clipping cannot change a verdict when the threshold lies in the range."""
     vals = [float(v) for v in values]
     iv = t_interval(vals, level)
     side = (lambda v: v > threshold) if predicted == "above" else (lambda v: v < threshold)
+    shown = [iv.low, iv.high] if bounds is None else [max(iv.low, bounds[0]),
+                                                       min(iv.high, bounds[1])]
     return {"verdict": decide(iv, threshold, predicted), "n": iv.n, "estimate": iv.estimate,
-            "interval": [iv.low, iv.high], "values": vals, "threshold": threshold,
+            "interval": shown, "values": vals, "threshold": threshold,
             "predicted": predicted, "agree": sum(1 for v in vals if side(v)),
             "resolution": (iv.high - iv.low) / 2 if math.isfinite(iv.low) else None}
 

@@ -130,3 +130,15 @@ def test_ceiling_words():
     assert combine(["ceiling", "inconclusive"]) == "inconclusive"
     assert combine(["ceiling", "refuted"]) == "refuted"
     Verdict("x", "s", "st", "p", "m", "ceiling", 2)
+
+
+@given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=2, max_size=6),
+       st.floats(-99, 99), st.sampled_from(["above", "below"]))
+def test_a_bounded_statistic_shows_its_interval_inside_the_range_with_the_same_verdict(
+        values, tau, predicted):
+    free, bounded = judge(values, tau, predicted), judge(values, tau, predicted, bounds=(-100, 100))
+    assert -100 <= bounded["interval"][0] <= bounded["estimate"] <= bounded["interval"][1] <= 100
+    assert bounded["verdict"] == free["verdict"] and bounded["resolution"] == free["resolution"]
+    # two seeds far apart: the t interval itself leaves the range, the shown one does not
+    wide = judge([90.0, -80.0], bounds=(-100, 100))
+    assert judge([90.0, -80.0])["interval"][1] > 100 and wide["interval"] == [-100, 100]
