@@ -114,13 +114,17 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               ray_address: Optional[str] = None, device: Optional[str] = None,
               roles: Optional[Sequence[str]] = None, tasks: Optional[Sequence[str]] = None,
               overrides: Optional[dict[str, Any]] = None, theory: bool = True,
-              log: Callable[[str], None] = print, wait: bool = False) -> Path:
+              log: Callable[[str], None] = print, wait: bool = False,
+              until_decided: bool = False, max_seeds: Optional[int] = None,
+              seed_batch: Optional[int] = None) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
     the progress lines (``print`` by default; ``lambda s: None`` for silence).  ``wait``: if
     another sweep is writing the store, wait for it (default: a PosencError naming its PID).
     A failed run is a PosencError after the report of the finished runs is written.
+    ``until_decided``: then add ``seed_batch`` (default 2) seeds at a time to the runs of claims
+    still inconclusive, until each is decided or has ``max_seeds`` seeds.
     """
     from ..report import reproduce as run_reproduction
 
@@ -134,4 +138,6 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             ray_address=ray_address, device=device,
                             roles=None if roles is None else list(roles),
                             tasks=None if tasks is None else list(tasks),
-                            overrides=dict(overrides or {}), theory=theory, log=log, wait=wait)
+                            overrides=dict(overrides or {}), theory=theory, log=log, wait=wait,
+                            until_decided=until_decided, max_seeds=max_seeds,
+                            seed_batch=seed_batch)
