@@ -10,7 +10,8 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
     p.add_argument("--backend", default="local", help="local (default) | ray")
     p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds per (task, PE); default: the preset's (the first log line says how many)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="seeds per (task, PE); default: the preset's (the first log line says how many)")
     p.add_argument("--count-seeds", type=int, default=None,
                    help="seeds of the count task alone (default: --seeds)")
     p.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
