@@ -138,6 +138,9 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     (["--backend", "slurm"], "unknown backend"),
     (["--roles", "rope,bogus"], "unknown PE role"),
     (["--count-seeds", "0"], "--count-seeds must be a positive integer"),
+    (["--max-seeds", "4"], "--max-seeds and --seed-batch go with --until-decided"),
+    (["--until-decided"], "--until-decided needs --max-seeds N"),
+    (["--until-decided", "--max-seeds", "1"], "--max-seeds 1 is below the 2 seeds"),
     (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
      "cannot reach the Ray cluster"),
 ])
