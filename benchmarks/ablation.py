@@ -34,7 +34,7 @@ def hook_one_by_one(model, data, batch_size: int) -> list[list[float]]:
         for h in range(H):
             def zero(z, hook, h=h):
                 z = z.clone()
-                z[:, h] = 0
+                z[:, :, h] = 0  # hook_z: (batch, pos, head, d_head)
                 return z
             correct = 0
             with torch.inference_mode():

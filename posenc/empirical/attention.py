@@ -14,8 +14,25 @@ mask (0 or -inf).  The attention is computed by
 additive mask, and explicitly only when ``hook_attn_scores`` or
 ``hook_pattern`` has a hook attached.
 
-``hook_z`` is the per-head output (batch, heads, seq, head_dim) before the
-output projection.  A :class:`HeadAblation` at a layer replaces heads there:
+Hook points follow TransformerLens (names, layouts, order):
+
+=====================  ==========================================  ===============================
+hook                   what                                        layout
+=====================  ==========================================  ===============================
+``hook_q``, ``hook_k``  queries / keys BEFORE the rotation           (batch, pos, head_index, d_qk)
+``hook_v``             values                                      (batch, pos, head_index, d_head)
+``hook_rot_q``/``_k``  queries / keys after RoPE (rotary PEs only)  (batch, pos, head_index, d_qk)
+``hook_attn_scores``   s above (pre-softmax, scaled, bias, mask)   (batch, head_index, q_pos, k_pos)
+``hook_pattern``       softmax(s)                                  (batch, head_index, q_pos, k_pos)
+``hook_z``             per-head output, before ``W_O``              (batch, pos, head_index, d_head)
+``hook_q_in``          x (ours, not TransformerLens's)             (batch, pos, d_model)
+``hook_kv_in``         y (ours)                                    (batch, pos, d_model)
+=====================  ==========================================  ===============================
+
+For MLA, d_qk = head_dim + rope_dim: q = [content ; decoupled RoPE part]
+(``hook_q`` before, ``hook_rot_q`` after the rotation of the RoPE part).
+
+A :class:`HeadAblation` at a layer replaces heads right after ``hook_z``:
 with gate g (variants, heads) and replacement r, variant v of example b gets
 ``z' = g[v, h] z + (1 - g[v, h]) r``; the batch grows to variants x batch
 (variant-major), so the single-head ablations of one layer run as one pass.
@@ -30,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .hooks import HookPoint
+from .hooks import HookPoint, run_hook
 
 
 @dataclass
@@ -38,8 +55,9 @@ class HeadAblation:
     """Replace heads of ``layer`` at hook_z.
 
     ``gate`` (variants, heads): 1 keeps a head, 0 replaces it.  ``replacement``:
-    None (zeros), (heads, seq, head_dim) (e.g. a data-set mean) or
-    (batch, heads, seq, head_dim) (e.g. resampled from other examples).
+    None (zeros), (seq, heads, head_dim) (e.g. a data-set mean) or
+    (batch, seq, heads, head_dim) (e.g. resampled from other examples) -- the
+    layout of ``hook_z``.
     """
 
     layer: int
@@ -51,13 +69,13 @@ class HeadAblation:
         return int(self.gate.shape[0])
 
     def apply(self, z: torch.Tensor) -> torch.Tensor:
-        """(batch, H, T, dh) -> (variants * batch, H, T, dh)."""
+        """(batch, T, H, dh) -> (variants * batch, T, H, dh)."""
         B = z.shape[0]
-        g = self.gate.to(z.dtype)[:, None, :, None, None]  # (V, 1, H, 1, 1)
+        g = self.gate.to(z.dtype)[:, None, None, :, None]  # (V, 1, 1, H, 1)
         out = g * z[None]
         if self.replacement is not None:
             r = self.replacement.to(z.dtype)
-            r = r[None, None] if r.dim() == 3 else r[None]  # (1, 1 or B, H, T, dh)
+            r = r[None, None] if r.dim() == 3 else r[None]  # (1, 1 or B, T, H, dh)
             out = out + (1 - g) * r
         return out.reshape(self.n_variants * B, *z.shape[1:])
 
@@ -80,19 +98,41 @@ def build_mask(bias: Optional[torch.Tensor], pad_add: Optional[torch.Tensor], ca
     return mask, False
 
 
+def heads_last(x: torch.Tensor) -> torch.Tensor:
+    """(B, H, T, d) <-> (B, T, H, d): a view (the hook layout vs the kernel layout)."""
+    return x.transpose(1, 2)
+
+
 class AttentionBase(nn.Module):
     """Hooks, the attention kernel, the ablation gate and the output projection."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float, bias: Optional[nn.Module]):
+    def __init__(self, d_model: int, n_heads: int, dropout: float, bias: Optional[nn.Module],
+                 rotary_hooks: bool = False):
         super().__init__()
         self.d_model, self.n_heads = d_model, n_heads
         self.head_dim = d_model // n_heads
         self.dropout = dropout
         self.bias = bias
         self.out = nn.Linear(n_heads * self.head_dim, d_model)
-        for name in ("hook_q_in", "hook_kv_in", "hook_q", "hook_k", "hook_v",
-                     "hook_attn_scores", "hook_pattern", "hook_z"):
+        names = ["hook_q_in", "hook_kv_in", "hook_q", "hook_k", "hook_v"]
+        if rotary_hooks:  # as TransformerLens: only attention with a rotation has them
+            names += ["hook_rot_q", "hook_rot_k"]
+        for name in names + ["hook_attn_scores", "hook_pattern", "hook_z"]:
             setattr(self, name, HookPoint())
+
+    def qkv_hooks(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """hook_q / hook_k / hook_v on (B, H, T, d) tensors, shown as (B, T, H, d)."""
+        out = []
+        for point, x in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)):
+            out.append(heads_last(point(heads_last(x))) if point.fns else x)
+        return out
+
+    def rot_hooks(self, q: torch.Tensor, k: torch.Tensor):
+        if self.hook_rot_q.fns:
+            q = heads_last(self.hook_rot_q(heads_last(q)))
+        if self.hook_rot_k.fns:
+            k = heads_last(self.hook_rot_k(heads_last(k)))
+        return q, k
 
     def positional_bias(self, seq: int, offset: int = 0,
                         dtype: torch.dtype = torch.float32) -> Optional[torch.Tensor]:
@@ -113,8 +153,8 @@ class AttentionBase(nn.Module):
         if is_causal:
             upper = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
             scores = scores.masked_fill(upper, float("-inf"))
-        scores = self.hook_attn_scores(scores)
-        pattern = self.hook_pattern(scores.softmax(dim=-1))
+        scores = run_hook(self.hook_attn_scores, scores)
+        pattern = run_hook(self.hook_pattern, scores.softmax(dim=-1))
         if p:
             pattern = F.dropout(pattern, p)
         return pattern @ v
@@ -122,16 +162,15 @@ class AttentionBase(nn.Module):
     def finish(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                pad_add: Optional[torch.Tensor], causal: bool, offset: int,
                ablation: Optional[HeadAblation]) -> torch.Tensor:
-        """Hooks on q, k, v; attention; ablation at hook_z; output projection -> (B', T, D)."""
+        """q, k (post-rotation), v (B, H, T, d); attention; hook_z; ablation; W_O -> (B', T, D)."""
         B, _, T, _ = q.shape
         if k.shape[0] != B:  # keys/values from a shared (un-ablated) input: broadcast over variants
             k, v = k.repeat(B // k.shape[0], 1, 1, 1), v.repeat(B // v.shape[0], 1, 1, 1)
-        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         mask, is_causal = build_mask(self.positional_bias(T, offset, q.dtype), pad_add, causal, T)
-        z = self.hook_z(self.attend(q, k, v, mask, is_causal))  # (B, H, T, dh)
+        z = run_hook(self.hook_z, heads_last(self.attend(q, k, v, mask, is_causal)))  # (B, T, H, dh)
         if ablation is not None:
-            z = ablation.apply(z)  # (V * B, H, T, dh)
-        return self.out(z.transpose(1, 2).reshape(z.shape[0], T, -1))
+            z = ablation.apply(z)  # (V * B, T, H, dh)
+        return self.out(z.reshape(z.shape[0], T, -1))
 
 
 class Attention(AttentionBase):
@@ -139,7 +178,7 @@ class Attention(AttentionBase):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
                  rotary: Optional[nn.Module] = None, bias: Optional[nn.Module] = None):
-        super().__init__(d_model, n_heads, dropout, bias)
+        super().__init__(d_model, n_heads, dropout, bias, rotary_hooks=rotary is not None)
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)  # rows: W_q, W_k, W_v
         self.rotary = rotary
 
@@ -148,11 +187,11 @@ class Attention(AttentionBase):
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
         """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input."""
         B, T, D = x.shape
-        x = self.hook_q_in(x)
+        x = run_hook(self.hook_q_in, x)
         if kv is x and not self.hook_kv_in.active:
             q, k, v = self.qkv(x).split(D, dim=-1)  # one GEMM when keys come from x
         else:
-            kv = self.hook_kv_in(kv)
+            kv = run_hook(self.hook_kv_in, kv)
             W = self.qkv.weight
             q = F.linear(x, W[:D])
             k, v = F.linear(kv, W[D:]).split(D, dim=-1)
@@ -160,8 +199,9 @@ class Attention(AttentionBase):
         q = q.view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
         k = k.view(k.shape[0], T, H, dh).transpose(1, 2)
         v = v.view(v.shape[0], T, H, dh).transpose(1, 2)
+        q, k, v = self.qkv_hooks(q, k, v)
         if self.rotary is not None:
-            q, k = self.rotary(q, offset), self.rotary(k, offset)
+            q, k = self.rot_hooks(self.rotary(q, offset), self.rotary(k, offset))
         return self.finish(q, k, v, pad_add, causal, offset, ablation)
 
     def head_weights(self) -> dict[str, torch.Tensor]:

@@ -114,7 +114,7 @@ class DynamicsConfig:
 
 def _rotary_layout(attn: torch.nn.Module) -> Optional[tuple[torch.Tensor, torch.Tensor,
                                                             torch.Tensor]]:
-    """(dims a (P,), dims b (P,), thetas (H or 1, P)) of the rotary planes in hook_q/hook_k."""
+    """(dims a (P,), dims b (P,), thetas (H or 1, P)) of the rotary planes in hook_rot_q/_k."""
     rot = getattr(attn, "rotary", None)
     if rot is None:
         return None
@@ -165,15 +165,15 @@ def per_example_signals(model: Transformer, tokens: torch.Tensor,
     for l, block in enumerate(model.blocks):
         attn = block.attn
         hooks.append((f"blocks.{l}.attn.hook_z",
-                      lambda z, hook, l=l: z * gates[l][:, :, None, None]))
+                      lambda z, hook, l=l: z * gates[l][:, None, :, None]))  # z (B, T, H, dh)
         if not has[l]:
             continue
         layout = _rotary_layout(attn)
         if layout is not None:
-            hooks.append((f"blocks.{l}.attn.hook_q",
-                          lambda x, hook, l=l: captured.__setitem__((l, "q"), x.detach())))
-            hooks.append((f"blocks.{l}.attn.hook_k",
-                          lambda x, hook, l=l: captured.__setitem__((l, "k"), x.detach())))
+            for side in ("q", "k"):  # post-rotation, (B, T, H, d) -> (B, H, T, d)
+                hooks.append((f"blocks.{l}.attn.hook_rot_{side}",
+                              lambda x, hook, l=l, side=side:
+                              captured.__setitem__((l, side), x.detach().transpose(1, 2))))
 
         def add_eps(scores, hook, l=l, attn=attn, layout=layout):
             with torch.no_grad():

@@ -24,12 +24,13 @@ from torch import nn
 
 from ..encodings import MLA
 from .attention import AttentionBase, HeadAblation
+from .hooks import run_hook
 from .pe.rotary import mla_rotary
 
 
 class MLAAttention(AttentionBase):
     def __init__(self, d_model: int, n_heads: int, spec: MLA, dropout: float = 0.0):
-        super().__init__(d_model, n_heads, dropout, bias=None)
+        super().__init__(d_model, n_heads, dropout, bias=None, rotary_hooks=True)
         dh = self.head_dim
         self.q_latent = spec.q_latent or min(4 * dh, d_model)
         self.kv_latent = spec.kv_latent or min(4 * dh, d_model)
@@ -50,18 +51,21 @@ class MLAAttention(AttentionBase):
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
         B, T, _ = x.shape
         H, dh, r = self.n_heads, self.head_dim, self.rope_dim
-        x, kv = self.hook_q_in(x), self.hook_kv_in(kv)
+        x, kv = run_hook(self.hook_q_in, x), run_hook(self.hook_kv_in, kv)
         Bk = kv.shape[0]
         c_q = self.q_down(x)  # (B, T, q_latent)
         c_kv = self.kv_down(kv)  # (Bk, T, kv_latent)
         q_c = self.q_up(c_q).view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
-        q_r = self.rotary(self.q_rope(c_q).view(B, T, H, r).transpose(1, 2), offset)  # (B, H, T, r)
+        q_r = self.q_rope(c_q).view(B, T, H, r).transpose(1, 2)  # (B, H, T, r)
         k_c = self.k_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
-        k_r = self.k_rope(kv).view(Bk, T, -1, r).transpose(1, 2)  # (Bk, 1 or H, T, r)
-        k_r = self.rotary(k_r, offset).expand(Bk, H, T, r)
+        k_r = self.k_rope(kv).view(Bk, T, -1, r).transpose(1, 2).expand(Bk, H, T, r)
         v = self.v_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
-        q = torch.cat([q_c, q_r], dim=-1)  # (B, H, T, dh + r)
+        q = torch.cat([q_c, q_r], dim=-1)  # (B, H, T, dh + r), before the rotation
         k = torch.cat([k_c, k_r], dim=-1)
+        q, k, v = self.qkv_hooks(q, k, v)
+        q = torch.cat([q[..., :dh], self.rotary(q[..., dh:], offset)], dim=-1)
+        k = torch.cat([k[..., :dh], self.rotary(k[..., dh:], offset)], dim=-1)
+        q, k = self.rot_hooks(q, k)
         return self.finish(q, k, v, pad_add, causal, offset, ablation)
 
     def head_weights(self) -> dict[str, torch.Tensor]:

@@ -4,15 +4,18 @@ Built from a :class:`~posenc.empirical.config.ModelConfig` and any catalogue
 PE spec (see :mod:`posenc.empirical.pe.plan` for how a spec maps to parts).
 Block l: ``h += Attn(LN1(h), LN1(kv_in)); h += MLP(LN2(h))`` with ``kv_in = h``
 (standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``,
-as the paper's code).  The input embedding ``x0 = E[token] + P[position]``
-(``hook_embed``).  Padding (token 0) is masked out of attention keys and of
-the mean pooling when ``mask_padding``; otherwise it is an ordinary token.
+as the paper's code).  The input embedding ``x0 = E[token] + P[position]``.
+Padding (token 0) is masked out of attention keys and of the mean pooling when
+``mask_padding``; otherwise it is an ordinary token.
 
-Hook points (names as in TransformerLens): ``hook_embed``,
-``blocks.{l}.hook_resid_pre``, ``blocks.{l}.attn.hook_q_in``,
-``hook_kv_in``, ``hook_q``, ``hook_k``, ``hook_v`` (after RoPE),
-``hook_attn_scores`` (pre-softmax, incl. scale, bias and mask),
-``hook_pattern``, ``hook_z``; ``hook_pooled``.
+Hook points (TransformerLens's names and layouts; see docs/usage.md):
+``hook_embed`` E[token] and ``hook_pos_embed`` P[position] (batch, pos,
+d_model; the latter only with an absolute PE); per block
+``blocks.{l}.hook_resid_pre``, ``hook_attn_out``, ``hook_resid_mid``,
+``hook_mlp_out``, ``hook_resid_post`` (batch, pos, d_model) and the attention
+hooks of :mod:`.attention` under ``blocks.{l}.attn.``; ``hook_pooled`` (ours:
+the pooled vector before the classifier, (batch, d_model)).  Dropout, when on,
+acts after ``hook_attn_out`` / ``hook_mlp_out``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ..encodings import parse_spec
 from ..errors import PosencError
 from .attention import Attention, HeadAblation
 from .config import ModelConfig
-from .hooks import HookPoint, Hooked
+from .hooks import HookPoint, Hooked, run_hook
 from .mla import MLAAttention
 from .pe.plan import plan_for
 from .tasks import PAD
@@ -42,18 +45,22 @@ class Block(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.kv_from_input = cfg.kv_source == "input"
         self.causal = cfg.causal
-        self.hook_resid_pre = HookPoint()
+        for name in ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out",
+                     "hook_resid_post"):
+            setattr(self, name, HookPoint())
 
     def forward(self, h: torch.Tensor, x0: torch.Tensor, pad_add: Optional[torch.Tensor],
                 offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
-        h = self.hook_resid_pre(h)
+        h = run_hook(self.hook_resid_pre, h)
         a = self.ln1(h)
         kv = self.ln1(x0) if self.kv_from_input else a
         out = self.attn(a, kv, pad_add, self.causal, offset, ablation)  # (B', T, D)
+        out = run_hook(self.hook_attn_out, out)
         if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
             h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
-        h = h + self.drop(out)
-        return h + self.drop(self.mlp(self.ln2(h)))
+        h = run_hook(self.hook_resid_mid, h + self.drop(out))
+        m = run_hook(self.hook_mlp_out, self.mlp(self.ln2(h)))
+        return run_hook(self.hook_resid_post, h + self.drop(m))
 
 
 class Transformer(Hooked):
@@ -79,13 +86,16 @@ class Transformer(Hooked):
         self.ln_f = nn.LayerNorm(D)
         self.classifier = nn.Linear(D, n_classes)
         self.hook_embed, self.hook_pooled = HookPoint(), HookPoint()
+        if self.pos_embed is not None:
+            self.hook_pos_embed = HookPoint()
         self.name_hooks()
 
     def input_embedding(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x0 = token embedding + absolute PE of positions offset.. : (B, T, D)."""
-        x = self.embed(tokens)
+        x = run_hook(self.hook_embed, self.embed(tokens))  # (B, T, D)
         if self.pos_embed is not None:
-            x = x + self.pos_embed(tokens.shape[1], offset, x.dtype)
+            p = self.pos_embed(tokens.shape[1], offset, x.dtype)  # (T, D)
+            x = x + run_hook(self.hook_pos_embed, p.expand(x.shape))
         return x
 
     def forward(self, tokens: torch.Tensor, *, offset: int = 0,
@@ -99,7 +109,7 @@ class Transformer(Hooked):
             raise PosencError(f"ablation must name a layer in 0..{len(self.blocks) - 1} and gate "
                               f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
                               f"{tuple(ablation.gate.shape)}")
-        x0 = self.hook_embed(self.input_embedding(tokens, offset))
+        x0 = self.input_embedding(tokens, offset)
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
         pad_add = None
         if keep is not None:
@@ -120,7 +130,7 @@ class Transformer(Hooked):
         else:
             w = keep.to(h.dtype)[:, :, None]  # (B, T, 1)
             pooled = (h * w).sum(dim=1) / w.sum(dim=1).clamp(min=1)
-        return self.classifier(self.hook_pooled(pooled))
+        return self.classifier(run_hook(self.hook_pooled, pooled))
 
     @property
     def n_params(self) -> int:

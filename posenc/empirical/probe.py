@@ -31,18 +31,11 @@ from .tasks import PAD, TaskData
 def residual_sites(model: Transformer, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
     """Residual stream (B, T, D) at the embedding and after every block."""
     L = len(model.blocks)
-    names = {"hook_embed"} | {f"blocks.{l}.hook_resid_pre" for l in range(1, L)}
-    captured: dict[str, torch.Tensor] = {}
-    handle = model.ln_f.register_forward_pre_hook(
-        lambda mod, args: captured.__setitem__("final", args[0].detach()))
-    try:
-        _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
-    finally:
-        handle.remove()
-    out = {"embed": cache["hook_embed"]}
-    for l in range(1, L):
-        out[f"block{l - 1}"] = cache[f"blocks.{l}.hook_resid_pre"]
-    out[f"block{L - 1}"] = captured["final"]
+    names = {"blocks.0.hook_resid_pre"} | {f"blocks.{l}.hook_resid_post" for l in range(L)}
+    _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
+    out = {"embed": cache["blocks.0.hook_resid_pre"]}  # token embedding + absolute PE
+    for l in range(L):
+        out[f"block{l}"] = cache[f"blocks.{l}.hook_resid_post"]
     return out
 
 

@@ -52,7 +52,7 @@ def test_batched_logits_equal_hook_reference(layer):
     for h in range(4):
         def zero(z, hook, h=h):
             z = z.clone()
-            z[:, h] = 0
+            z[:, :, h] = 0  # hook_z: (batch, pos, head, d_head)
             return z
         with torch.no_grad():
             want = model.run_with_hooks(data.tokens, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", zero)])
@@ -70,7 +70,7 @@ def test_resample_takes_the_head_output_of_another_example():
     for h in range(4):
         def swap(z, hook, h=h):
             z = z.clone()
-            z[:, h] = src[:, h]
+            z[:, :, h] = src[:, :, h]
             return z
         with torch.no_grad():
             want = model.run_with_hooks(data.tokens, fwd_hooks=[("blocks.1.attn.hook_z", swap)])

@@ -59,20 +59,24 @@ def reference_signals(model, tokens, labels):
                 t = torch.zeros((), requires_grad=True)
                 g = torch.ones((), requires_grad=True)
                 oh = _one_hot(h, H)
-                hooks = [(f"blocks.{l}.attn.hook_z", lambda z, hook, oh=oh: z * (1 - oh + g * oh))]
+                # hook layouts (TransformerLens): z, rot_q, rot_k (batch, pos, head, d)
+                ohz = oh.transpose(1, 2)  # (1, 1, H, 1)
+                hooks = [(f"blocks.{l}.attn.hook_z", lambda z, hook, oh=ohz: z * (1 - oh + g * oh))]
                 if layout is not None:
                     a, b, th = layout
                     theta = th[h if th.shape[0] > 1 else 0].float()
 
-                    def rot(x, hook, oh=oh, theta=theta, a=a, b=b):
+                    def rot(x, hook, oh=ohz, theta=theta, a=a, b=b):
                         ang = t * torch.arange(T, dtype=torch.float32)[:, None] * theta[None, :]
+                        c, s = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]  # (T, 1, P)
                         cols = list(x.unbind(-1))
                         for m in range(len(a)):
                             xa, xb = x[..., int(a[m])], x[..., int(b[m])]
-                            cols[int(a[m])] = xa * torch.cos(ang[:, m]) - xb * torch.sin(ang[:, m])
-                            cols[int(b[m])] = xa * torch.sin(ang[:, m]) + xb * torch.cos(ang[:, m])
+                            cols[int(a[m])] = xa * c[..., m] - xb * s[..., m]
+                            cols[int(b[m])] = xa * s[..., m] + xb * c[..., m]
                         return x * (1 - oh) + torch.stack(cols, -1) * oh
-                    hooks += [(f"blocks.{l}.attn.hook_q", rot), (f"blocks.{l}.attn.hook_k", rot)]
+                    hooks += [(f"blocks.{l}.attn.hook_rot_q", rot),
+                              (f"blocks.{l}.attn.hook_rot_k", rot)]
                 if bias is not None:
                     Bh = bias[h if bias.shape[0] > 1 else 0].detach()
                     hooks.append((f"blocks.{l}.attn.hook_attn_scores",
@@ -126,7 +130,8 @@ def test_importance_equals_one_by_one_zero_ablation():
             for h in range(2):
                 oh = _one_hot(h, 2)
                 out = model.run_with_hooks(tok, fwd_hooks=[(f"blocks.{l}.attn.hook_z",
-                                                            lambda z, hook, oh=oh: z * (1 - oh))])
+                                                            lambda z, hook, oh=oh.transpose(1, 2):
+                                                            z * (1 - oh))])
                 inc = float(F.cross_entropy(out, data.labels)) - base_loss
                 drop = float((base.argmax(-1) == data.labels).double().mean()
                              - (out.argmax(-1) == data.labels).double().mean())
