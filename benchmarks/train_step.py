@@ -1,18 +1,28 @@
-"""Side by side: ms per training step and tokens/s of posenc's model vs a straightforward eager
-implementation of the same architecture, at quick-preset sizes (``--preset paper`` on a GPU).
+"""Side by side: ms per training step of posenc's model vs a plain-PyTorch model of the paper's
+code (the baseline) and a straightforward eager implementation of posenc's own architecture, at
+quick-preset sizes (``--preset paper`` on a GPU), at 1 and 2 threads, for RoPE, ALiBi and
+sinusoidal.
 
-The eager reference (written here, reading the SAME parameters) computes attention as
-softmax(Q K^T / sqrt(d) + B + M) V explicitly, applies RoPE by building the (T, d, d) rotation
-matrices every step, and projects Q, K, V with three separate matmuls.  Before timing, the
-two forward passes are checked to give the same logits.  A step is forward + backward +
-AdamW.  Run:  python benchmarks/train_step.py [--pe rope] [--threads 1] [--steps 30]
-[--preset quick|paper] [--device cpu|cuda] [--samples N] [--also compile,bf16]
+* paper baseline (benchmarks/paper_baseline.py): the paper code's architecture at the same sizes
+  -- explicit matmul attention, RoPE by view/stack every step, keys and values from the input
+  embeddings, separate biased Q/K/V projections, ReLU, no padding mask.  Its own random weights
+  (a different architecture, so its logits are not comparable).
+* eager reference (below, reading the SAME parameters as posenc's model): attention as
+  softmax(Q K^T / sqrt(d) + B + M) V, RoPE by (T, d, d) rotation matrices built every step,
+  three separate Q, K, V matmuls.  Checked to give posenc's logits before timing.
+
+A step is forward + backward + AdamW on one batch.  The three models take single steps in turn
+(round-robin), so background load hits them alike; the best step of each is reported (least
+disturbed) with the median beside it, and the ratio paper / posenc.  Run:
+python benchmarks/train_step.py [--pe rope,alibi,sinusoidal] [--threads 1,2] [--steps 20]
+[--preset quick|paper] [--device cpu|cuda] [--samples N] [--also compile,bf16] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 
 import torch
@@ -21,6 +31,10 @@ import torch.nn.functional as F
 from posenc.empirical.config import preset
 from posenc.empirical.runs import dataset_for, model_for
 from posenc.empirical.tasks import PAD
+
+from paper_baseline import PaperModel
+
+PAPER_PE = {"rope": "rope", "alibi": "alibi", "sinusoidal": "absolute", "nope": "nope"}
 
 
 def rotation_matrices(rot, T: int) -> torch.Tensor:
@@ -87,25 +101,16 @@ def make_step(forward, model, tokens, labels, amp: bool = False):
     return step
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pe", default="rope")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--task", default="distance")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--heads", type=int, help="override the preset's number of heads")
-    ap.add_argument("--d-model", type=int, help="override the preset's model width")
-    ap.add_argument("--preset", default="quick", help="quick (default) or paper (a GPU's size)")
-    ap.add_argument("--samples", type=int, help="generate fewer examples (only one batch is used)")
-    ap.add_argument("--also", default="", help="comma list of extra rows for posenc's model: "
-                    "compile (torch.compile), bf16 (bfloat16 autocast) -- other arithmetic or "
-                    "a compiler, reported beside the float32 comparison, not instead of it")
-    args = ap.parse_args()
-    also = [a for a in args.also.split(",") if a]
-    if set(also) - {"compile", "bf16"}:
-        ap.error(f"--also takes compile and/or bf16; got {args.also!r}")
-    torch.set_num_threads(args.threads)
+def paper_model(cfg, device) -> PaperModel:
+    m, t = cfg.model, cfg.task
+    if cfg.model.pe not in PAPER_PE:
+        raise SystemExit(f"the paper baseline has no counterpart of pe {cfg.model.pe!r}")
+    return PaperModel(t.vocab_size, t.n_classes, m.d_model, m.n_heads, m.n_layers, m.d_ff,
+                      m.dropout, PAPER_PE[m.pe], t.length).to(device)
+
+
+def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[float]]:
+    torch.set_num_threads(threads)
     over = {}
     if args.heads:
         over["model.n_heads"] = args.heads
@@ -113,20 +118,21 @@ def main() -> None:
         over["model.d_model"] = args.d_model
     if args.samples:
         over["task.n_samples"] = args.samples
-    cfg = preset(args.preset, args.task, args.pe, **over)
+    cfg = preset(args.preset, args.task, pe, **over)
     data = dataset_for(cfg).train
     B = cfg.batch_size
     tokens, labels = data.tokens[:B].to(args.device), data.labels[:B].to(args.device)
     torch.manual_seed(0)
     ours, eager = model_for(cfg).to(args.device), model_for(cfg).to(args.device)
     eager.load_state_dict(ours.state_dict())
-    ours.train(), eager.train()
-    if cfg.model.dropout:  # the paper preset's dropout would make the two forwards differ
-        ours.eval(), eager.eval()
+    paper = paper_model(cfg, args.device)
+    for m in (ours, eager, paper):
+        m.train(not cfg.model.dropout)  # the paper preset's dropout would make forwards differ
     with torch.no_grad():
         err = (ours(tokens) - eager_forward(eager, tokens)).abs().max().item()
     assert err < 1e-4, f"implementations disagree: {err}"
     steps = {"posenc": make_step(lambda t: ours(t), ours, tokens, labels),
+             "paper-code": make_step(lambda t: paper(t), paper, tokens, labels),
              "eager": make_step(lambda t: eager_forward(eager, t), eager, tokens, labels)}
     for extra in also:
         m = model_for(cfg).to(args.device)
@@ -136,20 +142,57 @@ def main() -> None:
         steps[f"posenc+{extra}"] = make_step(lambda t, f=fwd: f(t), m, tokens, labels,
                                              amp=extra == "bf16")
     rounds: dict[str, list[float]] = {k: [] for k in steps}
-    for i in range(args.steps + 3):  # alternate single steps: background load hits both alike
+    for i in range(args.steps + 3):  # round-robin single steps: background load hits all alike
         for k, step in steps.items():
             t = step()
             if i >= 3:  # warm-up excluded
                 rounds[k].append(t)
     T = tokens.shape[1]
-    print(f"train step, {args.preset} preset ({args.task}, pe {args.pe}): batch {B} x seq {T}, "
-          f"d_model {cfg.model.d_model}, {cfg.model.n_heads} heads, {cfg.model.n_layers} layers, "
-          f"{args.threads} thread(s), {args.device}; max |logit diff| {err:.1e}")
+    print(f"\ntrain step, {args.preset} preset ({args.task}, pe {pe}): batch {B} x seq {T}, "
+          f"d_model {cfg.model.d_model}, {cfg.model.n_heads} heads of dim {cfg.model.head_dim}, "
+          f"{cfg.model.n_layers} layers, {threads} thread(s), {args.device}; posenc vs eager "
+          f"max |logit diff| {err:.1e}")
     best = {k: min(v) for k, v in rounds.items()}  # min: least disturbed by other processes
     for k in steps:
-        print(f"  {k:<14} {1000 * best[k]:8.2f} ms/step (best of {len(rounds[k])})  "
-              f"{B * T / best[k]:10.0f} tokens/s  vs eager {best['eager'] / best[k]:.2f}x")
-    print(f"  speed-up posenc / eager (both float32): {best['eager'] / best['posenc']:.2f}x")
+        print(f"  {k:<14} {1000 * best[k]:8.2f} ms/step best, {1000 * statistics.median(rounds[k]):8.2f} "
+              f"median (of {len(rounds[k])})  {B * T / best[k]:9.0f} tokens/s   "
+              f"paper-code / this {best['paper-code'] / best[k]:.2f}x")
+    print(f"  speed-up posenc vs paper-code baseline: {best['paper-code'] / best['posenc']:.2f}x "
+          f"(best), {statistics.median(rounds['paper-code']) / statistics.median(rounds['posenc']):.2f}x "
+          f"(median); vs eager: {best['eager'] / best['posenc']:.2f}x")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(5):
+                steps["posenc"]()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+    return rounds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pe", default="rope,alibi,sinusoidal", help="comma list")
+    ap.add_argument("--threads", default="1,2", help="comma list of thread counts")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--task", default="distance")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--heads", type=int, help="override the preset's number of heads")
+    ap.add_argument("--d-model", type=int, help="override the preset's model width")
+    ap.add_argument("--preset", default="quick", help="quick (default) or paper (a GPU's size)")
+    ap.add_argument("--samples", type=int, help="generate fewer examples (only one batch is used)")
+    ap.add_argument("--also", default="", help="comma list of extra rows for posenc's model: "
+                    "compile (torch.compile), bf16 (bfloat16 autocast) -- other arithmetic or "
+                    "a compiler, reported beside the float32 comparison, not instead of it")
+    ap.add_argument("--profile", action="store_true", help="print torch.profiler's top ops of "
+                    "posenc's step")
+    args = ap.parse_args()
+    also = [a for a in args.also.split(",") if a]
+    if set(also) - {"compile", "bf16"}:
+        ap.error(f"--also takes compile and/or bf16; got {args.also!r}")
+    print(f"torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    for threads in [int(t) for t in args.threads.split(",")]:
+        for pe in args.pe.split(","):
+            measure(args, pe, threads, also)
 
 
 if __name__ == "__main__":

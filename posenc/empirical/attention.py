@@ -9,10 +9,11 @@ value input (``hook_kv_in``: the same as x, or the normed input embeddings when
 keys and values come from the input as in the paper's code), ``q_h = W_q[h] x``,
 ``k_h = W_k[h] y`` (no projection bias), ``rot_p`` the RoPE rotation at
 position p (identity without RoPE), B the PE bias and M the padding / causal
-mask (0 or -inf).  The attention is computed by
-``torch.nn.functional.scaled_dot_product_attention`` with ``B + M`` as the
-additive mask, and explicitly only when ``hook_attn_scores`` or
-``hook_pattern`` has a hook attached.
+mask (0 or -inf).  The kernel (explicit softmax(QK^T/sqrt(d) + B + M) V or
+``torch.nn.functional.scaled_dot_product_attention``) is chosen by device and
+head dim in :mod:`.kernel`; the explicit one always when ``hook_attn_scores``
+or ``hook_pattern`` has a hook attached.  Q, K, V come from one fused
+projection ``qkv`` (rows W_q, W_k, W_v).
 
 Hook points follow TransformerLens (names, layouts, order):
 
@@ -48,6 +49,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .hooks import HookPoint, run_hook
+from .kernel import ScoreMask, explicit_attention, use_sdpa
 
 
 @dataclass
@@ -78,24 +80,6 @@ class HeadAblation:
             r = r[None, None] if r.dim() == 3 else r[None]  # (1, 1 or B, T, H, dh)
             out = out + (1 - g) * r
         return out.reshape(self.n_variants * B, *z.shape[1:])
-
-
-def build_mask(bias: Optional[torch.Tensor], pad_add: Optional[torch.Tensor], causal: bool,
-               seq: int) -> tuple[Optional[torch.Tensor], bool]:
-    """Additive mask for SDPA and whether to pass ``is_causal`` instead.
-
-    bias (H or 1, T, T); pad_add (B, 1, 1, T) with 0 / -inf.  Returns a tensor
-    broadcastable to (B, H, T, T) or None.
-    """
-    mask = None if bias is None else bias[None]
-    if pad_add is not None:
-        mask = pad_add if mask is None else mask + pad_add
-    if causal:
-        if mask is None:
-            return None, True
-        upper = torch.ones(seq, seq, dtype=torch.bool, device=mask.device).triu(1)
-        mask = mask.masked_fill(upper, float("-inf"))
-    return mask, False
 
 
 def heads_last(x: torch.Tensor) -> torch.Tensor:
@@ -139,35 +123,27 @@ class AttentionBase(nn.Module):
         """The PE bias this layer adds to the scores: (H or 1, seq, seq), or None."""
         return None if self.bias is None else self.bias(seq, offset, dtype)
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               mask: Optional[torch.Tensor], is_causal: bool) -> torch.Tensor:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
+               bias: Optional[torch.Tensor]) -> torch.Tensor:
         """q, k (B, H, T, d_qk), v (B, H, T, dh) -> z (B, H, T, dh)."""
         p = self.dropout if self.training else 0.0
-        if not (self.hook_attn_scores.active or self.hook_pattern.active):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                                  is_causal=is_causal)
-        T = q.shape[-2]
-        scores = (q @ k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)  # (B, H, T, T)
-        if mask is not None:
-            scores = scores + mask
-        if is_causal:
-            upper = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
-            scores = scores.masked_fill(upper, float("-inf"))
-        scores = run_hook(self.hook_attn_scores, scores)
-        pattern = run_hook(self.hook_pattern, scores.softmax(dim=-1))
-        if p:
-            pattern = F.dropout(pattern, p)
-        return pattern @ v
+        hooked = self.hook_attn_scores.active or self.hook_pattern.active
+        if not hooked and use_sdpa(q.device, q.shape[-1]):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.additive(bias),
+                                                  dropout_p=p)
+        B, H = q.shape[:2]
+        return explicit_attention(q, k, v, mask.flat(bias, B, H), p,
+                                  self.hook_attn_scores if self.hook_attn_scores.active else None,
+                                  self.hook_pattern if self.hook_pattern.active else None)
 
-    def finish(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               pad_add: Optional[torch.Tensor], causal: bool, offset: int,
-               ablation: Optional[HeadAblation]) -> torch.Tensor:
+    def finish(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
+               offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
         """q, k (post-rotation), v (B, H, T, d); attention; hook_z; ablation; W_O -> (B', T, D)."""
         B, _, T, _ = q.shape
         if k.shape[0] != B:  # keys/values from a shared (un-ablated) input: broadcast over variants
             k, v = k.repeat(B // k.shape[0], 1, 1, 1), v.repeat(B // v.shape[0], 1, 1, 1)
-        mask, is_causal = build_mask(self.positional_bias(T, offset, q.dtype), pad_add, causal, T)
-        z = run_hook(self.hook_z, heads_last(self.attend(q, k, v, mask, is_causal)))  # (B, T, H, dh)
+        bias = self.positional_bias(T, offset, q.dtype)
+        z = run_hook(self.hook_z, heads_last(self.attend(q, k, v, mask, bias)))  # (B, T, H, dh)
         if ablation is not None:
             z = ablation.apply(z)  # (V * B, T, H, dh)
         return self.out(z.reshape(z.shape[0], T, -1))
@@ -182,8 +158,7 @@ class Attention(AttentionBase):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)  # rows: W_q, W_k, W_v
         self.rotary = rotary
 
-    def forward(self, x: torch.Tensor, kv: torch.Tensor, pad_add: Optional[torch.Tensor],
-                causal: bool, offset: int = 0,
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
         """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input."""
         B, T, D = x.shape
@@ -202,7 +177,7 @@ class Attention(AttentionBase):
         q, k, v = self.qkv_hooks(q, k, v)
         if self.rotary is not None:
             q, k = self.rot_hooks(self.rotary(q, offset), self.rotary(k, offset))
-        return self.finish(q, k, v, pad_add, causal, offset, ablation)
+        return self.finish(q, k, v, mask, offset, ablation)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""

@@ -25,6 +25,7 @@ from torch import nn
 from ..encodings import MLA
 from .attention import AttentionBase, HeadAblation
 from .hooks import run_hook
+from .kernel import ScoreMask
 from .pe.rotary import mla_rotary
 
 
@@ -46,8 +47,7 @@ class MLAAttention(AttentionBase):
         self.k_rope = nn.Linear(d_model, r if self.shared_rope_key else H * r, bias=False)  # W_kr
         self.rotary = mla_rotary(r, spec.base)
 
-    def forward(self, x: torch.Tensor, kv: torch.Tensor, pad_add: Optional[torch.Tensor],
-                causal: bool, offset: int = 0,
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
         B, T, _ = x.shape
         H, dh, r = self.n_heads, self.head_dim, self.rope_dim
@@ -66,7 +66,7 @@ class MLAAttention(AttentionBase):
         q = torch.cat([q[..., :dh], self.rotary(q[..., dh:], offset)], dim=-1)
         k = torch.cat([k[..., :dh], self.rotary(k[..., dh:], offset)], dim=-1)
         q, k = self.rot_hooks(q, k)
-        return self.finish(q, k, v, pad_add, causal, offset, ablation)
+        return self.finish(q, k, v, mask, offset, ablation)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Effective per-head maps from the normed input (D wide).

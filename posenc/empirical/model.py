@@ -30,6 +30,7 @@ from ..errors import PosencError
 from .attention import Attention, HeadAblation
 from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
+from .kernel import ScoreMask
 from .mla import MLAAttention
 from .pe.plan import plan_for
 from .tasks import PAD
@@ -44,17 +45,16 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), act, nn.Linear(cfg.d_ff, cfg.d_model))
         self.drop = nn.Dropout(cfg.dropout)
         self.kv_from_input = cfg.kv_source == "input"
-        self.causal = cfg.causal
         for name in ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out",
                      "hook_resid_post"):
             setattr(self, name, HookPoint())
 
-    def forward(self, h: torch.Tensor, x0: torch.Tensor, pad_add: Optional[torch.Tensor],
-                offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, x0: torch.Tensor, mask: ScoreMask, offset: int,
+                ablation: Optional[HeadAblation]) -> torch.Tensor:
         h = run_hook(self.hook_resid_pre, h)
         a = self.ln1(h)
         kv = self.ln1(x0) if self.kv_from_input else a
-        out = self.attn(a, kv, pad_add, self.causal, offset, ablation)  # (B', T, D)
+        out = self.attn(a, kv, mask, offset, ablation)  # (B', T, D)
         out = run_hook(self.hook_attn_out, out)
         if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
             h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
@@ -75,12 +75,17 @@ class Transformer(Hooked):
         self.embed = nn.Embedding(vocab_size, D)
         self.pos_embed = self.plan.make_absolute(D, max_len)
         blocks = []
+        # Parameter-free parts (the rotation, a fixed bias) are one module shared by all layers:
+        # one table cache, and one (mask + bias) per forward (see .kernel).  Their buffers are
+        # not persistent, so the state dict is the same as with one module per layer.
+        rotary = self.plan.make_rotary(cfg.head_dim, H)
+        fixed_bias = None if self.plan.bias_learned else self.plan.make_bias(H)
         for _ in range(cfg.n_layers):
             if self.plan.mla is not None:
                 attn: nn.Module = MLAAttention(D, H, self.plan.mla, cfg.dropout)
             else:
-                attn = Attention(D, H, cfg.dropout, rotary=self.plan.make_rotary(cfg.head_dim, H),
-                                 bias=self.plan.make_bias(H))
+                bias = self.plan.make_bias(H) if self.plan.bias_learned else fixed_bias
+                attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias)
             blocks.append(Block(cfg, attn))
         self.blocks = nn.ModuleList(blocks)
         self.ln_f = nn.LayerNorm(D)
@@ -111,19 +116,17 @@ class Transformer(Hooked):
                               f"{tuple(ablation.gate.shape)}")
         x0 = self.input_embedding(tokens, offset)
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
-        pad_add = None
-        if keep is not None:
-            pad_add = torch.zeros(B, 1, 1, T, dtype=x0.dtype, device=x0.device)
-            pad_add = pad_add.masked_fill(~keep[:, None, None, :], float("-inf"))
+        mask = ScoreMask.build(keep, self.cfg.causal, T, x0.dtype, x0.device)  # once per forward
         h = x0
         for l, block in enumerate(self.blocks):
             ab = ablation if ablation is not None and ablation.layer == l else None
-            h = block(h, x0, pad_add, offset, ab)
+            h = block(h, x0, mask, offset, ab)
             if h.shape[0] != B:  # variants created at this layer
                 rep = h.shape[0] // B
                 B = h.shape[0]
-                if pad_add is not None:
-                    pad_add, keep = pad_add.repeat(rep, 1, 1, 1), keep.repeat(rep, 1)
+                mask = mask.repeat(rep)
+                if keep is not None:
+                    keep = keep.repeat(rep, 1)
         h = self.ln_f(h)
         if keep is None:
             pooled = h.mean(dim=1)

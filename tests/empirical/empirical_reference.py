@@ -126,3 +126,57 @@ def scores_ref(spec, attn, x: torch.Tensor, y: torch.Tensor, offset: int = 0) ->
                     s = rotate_ref(q, planes, i + offset) @ rotate_ref(k, planes, j + offset)
                 out[h, i, j] = s * scale + bias_ref(spec, attn, h, i + offset, j + offset, H)
     return out
+
+
+def _rotate_old(x: torch.Tensor, rot, offset: int) -> torch.Tensor:
+    """The pre-speed-up rotation, (B, H, T, d): real cos/sin formula on strided slices."""
+    T = x.shape[-2]
+    ang = torch.arange(offset, offset + T, dtype=torch.float64)[None, :, None] * \
+        rot.thetas.double()[:, None, :]  # (H or 1, T, P)
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    r = rot.rotary_dims
+    if rot.pairing == "interleaved":
+        a, b = x[..., 0:r:2], x[..., 1:r:2]
+        out = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    else:
+        a, b = x[..., : r // 2], x[..., r // 2: r]
+        out = torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+    return out if r == x.shape[-1] else torch.cat([out, x[..., r:]], dim=-1)
+
+
+def old_model_logits(model, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """Logits of ``model``'s weights computed the way the model did before the fast step: three
+    Q, K, V slices of the fused weight, RoPE by the real formula, SDPA with one additive mask per
+    layer (bias + padding + causal), masked mean pooling.  Not for MLA (its attention differs)."""
+    import torch.nn.functional as F
+    cfg = model.cfg
+    B, T = tokens.shape
+    D, H = cfg.d_model, cfg.n_heads
+    dh = D // H
+    x0 = model.embed(tokens)
+    if model.pos_embed is not None:
+        x0 = x0 + model.pos_embed(T, offset, x0.dtype)
+    keep = tokens != 0
+    h = x0
+    for blk in model.blocks:
+        attn = blk.attn
+        a = blk.ln1(h)
+        kv = blk.ln1(x0) if cfg.kv_source == "input" else a
+        Wq, Wk, Wv = attn.qkv.weight.split(D, dim=0)
+        q, k, v = (F.linear(inp, W).view(B, T, H, dh).transpose(1, 2)
+                   for inp, W in ((a, Wq), (kv, Wk), (kv, Wv)))
+        if attn.rotary is not None:
+            q, k = _rotate_old(q, attn.rotary, offset), _rotate_old(k, attn.rotary, offset)
+        mask = torch.zeros(B, H, T, T, dtype=q.dtype)
+        if attn.bias is not None:
+            mask = mask + attn.bias(T, offset, q.dtype)[None]
+        if cfg.mask_padding:
+            mask = mask.masked_fill(~keep[:, None, None, :], float("-inf"))
+        if cfg.causal:
+            mask = mask.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, dh)
+        h = h + attn.out(z.transpose(1, 2).reshape(B, T, D))
+        h = h + blk.mlp(blk.ln2(h))
+    h = model.ln_f(h)
+    w = keep.to(h.dtype)[:, :, None] if cfg.mask_padding else torch.ones(B, T, 1, dtype=h.dtype)
+    return model.classifier((h * w).sum(1) / w.sum(1).clamp(min=1))

@@ -44,6 +44,11 @@ class PEPlan:
     rotary: Optional[PESpec] = None  # RoPE or Custom(frequencies)
     mla: Optional[MLA] = None
 
+    @property
+    def bias_learned(self) -> bool:
+        """Whether the bias has parameters (one per layer) or is fixed (shareable)."""
+        return isinstance(self.bias, RelativeBias)
+
     def make_absolute(self, d_model: int, max_len: int) -> Optional[nn.Module]:
         if self.absolute is None:
             return None

@@ -12,10 +12,14 @@ Custom frequencies (``custom:frequencies=f0;f1;...``) rotate plane m on dims
 (2m, 2m+1) by ``p * f_m`` in every head.  MLA's decoupled part uses
 ``theta_m = base^(-2m/rope_dim)`` with interleaved pairing.
 
-Implementation: the tables hold cos and sin of ``p * theta`` (heads, seq, planes);
-the rotated pairs are taken by slicing -- (2m, 2m+1) as strided slices for
-``interleaved``, the two halves of the first r dims for ``half`` -- so that
-forward and backward are plain element-wise ops.
+Implementation: a cached table of unit phasors ``exp(i p theta)`` (heads, seq,
+planes), complex, computed in float64 and cast.  A plane (a, b) is the complex
+number ``a + i b``; rotating it is one complex product.  For ``interleaved``
+pairing of a float32/float64 tensor whose layout allows it, the pairs are
+viewed as complex numbers without a copy (``view_as_complex``), so forward and
+backward are one element-wise op each; ``half`` pairing (and other layouts)
+builds the complex number from the two slices; other dtypes (bfloat16 under
+autocast) use the real formula above with cos / sin tables.
 """
 
 from __future__ import annotations
@@ -57,18 +61,41 @@ class Rotary(nn.Module):
 
     def tables(self, seq: int, offset: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (heads, seq, planes) for positions offset .. offset+seq-1."""
-        key = (seq, offset, self.thetas.device, dtype)
+        w = self.phasors(seq, offset, torch.float64)
+        return w.real.to(dtype), w.imag.to(dtype)
+
+    def phasors(self, seq: int, offset: int, dtype: torch.dtype) -> torch.Tensor:
+        """exp(i p theta) (heads, seq, planes), complex of ``dtype``'s precision (cached)."""
+        cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
+        key = (seq, offset, self.thetas.device, cdtype)
         if key not in self._cache:
             if len(self._cache) > 8:
                 self._cache.clear()
             with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable anywhere
                 ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
-                self._cache[key] = (ang.cos().to(dtype), ang.sin().to(dtype))  # float64 -> dtype
+                self._cache[key] = torch.polar(torch.ones_like(ang), ang).to(cdtype)  # float64 -> dtype
         return self._cache[key]
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x`` (batch, heads, seq, head_dim) by its positions offset, offset+1, ..."""
-        cos, sin = self.tables(x.shape[-2], offset, x.dtype)  # (H or 1, T, P), broadcast over batch
+        r, P = self.rotary_dims, self.rotary_dims // 2
+        if x.dtype not in (torch.float32, torch.float64):
+            return self._real(x, offset)
+        w = self.phasors(x.shape[-2], offset, x.dtype)  # (H or 1, T, P), broadcast over batch
+        if self.pairing == "interleaved" and _complex_view_ok(x):
+            z = torch.view_as_complex(x[..., :r].unflatten(-1, (P, 2)))  # a view: no copy
+            rot = torch.view_as_real(z * w).flatten(-2)
+        elif self.pairing == "interleaved":
+            z = torch.complex(x[..., 0:r:2], x[..., 1:r:2]) * w
+            rot = torch.stack([z.real, z.imag], dim=-1).flatten(-2)
+        else:
+            z = torch.complex(x[..., :P], x[..., P:r]) * w
+            rot = torch.cat([z.real, z.imag], dim=-1)
+        return rot if r == self.head_dim else torch.cat([rot, x[..., r:]], dim=-1)
+
+    def _real(self, x: torch.Tensor, offset: int) -> torch.Tensor:
+        """The same rotation by the real formula (any dtype)."""
+        cos, sin = self.tables(x.shape[-2], offset, x.dtype)
         r = self.rotary_dims
         if self.pairing == "interleaved":
             a, b = x[..., 0:r:2], x[..., 1:r:2]
@@ -81,6 +108,12 @@ class Rotary(nn.Module):
     def _apply(self, fn, recurse=True):  # moving devices / dtypes invalidates the cache
         self._cache = {}
         return super()._apply(fn, recurse)
+
+
+def _complex_view_ok(x: torch.Tensor) -> bool:
+    """Whether pairs (2m, 2m+1) of the last dim can be viewed as complex numbers in place."""
+    return (x.stride(-1) == 1 and x.storage_offset() % 2 == 0
+            and all(st % 2 == 0 for st in x.stride()[:-1]))
 
 
 def rope_rotary(spec: RoPE, head_dim: int, n_heads: int) -> Rotary:

@@ -1,0 +1,87 @@
+"""The fast training step computes what the model computed before it: same logits (float32 and
+float64) and gradients as the pre-speed-up forward (SDPA, real-formula RoPE, per-layer masks) on
+the same weights, for every PE family and model switch; the kernel choice; shared parameter-free
+modules leave the checkpoint layout unchanged."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from empirical_reference import old_model_logits
+from posenc.empirical.config import ModelConfig
+from posenc.empirical.kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
+from posenc.empirical.model import build_model
+
+PES = ["rope", "rope:pairing=half,fraction=0.5", "rope:heads=1,keep=0.5", "alibi",
+       "alibi:direction=causal", "relative_bias", "relative_bias:mode=table,max_distance=5",
+       "sinusoidal", "learned_absolute", "nope", "hybrid:additive=alibi", "paper-rope",
+       "custom:frequencies=1;0.1", "custom:kernel=exp(-abs(k)/4)"]
+SWITCHES = [{}, {"causal": True}, {"kv_source": "input"}, {"mask_padding": False}]
+
+
+def _model(pe, dtype=torch.float32, **kw):
+    torch.manual_seed(0)
+    cfg = ModelConfig(pe=pe, d_model=32, n_heads=4, n_layers=3, d_ff=48, **kw)
+    m = build_model(cfg, vocab_size=11, n_classes=5, max_len=30).to(dtype)
+    with torch.no_grad():  # larger than init, learned biases included: O(1) differences matter
+        for p in m.parameters():
+            p.normal_(0.0, 0.5)
+    return m
+
+
+def _tokens():
+    tok = torch.randint(1, 11, (6, 13), generator=torch.Generator().manual_seed(2))
+    tok[1, 9:] = 0
+    tok[4, 5:] = 0
+    return tok
+
+
+@pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(kw) or "default")
+@pytest.mark.parametrize("pe", PES)
+def test_logits_and_gradients_equal_the_previous_forward(pe, kw):
+    model, tok = _model(pe, **kw), _tokens()
+    y = torch.arange(6) % 5
+    new = model(tok, offset=2)
+    old = old_model_logits(model, tok, offset=2)
+    # float32, logits O(1-10): the two forwards differ only in summation order and in the
+    # rotation (one complex product vs. two real products), ~1e-7 relative; 1e-5 absolute.
+    assert torch.allclose(new, old, rtol=0, atol=1e-5), (new - old).abs().max()
+    g_new = torch.autograd.grad(F.cross_entropy(new, y), list(model.parameters()), allow_unused=True)
+    g_old = torch.autograd.grad(F.cross_entropy(old, y), list(model.parameters()), allow_unused=True)
+    for (name, _), a, b in zip(model.named_parameters(), g_new, g_old):
+        assert (a is None) == (b is None), name
+        if a is not None:
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), (name, (a - b).abs().max())
+
+
+@pytest.mark.parametrize("pe", ["rope", "rope:pairing=half", "alibi", "relative_bias"])
+def test_float64_logits_equal_the_previous_forward_to_rounding(pe):
+    model = _model(pe, dtype=torch.float64, causal=True)
+    tok = _tokens()
+    assert torch.allclose(model(tok), old_model_logits(model, tok), rtol=0, atol=1e-12)
+
+
+def test_the_reference_can_tell_a_wrong_rotation():
+    """A sign error in RoPE (rotating by -theta) moves the logits far beyond the tolerance."""
+    model, tok = _model("rope"), _tokens()
+    old = old_model_logits(model, tok)
+    with torch.no_grad():
+        model.blocks[0].attn.rotary.thetas.neg_()
+        model.blocks[0].attn.rotary._cache.clear()
+        assert (model(tok) - old).abs().max() > 1e-3
+
+
+def test_kernel_choice_by_device_and_head_dim():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert not use_sdpa(cpu, 8) and not use_sdpa(cpu, CPU_SDPA_MIN_HEAD_DIM - 1)
+    assert use_sdpa(cpu, CPU_SDPA_MIN_HEAD_DIM) and use_sdpa(cuda, 8)
+
+
+def test_parameter_free_modules_are_shared_and_not_in_the_state_dict():
+    for pe in ("rope", "alibi", "hybrid:additive=alibi"):
+        model = _model(pe)
+        parts = [(b.attn.rotary, b.attn.bias) for b in model.blocks]
+        assert all(p == parts[0] for p in parts)
+        assert not any("rotary" in k or "slopes" in k for k in model.state_dict())
+    learned = _model("relative_bias")
+    assert learned.blocks[0].attn.bias is not learned.blocks[1].attn.bias  # one table per layer
