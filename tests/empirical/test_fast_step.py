@@ -85,3 +85,35 @@ def test_parameter_free_modules_are_shared_and_not_in_the_state_dict():
         assert not any("rotary" in k or "slopes" in k for k in model.state_dict())
     learned = _model("relative_bias")
     assert learned.blocks[0].attn.bias is not learned.blocks[1].attn.bias  # one table per layer
+
+
+@pytest.mark.parametrize("pe", ["rope", "rope:pairing=half", "rope:fraction=0.5,heads=2",
+                                "rope:pairing=half,fraction=0.5,keep=0.5"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "odd-offset", "bfloat16"])
+def test_rotation_equals_explicit_2x2_rotations(pe, layout):
+    """Every code path of the rotation (complex view, complex from slices, real formula) against
+    the explicit plane-by-plane rotation matrices of empirical_reference."""
+    from empirical_reference import rope_planes_ref, rotate_ref
+    from posenc.encodings import parse_spec
+    from posenc.empirical.pe.rotary import rope_rotary
+    spec, H, T, d = parse_spec(pe), 4, 6, 8
+    rot = rope_rotary(spec, d, H)
+    base = torch.randn(2, T, 3 * H * d + 1, generator=torch.Generator().manual_seed(0))
+    if layout == "odd-offset":  # storage offset 1: pairs cannot be viewed as complex numbers
+        x = base[..., 1:1 + H * d].view(2, T, H, d).transpose(1, 2)
+    else:
+        x = base[..., :H * d].reshape(2, T, H, d).transpose(1, 2)  # strided (B, H, T, d)
+    if layout == "contiguous":
+        x = x.contiguous()
+    if layout == "bfloat16":
+        x = x.to(torch.bfloat16)
+    got = rot(x, offset=3).double()
+    for b in range(2):
+        for h in range(H):
+            planes = rope_planes_ref(spec, d, h, H)
+            for t in range(T):
+                want = rotate_ref(x[b, h, t].double(), planes, t + 3)
+                # float32 products of O(1) values: 1e-6; bfloat16: two products and a sum, each
+                # rounded to 8 bits (unit roundoff 2^-8), of values up to max|x|
+                tol = 3 * 2.0 ** -8 * float(x.abs().max()) if layout == "bfloat16" else 1e-6
+                assert torch.allclose(got[b, h, t], want, atol=tol), (b, h, t)
