@@ -131,8 +131,7 @@ class AttentionBase(nn.Module):
         if not hooked and use_sdpa(q.device, q.shape[-1]):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.additive(bias),
                                                   dropout_p=p)
-        B, H = q.shape[:2]
-        return explicit_attention(q, k, v, mask.flat(bias, B, H), p,
+        return explicit_attention(q, k, v, mask, bias, p,
                                   self.hook_attn_scores if self.hook_attn_scores.active else None,
                                   self.hook_pattern if self.hook_pattern.active else None)
 

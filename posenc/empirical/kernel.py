@@ -14,11 +14,14 @@ benchmarks/results/attention_kernel_cpu_2026-11-30.txt):
 
 Hooking ``hook_attn_scores`` or ``hook_pattern`` always takes the explicit kernel.
 
-**Mask** (:class:`ScoreMask`): padding keys (when masked) and the causal upper triangle are one
-additive tensor M (0 / -inf) built once per forward and shared by every layer.  For the explicit
-kernel, M + B (the layer's PE bias) is materialised once as (batch * heads, T, T) and reused by
-every layer whose bias is the same tensor (fixed biases -- ALiBi, custom kernels -- are one
-shared module, so all layers hit the same entry); a learned bias is added per layer.
+**Mask** (:class:`ScoreMask`): built once per forward and shared by every layer: the padding
+keys as a (batch, T) additive vector (0 / -inf) and the causal triangle (T, T).  The explicit
+kernel folds a padding-only mask into the score GEMM (no pass over the (B, H, T, T) scores);
+with a PE bias or the causal triangle, M + B is materialised as (batch * heads, T, T) once per
+forward for a fixed bias (ALiBi, custom kernels: one module shared by all layers, so every layer
+hits the same entry) or per layer for a learned one, and added inside the GEMM (``baddbmm``).
+(Adding a small (H, T, T) bias in place after the GEMM measured slower: its backward copies
+the scores.)
 """
 
 from __future__ import annotations
@@ -40,42 +43,48 @@ def use_sdpa(device: torch.device, d_qk: int) -> bool:
 class ScoreMask:
     """Additive mask M (0 / -inf) of one forward: padding keys and the causal triangle.
 
-    ``base``: (batch or 1, 1, T or 1, T) or None (nothing masked).
+    ``keys``: (batch, T) additive key mask or None; ``causal``: (T, T) or None.
     """
 
-    def __init__(self, base: Optional[torch.Tensor], seq: int):
-        self.base, self.seq = base, seq
-        self._memo: dict[tuple[int, int], tuple[Optional[torch.Tensor], torch.Tensor]] = {}
+    def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int):
+        self.keys, self.causal, self.seq = keys, causal, seq
+        self._memo: dict[tuple[int, int], tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
 
     @classmethod
     def build(cls, keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
               device: torch.device) -> "ScoreMask":
         """keep (B, T) bool (False = padding key) or None; causal: mask j > i."""
-        base = None
+        keys = None
         if keep is not None:
-            base = torch.zeros(keep.shape[0], 1, 1, seq, dtype=dtype, device=device)
-            base = base.masked_fill(~keep[:, None, None, :], float("-inf"))
+            keys = torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
+        tri = None
         if causal:
-            upper = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1)
-            if base is None:
-                base = torch.zeros(1, 1, seq, seq, dtype=dtype, device=device)
-            base = base.masked_fill(upper, float("-inf"))
-        return cls(base, seq)
+            tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
+                torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
+        return cls(keys, tri, seq)
 
     def repeat(self, times: int) -> "ScoreMask":
         """The mask of a batch repeated ``times`` (ablation variants, variant-major)."""
-        if self.base is None or self.base.shape[0] == 1:
+        if self.keys is None:
             return self
-        return ScoreMask(self.base.repeat(times, 1, 1, 1), self.seq)
+        return ScoreMask(self.keys.repeat(times, 1), self.causal, self.seq)
+
+    def small(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        """B + causal triangle, (H or 1, T, T), or None."""
+        if bias is None:
+            return None if self.causal is None else self.causal[None]
+        return bias if self.causal is None else bias + self.causal
 
     def additive(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        """M + B broadcastable to (B, H, T, T) (for SDPA and the hooks' view), or None."""
-        if bias is None:
-            return self.base
-        return bias[None] if self.base is None else self.base + bias[None]
+        """The whole M + B, broadcastable to (B, H, T, T) (for SDPA), or None."""
+        small = self.small(bias)
+        if self.keys is None:
+            return None if small is None else small[None]
+        keys = self.keys[:, None, None, :]
+        return keys if small is None else keys + small[None]
 
     def flat(self, bias: Optional[torch.Tensor], batch: int, heads: int) -> Optional[torch.Tensor]:
-        """M + B as (batch * heads, T, T) (or (1, T, T) when it is the same for all), or None."""
+        """M + B as (batch * heads, T, T) (or (1, T, T) when the same for all), or None."""
         if bias is not None and bias.requires_grad:  # a learned bias: per layer, no memo
             return self._flatten(self.additive(bias), batch, heads)
         key = (id(bias), batch)  # the entry keeps ``bias`` alive, so its id stays unique
@@ -92,25 +101,35 @@ class ScoreMask:
         return m.expand(batch, heads, T, T).reshape(batch * heads, T, T)
 
 
-def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                       flat_mask: Optional[torch.Tensor], dropout: float, scores_hook=None,
+def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
+                       bias: Optional[torch.Tensor], dropout: float, scores_hook=None,
                        pattern_hook=None) -> torch.Tensor:
-    """q, k (B, H, T, d_qk), v (B, H, T, dh), flat_mask (B*H or 1, T, T) -> z (B, H, T, dh).
+    """q, k (B, H, T, d_qk), v (B, H, T, dh) -> z (B, H, T, dh).
 
-    ``scores_hook`` / ``pattern_hook``: functions of the (B, H, T, T) tensors (or None).
+    Scores: with a bias or the causal triangle, ``baddbmm`` adds M + B (materialised once per
+    forward and shared by the layers, :meth:`ScoreMask.flat`) inside the GEMM.  With the padding
+    mask alone, it rides in the GEMM instead: q gets a last coordinate 1 and k the key's mask
+    value (0 or -inf), so ``[q/sqrt(d), 1] . [k, m_j] = q.k/sqrt(d) + m_j`` and nothing of size
+    (B, H, T, T) is materialised besides the scores.  (The extra column of dq is 0 * -inf at
+    masked keys; it belongs to the constant 1 and is dropped, so no NaN reaches a gradient.)
+    ``scores_hook`` / ``pattern_hook``: functions of the (B, H, T, T) scores / pattern, or None.
     """
     B, H, T, d = q.shape
-    qf, kf = q.reshape(B * H, T, d), k.reshape(B * H, T, d)
-    scale = d ** -0.5
-    if flat_mask is None:
-        scores = torch.bmm(qf, kf.transpose(1, 2)).mul_(scale)
+    if bias is None and mask.causal is None:
+        q = q * d ** -0.5
+        if mask.keys is not None:
+            q = torch.cat([q, q.new_ones(B, H, T, 1)], dim=-1)
+            k = torch.cat([k, mask.keys.to(k.dtype)[:, None, :, None].expand(B, H, T, 1)], dim=-1)
+        scores = torch.matmul(q, k.transpose(-1, -2))  # (B, H, T, T)
     else:
-        scores = torch.baddbmm(flat_mask, qf, kf.transpose(1, 2), alpha=scale)  # (B*H, T, T)
+        qf, kf = q.reshape(B * H, T, d), k.reshape(B * H, T, d)
+        scores = torch.baddbmm(mask.flat(bias, B, H), qf, kf.transpose(1, 2),
+                               alpha=d ** -0.5).view(B, H, T, T)
     if scores_hook is not None:
-        scores = scores_hook(scores.view(B, H, T, T)).reshape(B * H, T, T)
+        scores = scores_hook(scores)
     pattern = scores.softmax(dim=-1)
     if pattern_hook is not None:
-        pattern = pattern_hook(pattern.view(B, H, T, T)).reshape(B * H, T, T)
+        pattern = pattern_hook(pattern)
     if dropout:
         pattern = F.dropout(pattern, dropout)
-    return torch.bmm(pattern, v.reshape(B * H, T, v.shape[-1])).view(B, H, T, v.shape[-1])
+    return torch.matmul(pattern, v)  # (B, H, T, dh)
