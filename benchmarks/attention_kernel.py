@@ -12,6 +12,7 @@ Run:  python benchmarks/attention_kernel.py [--threads 1,2] [--dims 8,16,32,64,1
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
@@ -37,7 +38,7 @@ def main() -> None:
     keep[::3, 2 * T // 3:] = False
     print(f"torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{args.device}; batch {B} x seq {T}, {H} heads, padding mask; fwd + bwd, "
-          f"best of {args.reps}")
+          f"best of {args.reps}; load average {os.getloadavg()[0]:.1f}")
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)
         print(f"\n{threads} thread(s)   head dim   explicit ms    SDPA ms   SDPA/explicit   "

@@ -2,13 +2,24 @@
 and head dim; and the additive score mask of one forward pass.
 
 **Kernel choice** (:func:`use_sdpa`), measured with ``benchmarks/attention_kernel.py`` (forward +
-backward of one attention layer, batch 64 x 52 tokens, 8 heads, padding mask, best of 20,
-torch 2.13 on a shared 2-core Xeon with AVX-512, 2026-11-30; the full table is in
-benchmarks/results/attention_kernel_cpu_2026-11-30.txt):
+backward of one attention layer, batch 64 x 52 tokens, 8 heads, padding mask, best of 20, by
+wall clock and by process CPU time; torch 2.13 on a shared 2-core Xeon with AVX-512 under heavy
+background load (load average ~8), 2026-11-30; table in
+benchmarks/results/attention_kernel_cpu_2026-11-30.txt).  SDPA / explicit CPU time:
 
-* CPU: the explicit kernel -- ``baddbmm`` (mask + bias added inside the GEMM), ``softmax``,
-  ``bmm`` -- is faster than SDPA's CPU flash kernel for every head dim up to
-  ``CPU_SDPA_MIN_HEAD_DIM`` (exclusive); above it SDPA is used.
+=========  ==========  ==========
+head dim   1 thread    2 threads
+=========  ==========  ==========
+8          1.20        1.69
+16         1.16        2.06
+32         1.05        0.77
+64         1.18        0.77
+128        1.19        0.80
+=========  ==========  ==========
+
+* CPU: the explicit kernel below for d_qk < ``CPU_SDPA_MIN_HEAD_DIM`` = 32 (it wins clearly at
+  8 and 16 -- the quick preset has 8, the paper preset 16); SDPA from 32 on, where it wins at 2
+  threads (by ~20%) and loses by 5-19% at 1 thread.
 * CUDA: SDPA (flash / memory-efficient kernels).  Not re-measured in this change (no GPU was
   available to it); it is what the model used before on every device.
 
@@ -20,8 +31,8 @@ kernel folds a padding-only mask into the score GEMM (no pass over the (B, H, T,
 with a PE bias or the causal triangle, M + B is materialised as (batch * heads, T, T) once per
 forward for a fixed bias (ALiBi, custom kernels: one module shared by all layers, so every layer
 hits the same entry) or per layer for a learned one, and added inside the GEMM (``baddbmm``).
-(Adding a small (H, T, T) bias in place after the GEMM measured slower: its backward copies
-the scores.)
+(Adding the small (H, T, T) bias after the GEMM instead measured no faster out of place and
+slower in place on the GEMM's output view, whose backward copies the scores.)
 """
 
 from __future__ import annotations
@@ -31,8 +42,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-# Smallest d_qk for which SDPA beats the explicit kernel on a CPU (see the module doc).
-CPU_SDPA_MIN_HEAD_DIM = 64
+# Smallest d_qk from which SDPA is used on a CPU (measured, see the module doc).
+CPU_SDPA_MIN_HEAD_DIM = 32
 
 
 def use_sdpa(device: torch.device, d_qk: int) -> bool:

@@ -117,3 +117,21 @@ def test_rotation_equals_explicit_2x2_rotations(pe, layout):
                 # rounded to 8 bits (unit roundoff 2^-8), of values up to max|x|
                 tol = 3 * 2.0 ** -8 * float(x.abs().max()) if layout == "bfloat16" else 1e-6
                 assert torch.allclose(got[b, h, t], want, atol=tol), (b, h, t)
+
+
+@pytest.mark.parametrize("pe", ["rope", "alibi", "mla"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_kernel_equals_the_explicit_kernel_and_the_previous_forward(pe, causal):
+    """Head dim 32 takes SDPA on a CPU; hooking the pattern forces the explicit kernel."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(pe=pe, d_model=64, n_heads=2, n_layers=2, d_ff=32, causal=causal)
+    model = build_model(cfg, vocab_size=11, n_classes=5, max_len=30).eval()
+    assert use_sdpa(torch.device("cpu"), model.blocks[0].attn.head_dim)
+    tok = _tokens()
+    with torch.no_grad():
+        fast = model(tok)
+        slow, cache = model.run_with_cache(tok, names_filter=lambda n: n.endswith("hook_pattern"))
+        assert len(cache) == 2
+        assert torch.allclose(fast, slow, atol=1e-5)  # float32, two summation orders
+        if pe != "mla":
+            assert torch.allclose(fast, old_model_logits(model, tok), atol=1e-5)
