@@ -94,6 +94,14 @@ class Transformer(Hooked):
         if self.pos_embed is not None:
             self.hook_pos_embed = HookPoint()
         self.name_hooks()
+        self._points = list(self.hook_points().values())
+
+    @staticmethod
+    def _trim(tokens: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Drop the trailing columns that are padding in every example (at least one stays)."""
+        real = keep.any(dim=0).nonzero()
+        length = int(real[-1]) + 1 if len(real) else tokens.shape[1]
+        return (tokens, keep) if length == tokens.shape[1] else (tokens[:, :length], keep[:, :length])
 
     def input_embedding(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x0 = token embedding + absolute PE of positions offset.. : (B, T, D)."""
@@ -114,8 +122,15 @@ class Transformer(Hooked):
             raise PosencError(f"ablation must name a layer in 0..{len(self.blocks) - 1} and gate "
                               f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
                               f"{tuple(ablation.gate.shape)}")
-        x0 = self.input_embedding(tokens, offset)
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
+        if keep is not None and (ablation is None or ablation.replacement is None) \
+                and not any(p.fns for p in self._points):
+            # Padding columns at the end of the whole batch are masked keys and pooled with weight
+            # 0: dropping them leaves every logit the same up to float rounding (summation order).
+            # Not while hooks are attached: a hook sees the batch at the length it was given.
+            tokens, keep = self._trim(tokens, keep)
+            T = tokens.shape[1]
+        x0 = self.input_embedding(tokens, offset)
         mask = ScoreMask.build(keep, self.cfg.causal, T, x0.dtype, x0.device)  # once per forward
         h = x0
         for l, block in enumerate(self.blocks):

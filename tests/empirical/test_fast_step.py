@@ -29,17 +29,22 @@ def _model(pe, dtype=torch.float32, **kw):
     return m
 
 
-def _tokens():
+def _tokens(trailing: bool = False):
+    """Some examples padded; ``trailing``: the last 3 columns are padding in every example (the
+    forward drops them when padding is masked)."""
     tok = torch.randint(1, 11, (6, 13), generator=torch.Generator().manual_seed(2))
     tok[1, 9:] = 0
     tok[4, 5:] = 0
+    if trailing:
+        tok[:, 10:] = 0
     return tok
 
 
+@pytest.mark.parametrize("trailing", [False, True], ids=["padded", "trailing-padding"])
 @pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(kw) or "default")
 @pytest.mark.parametrize("pe", PES)
-def test_logits_and_gradients_equal_the_previous_forward(pe, kw):
-    model, tok = _model(pe, **kw), _tokens()
+def test_logits_and_gradients_equal_the_previous_forward(pe, kw, trailing):
+    model, tok = _model(pe, **kw), _tokens(trailing)
     y = torch.arange(6) % 5
     new = model(tok, offset=2)
     old = old_model_logits(model, tok, offset=2)
@@ -57,7 +62,7 @@ def test_logits_and_gradients_equal_the_previous_forward(pe, kw):
 @pytest.mark.parametrize("pe", ["rope", "rope:pairing=half", "alibi", "relative_bias"])
 def test_float64_logits_equal_the_previous_forward_to_rounding(pe):
     model = _model(pe, dtype=torch.float64, causal=True)
-    tok = _tokens()
+    tok = _tokens(trailing=True)
     assert torch.allclose(model(tok), old_model_logits(model, tok), rtol=0, atol=1e-12)
 
 
@@ -135,3 +140,15 @@ def test_sdpa_kernel_equals_the_explicit_kernel_and_the_previous_forward(pe, cau
         assert torch.allclose(fast, slow, atol=1e-5)  # float32, two summation orders
         if pe != "mla":
             assert torch.allclose(fast, old_model_logits(model, tok), atol=1e-5)
+
+
+def test_trailing_padding_is_dropped_only_without_hooks_and_replacements():
+    from posenc.empirical.attention import HeadAblation
+    model, tok = _model("rope").eval(), _tokens(trailing=True)
+    seen = []
+    model.blocks[0].ln1.register_forward_hook(lambda m, i, o: seen.append(o.shape[1]))
+    with torch.no_grad():
+        model(tok)
+        _, cache = model.run_with_cache(tok, names_filter="blocks.0.attn.hook_z")
+        model(tok, ablation=HeadAblation(0, torch.ones(1, 4), cache["blocks.0.attn.hook_z"]))
+    assert seen == [10, 13, 13] and cache["blocks.0.attn.hook_z"].shape[1] == 13
