@@ -30,12 +30,11 @@ import time
 
 import torch
 import torch.nn.functional as F
+from paper_baseline import PaperModel
 
 from posenc.empirical.config import preset
 from posenc.empirical.runs import dataset_for, model_for
 from posenc.empirical.tasks import PAD
-
-from paper_baseline import PaperModel
 
 PAPER_PE = {"rope": "rope", "alibi": "alibi", "sinusoidal": "absolute", "nope": "nope"}
 

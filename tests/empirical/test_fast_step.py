@@ -6,8 +6,8 @@ modules leave the checkpoint layout unchanged."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from empirical_reference import old_model_logits
+
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
 from posenc.empirical.model import build_model
@@ -99,8 +99,9 @@ def test_rotation_equals_explicit_2x2_rotations(pe, layout):
     """Every code path of the rotation (complex view, complex from slices, real formula) against
     the explicit plane-by-plane rotation matrices of empirical_reference."""
     from empirical_reference import rope_planes_ref, rotate_ref
-    from posenc.encodings import parse_spec
+
     from posenc.empirical.pe.rotary import rope_rotary
+    from posenc.encodings import parse_spec
     spec, H, T, d = parse_spec(pe), 4, 6, 8
     rot = rope_rotary(spec, d, H)
     base = torch.randn(2, T, 3 * H * d + 1, generator=torch.Generator().manual_seed(0))
