@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from .errors import WriteError
+from .errors import PosencError, WriteError
 
 
 def _umask() -> int:
@@ -55,6 +55,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+
+def check_figure_path(path: str | Path, formats: tuple[str, ...] = FIGURE_FORMATS,
+                      option: str = "--plot") -> Path:
+    """A figure file name with a supported suffix whose directory exists -- checked before any
+    work is done; otherwise one :class:`PosencError`."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in formats:
+        raise PosencError(f"{option} needs a file name ending in "
+                          f"{' or '.join('.' + f for f in formats)}; got {str(path)!r}")
+    directory = path.resolve().parent
+    if not directory.is_dir():
+        raise PosencError(f"cannot write {path}: directory {directory} does not exist")
+    return path
 
 
 def atomic_savefig(fig: Any, path: str | Path, dpi: int, fmt: str | None = None) -> Path:

@@ -52,6 +52,7 @@ from typing import Any, ClassVar, Optional
 
 from .errors import PosencError
 from .expression import Expr
+from .limits import MAX_BUCKETS, MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH
 
 FAMILIES = ("none", "additive-input", "additive-bias", "multiplicative", "hybrid")
 
@@ -71,9 +72,11 @@ def _positive(pe: str, param: str, value: Any) -> None:
            f"{pe}: {param} must be a positive number; got {value!r}")
 
 
-def _positive_int(pe: str, param: str, value: Any) -> None:
+def _positive_int(pe: str, param: str, value: Any, limit: int) -> None:
+    """A positive integer no larger than ``limit`` (a bound of :mod:`posenc.limits`)."""
     _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
            f"{pe}: {param} must be a positive integer; got {value!r}")
+    _check(value <= limit, f"{pe}: {param}={value} exceeds the limit {limit}")
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ class LearnedAbsolute(PESpec):
     max_len: int = 512
 
     def __post_init__(self) -> None:
-        _positive_int(self.name, "max_len", self.max_len)
+        _positive_int(self.name, "max_len", self.max_len, MAX_SEQ_LEN)
 
     @property
     def family(self) -> str:
@@ -168,8 +171,8 @@ class RelativeBias(PESpec):
 
     def __post_init__(self) -> None:
         _choice(self.name, "mode", self.mode, ("t5", "table"))
-        _positive_int(self.name, "num_buckets", self.num_buckets)
-        _positive_int(self.name, "max_distance", self.max_distance)
+        _positive_int(self.name, "num_buckets", self.num_buckets, MAX_BUCKETS)
+        _positive_int(self.name, "max_distance", self.max_distance, MAX_SEQ_LEN)
         if self.mode == "t5":
             _check(self.num_buckets >= 4 and self.num_buckets % 2 == 0,
                    f"{self.name}: t5 needs an even num_buckets >= 4; got {self.num_buckets}")
@@ -217,7 +220,7 @@ class RoPE(PESpec):
                f"{self.name}: fraction must be in (0, 1]; got {self.fraction!r}")
         _choice(self.name, "pairing", self.pairing, ("interleaved", "half"))
         if self.heads is not None:
-            _positive_int(self.name, "heads", self.heads)
+            _positive_int(self.name, "heads", self.heads, MAX_HEADS)
         _check(isinstance(self.keep, (int, float)) and not isinstance(self.keep, bool)
                and 0 < self.keep <= 1,
                f"{self.name}: keep must be in (0, 1]; got {self.keep!r}")
@@ -230,7 +233,7 @@ class RoPE(PESpec):
 
     def rotary_dims(self, head_dim: int) -> int:
         """Number of rotated dims of a head of width ``head_dim`` (validated)."""
-        _positive_int(self.name, "head_dim", head_dim)
+        _positive_int(self.name, "head_dim", head_dim, MAX_WIDTH)
         if self.fraction == 1:
             _check(head_dim % 2 == 0, f"rope needs an even head dimension; got {head_dim}")
         r = 2 * int(math.floor(self.fraction * head_dim / 2 + 1e-9))
@@ -262,9 +265,9 @@ class MLA(PESpec):
     def __post_init__(self) -> None:
         for p in ("kv_latent", "q_latent"):
             if getattr(self, p) is not None:
-                _positive_int(self.name, p, getattr(self, p))
+                _positive_int(self.name, p, getattr(self, p), MAX_WIDTH)
         if self.rope_dim is not None:
-            _positive_int(self.name, "rope_dim", self.rope_dim)
+            _positive_int(self.name, "rope_dim", self.rope_dim, MAX_WIDTH)
             _check(self.rope_dim % 2 == 0, f"mla: rope_dim must be even; got {self.rope_dim}")
         _positive(self.name, "base", self.base)
         _check(isinstance(self.shared_rope_key, bool), "mla: shared_rope_key must be true or false")
@@ -328,6 +331,8 @@ class Custom(PESpec):
         if self.frequencies is not None:
             freqs = tuple(self.frequencies) if isinstance(self.frequencies, (list, tuple)) \
                 else (self.frequencies,)
+            _check(len(freqs) <= MAX_WIDTH // 2,
+                   f"custom: at most {MAX_WIDTH // 2} frequencies; got {len(freqs)}")
             _check(len(freqs) >= 1 and all(isinstance(f, (int, float)) and not isinstance(f, bool)
                                            and math.isfinite(f) for f in freqs),
                    f"custom: frequencies must be finite numbers; got {self.frequencies!r}")

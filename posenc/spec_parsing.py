@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from .encodings import PRESETS, REGISTRY, Hybrid, PESpec
 from .errors import PosencError
 from .expression import Expr
+from .limits import parse_int
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
@@ -73,6 +74,8 @@ def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
                 if not raw.is_integer():
                     raise ValueError
                 return int(raw)
+            if isinstance(raw, str):
+                return parse_int(raw, key)                       # also 1e6; bounds: encodings
             return int(raw)
         if base == "float":
             if isinstance(raw, bool):
@@ -95,6 +98,8 @@ def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
     except (ValueError, TypeError):
         kind = {"Expr": "expression", "tuple[float, ...]": "list of numbers"}.get(base, base)
         raise PosencError(f"{pe}: {key} must be {kind}; got {raw!r}") from None
+    except PosencError:
+        raise PosencError(f"{pe}: {key} must be {base}; got {raw!r}") from None
     raise AssertionError(f"no coercion for {annotation}")  # pragma: no cover
 
 

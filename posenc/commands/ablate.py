@@ -19,6 +19,9 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..atomic import check_figure_path
+    if args.plot is not None:                       # before any work (and before importing torch)
+        check_figure_path(args.plot, ("png", "pdf"))
     import json
 
     import torch

@@ -47,12 +47,13 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def parse_ns(text: str) -> list[int]:
+    from ..limits import parse_int
     out = []
     for part in text.split(","):
         part = part.strip()
         try:
-            n = int(part)
-        except ValueError:
+            n = parse_int(part, "--n")                       # 1024 or 1e6
+        except PosencError:
             raise PosencError(f"--n must be positive integers separated by commas; got {part!r}") \
                 from None
         out.append(n)  # n >= 1 and the size limits: posenc.bound checks them
@@ -60,6 +61,7 @@ def parse_ns(text: str) -> list[int]:
 
 
 def parse_content(text: str) -> object:
+    from ..limits import parse_int
     from ..numerics.contraction import load_content
     if text.endswith(".npy") or os.path.sep in text:
         return load_content(text)
@@ -69,10 +71,7 @@ def parse_content(text: str) -> object:
         key = key.strip()
         if not eq or key not in opts:
             raise PosencError(f"--content must be rank=R,seed=S or a FILE.npy; got {text!r}")
-        try:
-            opts[key] = int(value)
-        except ValueError:
-            raise PosencError(f"--content {key} must be an integer; got {value!r}") from None
+        opts[key] = parse_int(value, f"--content {key}")    # rank limit: posenc.bound
     if opts["rank"] < 1:
         raise PosencError(f"--content rank must be >= 1; got {opts['rank']}")
     return ("seeded", opts["rank"], opts["seed"])
@@ -172,9 +171,6 @@ def _plot(report: dict, path: str) -> None:
     ax2.legend(fontsize=8)
     fig.suptitle(report["spec"], fontsize=10)
     fig.tight_layout()
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise PosencError(f"cannot write the plot: directory {directory} does not exist")
     from ..atomic import atomic_savefig
     try:
         atomic_savefig(fig, path, dpi=80, fmt="png")
@@ -184,12 +180,13 @@ def _plot(report: dict, path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api.bound import bound
+    from ..atomic import check_figure_path
     from ..encodings import parse_spec
 
+    if args.plot is not None:                        # suffix and folder, before any work
+        check_figure_path(args.plot, ("png",))
     spec = parse_spec(args.spec)
     ns = parse_ns(args.n)
-    if args.plot is not None and not args.plot.lower().endswith(".png"):
-        raise PosencError(f"--plot needs a .png file name; got {args.plot!r}")
     content = parse_content(args.content)
     values = _load_values(args.values)
     reference = None if args.reference == "none" else args.reference

@@ -48,8 +48,10 @@ def szego(op: ToeplitzOperator, grid: int | None = None) -> dict[str, Any]:
     herm = op.hermitian
     if grid is None and not herm:   # first-order correction only: use a finer grid
         grid = 1 << int(np.ceil(np.log2(max(64 * op.n, 16))))
-    omega, f = op.symbol(grid)
-    h = 2 * np.pi / omega.size
+    if grid is None:
+        grid = 1 << int(np.ceil(np.log2(max(16 * op.n, 16))))
+    f = op.symbol_values(int(grid))
+    h = 2 * np.pi / f.size
     k = np.arange(op.n)
     mag = np.abs(op.column) + np.concatenate([[0.0], np.abs(op.row[1:])])
     l1, l2 = float(np.sum(k * mag)), float(np.sum(k * k * mag))
@@ -58,9 +60,10 @@ def szego(op: ToeplitzOperator, grid: int | None = None) -> dict[str, Any]:
     # Lipschitz at its maximum, so the norm bound of a non-Hermitian T uses the first order.
     first, second = h * l1 / 2, h * h * l2 / 8
     corr = min(first, second) if herm else first
-    out: dict[str, Any] = {"grid": int(omega.size), "correction": corr,
+    sup = max(float(f.max()), -float(f.min())) if herm else float(np.abs(f).max())
+    out: dict[str, Any] = {"grid": int(f.size), "correction": corr,
                            "first_order_correction": first,
-                           "norm_upper": float(np.abs(f).max()) + corr, "hermitian": herm}
+                           "norm_upper": sup + corr, "hermitian": herm}
     if herm:
         out.update(grid_min=float(f.min()), grid_max=float(f.max()),
                    lower=float(f.min()) - corr, upper=float(f.max()) + corr)

@@ -25,14 +25,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import PosencError
+from ..limits import MAX_WIDTH, check_int, check_memory
 from . import bounds as bd
 from .operators import DenseOperator, HadamardOperator, LowRankOperator, SumOperator
 from .spectra import spectrum
 
 
 def seeded_content(n: int, rank: int = 8, seed: int = 0) -> LowRankOperator:
-    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
-        raise PosencError(f"content rank must be a positive integer; got {rank!r}")
+    rank = check_int("content rank", rank, MAX_WIDTH)
+    check_memory(8.0 * n * rank, f"a seeded content factor of {n} x {rank}")
     x = np.empty((n, rank))
     for start in range(0, n, 4096):                              # rows independent of n
         x[start:start + 4096] = np.random.default_rng([seed, start]).standard_normal(

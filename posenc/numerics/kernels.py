@@ -38,6 +38,7 @@ from scipy.sparse.linalg import LinearOperator
 from ..encodings import (ALiBi, Custom, Hybrid, LearnedAbsolute, MLA, NoPE, PESpec, RelativeBias,
                          RoPE, Sinusoidal, parse_spec)
 from ..errors import PosencError
+from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int
 from . import conventions as cv
 from .operators import LowRankOperator, ToeplitzOperator
 
@@ -47,7 +48,7 @@ NUMPY_FUNCTIONS = {"abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
                    "max": np.maximum}
 
 #: Largest n a kernel is built for (memory is O(n); this keeps a typo from exhausting it).
-MAX_N = 10_000_000
+MAX_N = MAX_SEQ_LEN
 
 
 @dataclass(eq=False)
@@ -165,11 +166,15 @@ class Kernel:
 
 
 def _check_n(n: Any) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise PosencError(f"sequence length n must be a positive integer; got {n!r}")
-    if n > MAX_N:
-        raise PosencError(f"sequence length n={n} exceeds the limit {MAX_N}")
-    return int(n)
+    return check_int("sequence length n", n, MAX_N, why="the numeric layer is O(n) in memory")
+
+
+def check_sizes(n_heads: Any, head_dim: Any, d_model: Any = None) -> None:
+    """Heads, head dimension and model width within :mod:`posenc.limits` (before allocating)."""
+    check_int("number of heads", n_heads, MAX_HEADS)
+    check_int("head dimension", head_dim, MAX_WIDTH)
+    if d_model is not None:
+        check_int("model width d_model", d_model, MAX_WIDTH)
 
 
 def _values(values: Any, size: int, head: int, n_heads: int, seed: int, what: str
@@ -210,10 +215,19 @@ def absolute_table(spec: PESpec, n: int, width: int, values: Any = None, seed: i
     return table[:n], "given", None
 
 
+def _cos_sum(n: int, theta: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sum_m w_m cos(theta_m k) for k = 0 .. n-1, in row blocks (memory O(n), not O(n x planes))."""
+    out = np.empty(n)
+    step = max(1, 2**22 // max(theta.size, 1))
+    for start in range(0, n, step):
+        k = np.arange(start, min(n, start + step), dtype=float)
+        out[start:start + k.size] = np.cos(np.outer(k, theta)) @ weights
+    return out
+
+
 def _rotary(spec: PESpec, n: int, theta: np.ndarray, weights: np.ndarray, const: float,
             description: str, head: int, n_heads: int, notes: tuple[str, ...] = ()) -> Kernel:
-    k = np.arange(n)
-    column = const + np.cos(np.outer(k, theta)) @ weights if theta.size else np.full(n, const)
+    column = const + _cos_sum(n, theta, weights) if theta.size else np.full(n, const)
     return Kernel(spec, n, "rotary", ToeplitzOperator(column), description, head=head,
                   n_heads=n_heads, notes=notes, frequencies=theta, plane_weights=weights,
                   constant_weight=const)
@@ -224,11 +238,9 @@ def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_
     """The positional matrix of ``spec`` for head ``head`` of ``n_heads`` and length ``n``."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
     n = _check_n(n)
-    if not isinstance(n_heads, int) or n_heads < 1 or not isinstance(head, int) \
-            or not 0 <= head < n_heads:
+    check_sizes(n_heads, head_dim, d_model)
+    if not isinstance(head, int) or not 0 <= head < n_heads:
         raise PosencError(f"head must be in 0..{n_heads - 1} for {n_heads} heads; got {head!r}")
-    if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
-        raise PosencError(f"head dimension must be a positive integer; got {head_dim!r}")
     width = head_dim * n_heads if d_model is None else d_model
     common = dict(head=head, n_heads=n_heads)
     k = np.arange(n)
@@ -279,7 +291,7 @@ def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_
                        f"{', '.join(f'{t:g}' for t in theta)} (equal weights)", **common)
     if isinstance(spec, Sinusoidal):
         omega = cv.sinusoidal_frequencies(width, spec.base)
-        col = np.cos(np.outer(k, omega)).sum(axis=1)
+        col = _cos_sum(n, omega, np.ones(omega.size))
         return Kernel(spec, n, "position-gram", ToeplitzOperator(col),
                       f"sinusoidal position Gram P P^T, width {width}: sum_m cos(omega_m (i-j))",
                       factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base),

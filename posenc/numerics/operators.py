@@ -130,14 +130,9 @@ class ToeplitzOperator(LinearOperator):
         if grid is None:
             grid = 1 << int(np.ceil(np.log2(max(16 * n, 16))))
         if np.ndim(grid) == 0:
-            m = int(grid)
-            if m < 1:
-                raise PosencError(f"symbol grid must have at least one point; got {m}")
-            a = np.zeros(m, dtype=complex)
-            np.add.at(a, np.arange(n) % m, self.column)
-            np.add.at(a, (-np.arange(1, n)) % m, self.row[1:])
-            values = np.fft.ifft(a) * m                          # sum_k a_k e^{+2 pi i j k / M}
-            omega = 2 * np.pi * np.arange(m) / m
+            values = self.symbol_values(int(grid))
+            omega = 2 * np.pi * np.arange(values.size) / values.size
+            return omega, values
         else:
             omega = np.asarray(grid, dtype=float).ravel()
             values = np.empty(omega.size, dtype=complex)
@@ -147,6 +142,33 @@ class ToeplitzOperator(LinearOperator):
                 e = np.exp(1j * w * k)                           # (chunk, n-1)
                 values[s:s + 256] = self.column[0] + e @ self.column[1:] + np.conj(e) @ self.row[1:]
         return omega, (values.real if self.hermitian else values)
+
+    def symbol_values(self, m: int) -> np.ndarray:
+        """f_n(2 pi j / M), j = 0 .. M-1, by one FFT (no frequency array): real when Hermitian.
+
+        A Hermitian T with M >= 2n - 1 takes one real inverse FFT of the n coefficients
+        (memory ~ 16 M bytes), the general case one complex FFT, in place (~ 16 M bytes).
+        """
+        n = self.n
+        if m < 1:
+            raise PosencError(f"symbol grid must have at least one point; got {m}")
+        if self.hermitian and m >= 2 * n - 1:
+            c = np.zeros(m // 2 + 1, dtype=complex)
+            c[:n] = self.column                              # t_{-k} = conj(t_k) is implied
+            values = sfft.irfft(c, m, overwrite_x=True)
+            del c
+            values *= m                                      # sum_k t_k e^{+2 pi i j k / M}
+            return values
+        a = np.zeros(m, dtype=complex)
+        if m >= 2 * n - 1:
+            a[:n] = self.column
+            a[m - n + 1:] += self.row[1:][::-1]
+        else:
+            np.add.at(a, np.arange(n) % m, self.column)
+            np.add.at(a, (-np.arange(1, n)) % m, self.row[1:])
+        values = sfft.ifft(a, overwrite_x=True)
+        values *= m
+        return values.real.copy() if self.hermitian else values
 
     # -- products ----------------------------------------------------------------------------
     def _embedding_fft(self) -> np.ndarray:

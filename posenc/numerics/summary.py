@@ -20,11 +20,12 @@ import numpy as np
 
 from ..encodings import PESpec, parse_spec
 from ..errors import PosencError
+from ..limits import MAX_WIDTH, check_int, check_memory
 from . import bounds as bd
 from .contraction import couple, seeded_content
-from .kernels import Kernel, kernel
+from .kernels import MAX_N, Kernel, check_sizes, kernel
 from .operators import ToeplitzOperator
-from .spectra import spectrum
+from .spectra import AUTO_DENSE, spectrum
 
 
 #: Relative slack when checking exact <= bound: Lanczos / LAPACK values carry rounding of
@@ -101,10 +102,16 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
     spec = parse_spec(spec) if isinstance(spec, str) else spec
     if not ns:
         raise PosencError("give at least one sequence length n")
+    ns = [check_int("sequence length n", n, MAX_N, why="the numeric layer is O(n) in memory")
+          for n in ns]
+    check_sizes(n_heads, head_dim, d_model)
     kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, seed=seed)
     n_max = max(ns)
     if content is None:
         content = ("seeded", 8, 0)
+    rank = check_int("content rank", content[1], MAX_WIDTH) if isinstance(content, tuple) else 0
+    check_memory(memory_estimate(spec, n_max, rank=rank, width=d_model or head_dim * n_heads,
+                                 method=method), f"bound {spec.name} at n={n_max}")
     if isinstance(content, tuple):
         full = seeded_content(n_max, content[1], content[2])
         section = (lambda n: type(full)(full.x[:n]))
@@ -141,6 +148,29 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
         growth.append(g)
     return {"spec": spec.to_string(), "kernel": meta, "content": content_label, "rows": rows,
             "growth": growth}
+
+
+#: Peak bytes per position of a matrix-free ``bound`` run beyond content and tables (Lanczos
+#: vectors, Toeplitz FFT embeddings, the Szego grid of 16 n (Hermitian) or 64 n points), measured
+#: with /usr/bin/time -v for rope, alibi and t5 at n = 10^6 and rounded up (docs/reliability*.md).
+BYTES_PER_POSITION = 1600
+#: Process baseline (interpreter, numpy, scipy) in bytes.
+BASE_BYTES = 200 * 2**20
+
+
+def memory_estimate(spec: PESpec, n: int, *, rank: int = 8, width: int = 512,
+                    method: str = "auto") -> float:
+    """Estimated peak bytes of :func:`bound_report` at length ``n`` (checked before allocating).
+
+    Per position: the fixed cost above, the content factor and its Hadamard FFTs
+    (~ 64 bytes per rank column), a learned absolute table (8 bytes per width column),
+    and the n x n dense arrays of the dense method (~ 6 of them, complex for rotary planes).
+    """
+    learned = spec.name == "learned_absolute" or getattr(spec, "absolute", "") == "learned" or \
+        getattr(getattr(spec, "additive", None), "name", "") == "learned_absolute"
+    per_n = BYTES_PER_POSITION + 64 * rank + (8 * width if learned else 0)
+    dense = method == "dense" or (method == "auto" and n <= AUTO_DENSE)
+    return BASE_BYTES + float(n) * per_n + (6 * 16 * float(n) ** 2 if dense else 0.0)
 
 
 def _couplings(spec: PESpec, kern: Kernel, n: int, reference: str | None, values: Any,

@@ -1,0 +1,106 @@
+"""Upper bounds for every user-given size, and a memory estimate checked before allocating.
+
+Pure Python (no numpy, sympy or torch), so every layer can check its inputs
+before it allocates anything: the catalogue (:mod:`posenc.encodings`), the
+kernel-expression parser, the numeric layer (``posenc bound``) and the
+symbolic one (``posenc derive``).  A size past its bound, or an estimate past
+the memory the machine has free, is one :class:`~posenc.errors.PosencError`
+naming the limit and the reason.
+
+Bounds (the reason each is where it is):
+
+* :data:`MAX_SEQ_LEN` -- sequence length n of ``posenc bound`` and of learned
+  tables (``learned_absolute:max_len``, ``relative_bias:max_distance``): the
+  numeric layer is O(n) in memory, and 10^7 already needs ~ GBs.
+* :data:`MAX_BUCKETS` -- ``relative_bias:num_buckets``: one learned scalar per
+  bucket and head; T5 uses 32.
+* :data:`MAX_WIDTH` -- head dimension, model width, MLA latent and rope widths,
+  content rank, rotary frequency count: numeric tables are n x width.
+* :data:`MAX_HEADS` -- number of heads (and ``rope:heads``).
+* :data:`MAX_SYMBOLIC_DIM` / :data:`MAX_SYMBOLIC_HEADS` -- ``posenc derive`` builds
+  d x D symbolic matrices per head and proves identities on them; the default
+  is d = 4, H = 4 and cost grows steeply (d = 16 takes minutes).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import PosencError
+
+MAX_SEQ_LEN = 10_000_000
+MAX_BUCKETS = 1_000_000
+MAX_WIDTH = 65_536
+MAX_HEADS = 4_096
+MAX_SYMBOLIC_DIM = 32
+MAX_SYMBOLIC_HEADS = 64
+
+#: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.
+MEMORY_FRACTION = 0.8
+
+
+def check_int(what: str, value: Any, limit: int, minimum: int = 1, why: str = "") -> int:
+    """``value`` as an int in [minimum, limit], or one PosencError naming the bound."""
+    if isinstance(value, bool) or not _is_int(value):
+        raise PosencError(f"{what} must be an integer; got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise PosencError(f"{what} must be >= {minimum}; got {value}")
+    if value > limit:
+        raise PosencError(f"{what}={value} exceeds the limit {limit}" + (f" ({why})" if why else ""))
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    # numpy integers expose __index__; floats do not.
+    try:
+        value.__index__()
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
+def available_memory() -> int | None:
+    """Bytes the OS reports as available (MemAvailable of /proc/meminfo, else sysconf); None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**28 else f"{nbytes / 2**20:.0f} MiB"
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Refuse ``what`` when its estimated peak ``nbytes`` exceeds the available memory."""
+    avail = available_memory()
+    if avail is None:
+        return
+    if nbytes > MEMORY_FRACTION * avail:
+        raise PosencError(f"{what} needs about {_gib(nbytes)} of memory; only {_gib(avail)} is "
+                          f"available (limit {MEMORY_FRACTION:.0%} of it); use a smaller size")
+
+
+def parse_int(text: str, what: str) -> int:
+    """An integer written as ``1024``, ``1_000`` or ``1e6`` (exactly integral), else PosencError."""
+    text = str(text).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value == value and abs(value) < 1e18 and value.is_integer()):
+        raise PosencError(f"{what} must be an integer; got {text!r}")
+    return int(value)
