@@ -17,6 +17,7 @@ layer with torch functions -- one parser, three independent evaluations.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -97,6 +98,128 @@ def _validate(text: str) -> None:
             raise _fail(text, f"{type(node).__name__} is not allowed")
     if isinstance(tree.body, ast.Name) and tree.body.id in FUNCTIONS:
         raise _fail(text, "a bare function name is not an expression")
+    _fold(tree.body, text)
+
+
+#: Largest |exponent| of a power: a constant one, or one that depends on k for |k| <= EXPONENT_K
+#: (exact backends -- sympy, Python ints -- would otherwise build numbers of 10^9 digits and hang).
+MAX_EXPONENT = 1024
+EXPONENT_K = 16.0
+
+_MATH: dict[str, Callable[..., float]] = {
+    "abs": abs, "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
+    "cos": math.cos, "tanh": math.tanh, "sign": lambda x: float((x > 0) - (x < 0)),
+    "min": min, "max": max,
+}
+
+
+def _fold(node: ast.AST, text: str) -> tuple[float | None, float]:
+    """(value, magnitude) of a subtree: ``value`` is its float value when it does not depend on
+    k (checked finite and real, so every backend computes it without overflow, division by zero
+    or a complex result), else None; ``magnitude`` bounds |value| for |k| <= EXPONENT_K (inf when
+    no bound is known).  Powers get bounded exponents."""
+    if isinstance(node, ast.Constant):
+        try:
+            value = float(node.value)
+        except OverflowError:
+            raise _fail(text, f"the number {node.value} is too large for floating point") from None
+        if not math.isfinite(value):
+            raise _fail(text, f"the number {node.value!r} is not finite")
+        return value, abs(value)
+    if isinstance(node, ast.Name):
+        if node.id == VARIABLE:
+            return None, EXPONENT_K
+        value = math.pi if node.id == "pi" else math.e
+        return value, value
+    if isinstance(node, ast.UnaryOp):
+        value, mag = _fold(node.operand, text)
+        return (None if value is None else (-value if isinstance(node.op, ast.USub) else value)), mag
+    if isinstance(node, ast.BinOp):
+        (a, ma), (b, mb) = _fold(node.left, text), _fold(node.right, text)
+        op = _BINOPS[type(node.op)]
+        if op == "**":
+            _check_power(node, b, mb, a is None, text)
+        if a is not None and b is not None:
+            value = _apply(op, a, b, where=ast.unparse(node), text=text)
+            return value, abs(value)
+        mag = {"+": ma + mb, "-": ma + mb, "*": ma * mb}.get(op, math.inf)
+        if op == "/" and b is not None and b != 0:
+            mag = ma / abs(b)
+        elif op == "**" and b is not None and ma <= 1e6:
+            mag = _safe_pow(max(ma, 1.0), abs(b)) if b >= 0 else math.inf
+        return None, mag
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        name = node.func.id
+        folded = [_fold(a, text) for a in node.args]
+        if all(v is not None for v, _ in folded):
+            value = _apply(name, *[v for v, _ in folded], where=ast.unparse(node), text=text)
+            return value, abs(value)
+        mags = [m for _, m in folded]
+        if name in ("sin", "cos", "tanh", "sign"):
+            return None, 1.0
+        if name in ("abs", "min", "max"):
+            return None, max(mags)
+        if name == "sqrt":
+            return None, math.sqrt(mags[0])
+        if name == "exp":
+            return None, _safe_exp(mags[0])
+        return None, math.inf                                    # log: unbounded near 0
+    raise AssertionError(f"unvalidated node {type(node).__name__}")  # pragma: no cover
+
+
+def _check_power(node: ast.BinOp, exponent: float | None, magnitude: float, base_has_k: bool,
+                 text: str) -> None:
+    where = ast.unparse(node)
+    if exponent is not None:
+        if abs(exponent) > MAX_EXPONENT:
+            raise _fail(text, f"exponent {exponent:g} in {where!r} exceeds the limit {MAX_EXPONENT}")
+        return
+    if base_has_k:
+        raise _fail(text, f"{where!r}: base and exponent both depend on k; write exp(...) instead")
+    if not magnitude <= MAX_EXPONENT:
+        raise _fail(text, f"the exponent of {where!r} may exceed {MAX_EXPONENT} in magnitude for "
+                          f"|k| <= {EXPONENT_K:g}; write exp(...) instead")
+
+
+def _safe_pow(a: float, b: float) -> float:
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return math.inf
+
+
+def _safe_exp(x: float) -> float:
+    return math.exp(x) if x < 700 else math.inf
+
+
+def _apply(op: str, *args: float, where: str, text: str) -> float:
+    """One operation on finite floats; overflow, division by zero, domain errors and complex
+    results are one PosencError naming the subexpression."""
+    try:
+        if op in _MATH:
+            value = _MATH[op](*args)
+        elif op == "+":
+            value = args[0] + args[1]
+        elif op == "-":
+            value = args[0] - args[1]
+        elif op == "*":
+            value = args[0] * args[1]
+        elif op == "/":
+            value = args[0] / args[1]
+        else:
+            value = args[0] ** args[1]
+    except ZeroDivisionError:
+        raise _fail(text, f"{where!r} divides by zero") from None
+    except OverflowError:
+        raise _fail(text, f"{where!r} overflows floating point") from None
+    except ValueError:
+        raise _fail(text, f"{where!r} is undefined (outside the function's domain)") from None
+    if isinstance(value, complex):
+        raise _fail(text, f"{where!r} is not a real number; kernels must be real")
+    if not math.isfinite(value):
+        raise _fail(text, f"{where!r} is not finite ({value})")
+    return float(value)
 
 
 def _eval(node: ast.AST, k: Any, fns: Mapping[str, Callable[..., Any]],

@@ -75,7 +75,10 @@ def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
                     raise ValueError
                 return int(raw)
             if isinstance(raw, str):
-                return parse_int(raw, key)                       # also 1e6; bounds: encodings
+                try:
+                    return parse_int(raw, key)                   # also 1e6; bounds: encodings
+                except PosencError:
+                    raise ValueError from None
             return int(raw)
         if base == "float":
             if isinstance(raw, bool):
@@ -98,8 +101,6 @@ def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
     except (ValueError, TypeError):
         kind = {"Expr": "expression", "tuple[float, ...]": "list of numbers"}.get(base, base)
         raise PosencError(f"{pe}: {key} must be {kind}; got {raw!r}") from None
-    except PosencError:
-        raise PosencError(f"{pe}: {key} must be {base}; got {raw!r}") from None
     raise AssertionError(f"no coercion for {annotation}")  # pragma: no cover
 
 

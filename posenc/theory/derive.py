@@ -28,6 +28,7 @@ import sympy as sp
 
 from ..encodings import Custom, PESpec, parse_spec
 from ..errors import PosencError
+from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS
 from .builders import Build, build
 from .classify import classify_expr, combine
 from .form import Analysis, LogitForm, SpecialCase, Term
@@ -60,9 +61,13 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
         spec = parse_spec(spec)
     d = default_head_dim(spec) if head_dim is None else head_dim
     D = d if model_dim is None else model_dim
-    for name, value in (("head dim", d), ("model dim", D), ("number of heads", n_heads)):
+    for name, value, limit in (("head dim", d, MAX_SYMBOLIC_DIM), ("model dim", D, MAX_SYMBOLIC_DIM),
+                               ("number of heads", n_heads, MAX_SYMBOLIC_HEADS)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise PosencError(f"{name} must be a positive integer; got {value!r}")
+        if value > limit:
+            raise PosencError(f"{name} {value} exceeds the limit {limit} of the symbolic "
+                              f"derivation (its proofs grow steeply with the sizes)")
     return _derive(spec, d, D, n_heads, prove)
 
 
