@@ -19,7 +19,8 @@ Bounds (the reason each is where it is):
 * :data:`MAX_HEADS` -- number of heads (and ``rope:heads``).
 * :data:`MAX_SYMBOLIC_DIM` / :data:`MAX_SYMBOLIC_HEADS` -- ``posenc derive`` builds
   d x D symbolic matrices per head and proves identities on them; the default
-  is d = 4, H = 4 and cost grows steeply (d = 8 takes ~25 s).
+  is d = 4, H = 4 and cost grows steeply (d = 8 takes ~25 s, d = 16 over 2 min).
+* ``posenc check --dim`` is bounded by ``posenc.proofs.conformance.MAX_DIM``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ MAX_SEQ_LEN = 10_000_000
 MAX_BUCKETS = 1_000_000
 MAX_WIDTH = 65_536
 MAX_HEADS = 4_096
-MAX_SYMBOLIC_DIM = 16
+MAX_SYMBOLIC_DIM = 8
 MAX_SYMBOLIC_HEADS = 16
 
 #: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.

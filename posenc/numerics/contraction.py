@@ -46,10 +46,42 @@ def load_npy(path: str, what: str) -> np.ndarray:
     "content matrix") if the file is missing or not a readable .npy array."""
     if not os.path.isfile(path):
         raise PosencError(f"{what} file not found: {path}")
+    shape, dtype = npy_header(path)
+    nbytes = float(np.prod(shape, dtype=float)) * dtype.itemsize
+    check_memory(2 * nbytes + 8.0 * np.prod(shape, dtype=float), f"loading {path} ({shape})")
     try:
         return np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise PosencError(f"cannot read {path} as a .npy array: {str(exc).splitlines()[0]}") from None
+
+
+def npy_header(path: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from a .npy header, read before any data (so a header that claims a
+    1e8 x 1e8 array allocates nothing); checked against the file's size, no object dtypes."""
+    from numpy.lib import format as npf
+    size = os.path.getsize(path)
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"PK":
+                raise PosencError(f"{path} is a zip archive (an .npz?), not a .npy array")
+            fh.seek(0)
+            version = npf.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = npf.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = npf.read_array_header_2_0(fh)
+            else:
+                raise PosencError(f"{path}: .npy format version {version} is not supported")
+            offset = fh.tell()
+    except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        raise PosencError(f"cannot read {path} as a .npy array: {str(exc).splitlines()[0]}") from None
+    if dtype.hasobject:
+        raise PosencError(f"{path} holds Python objects (dtype {dtype}); only numbers are read")
+    need = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if need != size:
+        raise PosencError(f"{path}: its header claims shape {shape} of {dtype} ({need} bytes) but "
+                          f"the file has {size} bytes (truncated or not a .npy array)")
+    return tuple(int(d) for d in shape), dtype
 
 
 def load_content(path: str) -> np.ndarray:
