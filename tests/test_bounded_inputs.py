@@ -1,0 +1,146 @@
+"""Bounded work for every input (issue 12, item 5 and the .npy part of item 7).
+
+Every size a user gives -- sequence lengths, heads, widths, catalogue integers, content rank,
+symbolic dimensions, ``check --dim``, the shape in a ``.npy`` header -- is checked against a
+bound of :mod:`posenc.limits` (or the available memory) *before* anything is allocated: the
+refused calls below are run under tracemalloc and must stay under a few MiB, where the
+unchecked code allocated GiBs (``bound --n 10000001``: 1.3 GB) or hung.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from posenc import limits
+from posenc.cli import main
+from posenc.errors import PosencError
+from posenc.numerics.summary import bound_report, memory_estimate
+from posenc.spec_parsing import parse_spec
+
+#: A refused call may import modules (sympy: ~35 MiB on first import) and parse; nothing of the
+#: refused size (the smallest refused request here would need > 1 GiB).
+REFUSED_PEAK = 64 * 2**20
+
+
+def one_line_error(capsys, argv: list[str], match: str) -> None:
+    tracemalloc.start()
+    try:
+        code = main(argv)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (code, out)
+    assert err.count("\n") == 1 and err.startswith("posenc: error:") and match in err, err
+    assert peak < REFUSED_PEAK, f"{argv}: {peak / 2**20:.1f} MiB allocated before refusing"
+
+
+REFUSED = [
+    (["bound", "rope", "--n", "1000000000000"], "exceeds the limit 10000000"),
+    (["bound", "rope", "--n", "1e12"], "exceeds the limit 10000000"),
+    (["bound", "rope", "--n", "10000001"], "exceeds the limit 10000000"),
+    (["bound", "rope", "--n", "64,10000001"], "exceeds the limit"),
+    (["bound", "rope", "--n", "10", "--content", "rank=1e9"], "rank=1000000000 exceeds"),
+    (["bound", "rope", "--n", "10", "--heads", "1000000000"], "heads=1000000000 exceeds"),
+    (["bound", "rope", "--n", "10", "--head-dim", "100000"], "head dimension=100000 exceeds"),
+    (["bound", "sinusoidal", "--n", "10", "--d-model", "10000000"], "d_model=10000000 exceeds"),
+    (["bound", "relative_bias:num_buckets=1e9", "--n", "10"], "num_buckets=1000000000 exceeds"),
+    (["bound", "relative_bias:mode=table,max_distance=1e9", "--n", "10"], "max_distance="),
+    (["bound", "mla:kv_latent=1e8", "--n", "10"], "kv_latent=100000000 exceeds"),
+    (["bound", "mla:rope_dim=1e8", "--n", "10"], "rope_dim=100000000 exceeds"),
+    (["bound", "rope:heads=1e8", "--n", "10"], "heads=100000000 exceeds"),
+    (["bound", "learned_absolute:max_len=1e8", "--n", "10"], "max_len=100000000 exceeds"),
+    (["bound", "rope", "--n", "10", "--plot", "x.txt"], "ending in .png"),
+    (["derive", "rope", "--heads", "1000000000"], "exceeds the limit 16"),
+    (["derive", "rope", "--head-dim", "100000"], "exceeds the limit 8"),
+    (["derive", "rope", "--model-dim", "100000"], "exceeds the limit 8"),
+    (["derive", "custom:frequencies=" + ";".join(["1"] * 40)], "head dim 80 exceeds"),
+    (["check", "posenc.numerics.logits:rotate", "--dim", "100000"], "--dim=100000 exceeds"),
+    (["ablate", "no-such-run", "--plot", "x.txt"], "ending in .png or .pdf"),
+]
+
+
+@pytest.mark.parametrize("argv,match", REFUSED, ids=[" ".join(a)[:60] for a, _ in REFUSED])
+def test_oversized_inputs_are_one_line_before_any_allocation(capsys, argv, match):
+    one_line_error(capsys, argv, match)
+
+
+def test_sizes_at_the_limit_are_accepted_by_the_catalogue():
+    assert parse_spec(f"learned_absolute:max_len={limits.MAX_SEQ_LEN}").max_len == limits.MAX_SEQ_LEN
+    assert parse_spec(f"relative_bias:num_buckets={limits.MAX_BUCKETS}").num_buckets == \
+        limits.MAX_BUCKETS
+    assert parse_spec(f"mla:kv_latent={limits.MAX_WIDTH}").kv_latent == limits.MAX_WIDTH
+    with pytest.raises(PosencError, match="exceeds the limit"):
+        parse_spec(f"mla:kv_latent={limits.MAX_WIDTH + 1}")
+    assert parse_spec("rope:heads=1e3").heads == 1000       # scientific notation for integers
+    with pytest.raises(PosencError, match="must be int"):
+        parse_spec("rope:heads=1.5e0")
+
+
+def test_memory_estimate_refuses_what_does_not_fit(monkeypatch):
+    spec = parse_spec("learned_absolute:max_len=10000000")
+    need = memory_estimate(spec, 10_000_000, rank=8, width=512)
+    assert need > 40 * 2**30                               # a 10^7 x 512 float64 table alone
+    monkeypatch.setattr(limits, "available_memory", lambda: int(need / limits.MEMORY_FRACTION) - 1)
+    tracemalloc.start()
+    try:
+        with pytest.raises(PosencError, match="needs about .* GiB of memory; only"):
+            bound_report(spec, [10_000_000])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < REFUSED_PEAK
+    # the same request with enough memory reported passes the check (and fails later, on n)
+    monkeypatch.setattr(limits, "available_memory", lambda: int(need / limits.MEMORY_FRACTION) + 1)
+    limits.check_memory(need, "x")
+
+
+def test_memory_estimate_grows_with_what_is_allocated():
+    rope = parse_spec("rope")
+    assert memory_estimate(rope, 2000, rank=8) < memory_estimate(rope, 4000, rank=8)
+    assert memory_estimate(rope, 4000, rank=8) < memory_estimate(rope, 4000, rank=64)
+    assert memory_estimate(rope, 400, method="auto") > memory_estimate(rope, 400, method="lanczos")
+
+
+def test_available_memory_reads_the_os():
+    avail = limits.available_memory()
+    assert avail is None or avail > 0
+
+
+# -- .npy files: the header is read first -----------------------------------------------------
+
+@pytest.fixture
+def npy_files(tmp_path):
+    from numpy.lib import format as npf
+    np.savez(tmp_path / "archive.npz", x=np.eye(3))
+    (tmp_path / "archive.npz").rename(tmp_path / "renamed.npy")
+    with open(tmp_path / "huge.npy", "wb") as fh:              # header claims 1e8 x 1e8
+        npf.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False,
+                                        "shape": (100_000_000, 100_000_000)})
+        fh.write(b"\0" * 64)
+    np.save(tmp_path / "good.npy", np.eye(4))
+    (tmp_path / "truncated.npy").write_bytes((tmp_path / "good.npy").read_bytes()[:-8])
+    np.save(tmp_path / "objects.npy", np.array([1, None], dtype=object), allow_pickle=True)
+    (tmp_path / "garbage.npy").write_bytes(b"hello world")
+    (tmp_path / "empty.npy").write_bytes(b"")
+    return tmp_path
+
+
+NPY = [("renamed", "zip archive"), ("huge", "claims shape (100000000, 100000000)"),
+       ("truncated", "the file has"), ("objects", "Python objects"), ("garbage", "magic string"),
+       ("empty", "cannot read")]
+
+
+@pytest.mark.parametrize("option", ["--content", "--values"])
+@pytest.mark.parametrize("name,match", NPY, ids=[n for n, _ in NPY])
+def test_bad_npy_is_one_line_without_allocating(capsys, npy_files, option, name, match):
+    one_line_error(capsys, ["bound", "relative_bias", "--n", "4", option,
+                            str(npy_files / f"{name}.npy")], match)
+
+
+def test_a_good_npy_still_loads(capsys, npy_files):
+    assert main(["bound", "alibi", "--n", "4", "--content", str(npy_files / "good.npy")]) == 0
+    capsys.readouterr()
