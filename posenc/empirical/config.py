@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..errors import PosencError
+from ..limits import MAX_HEADS, MAX_WIDTH
 
 TASKS = ("distance", "count")
 PRECISIONS = ("float32", "bfloat16")
@@ -358,6 +359,30 @@ def check_threads(value: Any, flag: str = "--threads") -> None:
     _pos_int(flag, value)
 
 
+#: Upper bounds of the integer fields (posenc.limits for the shared ones); the rest of a config's
+#: cost is checked against the available memory by :func:`memory_estimate` before training.
+_LIMITS = {"task.n_samples": 1_000_000, "task.vocab_size": 1_000_000,
+           "task.seq_len": 100_000, "model.d_model": MAX_WIDTH, "model.n_heads": MAX_HEADS,
+           "model.n_layers": 1_024, "model.d_ff": 4 * MAX_WIDTH, "epochs": 1_000_000,
+           "batch_size": 10_000_000, "eval_batch_size": 10_000_000, "num_threads": 4_096,
+           "--threads": 4_096}
+
+
 def _pos_int(name: str, value: Any) -> None:
     _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
            f"{name} must be a positive integer; got {value!r}")
+    limit = _LIMITS.get(name, 100_000)                          # task lengths and counts
+    _check(value <= limit, f"{name}={value} exceeds the limit {limit}")
+
+
+def memory_estimate(cfg: "TrainConfig") -> float:
+    """A lower estimate of the peak bytes of training ``cfg`` (sequences of ``task.length``
+    tokens), to refuse only what surely does not fit: the data (int64 tokens), float32
+    parameters with gradients and two Adam moments, and one batch's attention maps kept for the
+    backward pass."""
+    m, t = cfg.model, cfg.task
+    seq_len = t.length
+    params = m.n_layers * (4 * m.d_model ** 2 + 2 * m.d_model * m.d_ff) + \
+        (t.vocab_size + seq_len) * m.d_model
+    maps = cfg.batch_size * m.n_layers * m.n_heads * seq_len ** 2
+    return 8.0 * t.n_samples * seq_len + 16.0 * params + 4.0 * maps

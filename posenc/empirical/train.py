@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import PosencError
-from .config import TrainConfig
+from ..limits import check_memory
+from .config import TrainConfig, memory_estimate
 from .model import Transformer
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
@@ -129,6 +130,7 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     gradient signals and head importance into ``dynamics.jsonl`` (None: nothing runs; it is not
     part of the config, so it changes neither the run id nor the training).
     """
+    check_memory(memory_estimate(config), f"training {config.model.pe} on {config.task.name}")
     out = Path(out_dir) if out_dir is not None else Path("runs") / config.run_id()
     if out.exists() and not out.is_dir():
         raise PosencError(f"{out} exists and is not a folder")
