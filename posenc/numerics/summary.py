@@ -150,25 +150,40 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
             "growth": growth}
 
 
-#: Peak bytes per position of a matrix-free ``bound`` run beyond content and tables (Lanczos
-#: vectors, Toeplitz FFT embeddings, the Szego grid of 16 n (Hermitian) or 64 n points), measured
-#: with /usr/bin/time -v for rope, alibi and t5 at n = 10^6 and rounded up (docs/reliability*.md).
-BYTES_PER_POSITION = 1600
+#: Peak bytes per position of a matrix-free ``bound`` run, measured with /usr/bin/time -v at
+#: n = 10^6 (docs/reliability-inputs.md): arrays kept throughout (content factor, kernel
+#: columns) ...
+PERSISTENT_BYTES = 100
+#: ... plus the larger of two phases that never overlap: Lanczos (32 vectors) on a Hadamard
+#: operator A o K, whose matvec FFTs one (2n, rank) block (~ 300 + 64 rank bytes), and the
+#: Szego grid (16 n real points for a Hermitian kernel, 64 n complex ones otherwise).
+LANCZOS_BYTES, RANK_BYTES = 300, 64
+SZEGO_BYTES = {True: 256, False: 1600}
 #: Process baseline (interpreter, numpy, scipy) in bytes.
 BASE_BYTES = 200 * 2**20
 
 
+def _hermitian_kernel(spec: PESpec) -> bool:
+    """Whether the spec's Toeplitz matrices are Hermitian by construction (else assume not)."""
+    from ..encodings import ALiBi, Custom, Hybrid
+    if isinstance(spec, Hybrid):
+        return _hermitian_kernel(spec.additive)
+    if isinstance(spec, ALiBi):
+        return spec.direction == "symmetric"
+    if isinstance(spec, Custom):
+        return spec.frequencies is not None
+    return spec.name not in ("relative_bias",)
+
+
 def memory_estimate(spec: PESpec, n: int, *, rank: int = 8, width: int = 512,
                     method: str = "auto") -> float:
-    """Estimated peak bytes of :func:`bound_report` at length ``n`` (checked before allocating).
-
-    Per position: the fixed cost above, the content factor and its Hadamard FFTs
-    (~ 64 bytes per rank column), a learned absolute table (8 bytes per width column),
-    and the n x n dense arrays of the dense method (~ 6 of them, complex for rotary planes).
-    """
+    """Estimated peak bytes of :func:`bound_report` at length ``n`` (checked before allocating):
+    the per-position costs above, a learned absolute table (8 bytes per width column), and the
+    n x n arrays of the dense method (~ 6 of them, complex for rotary planes)."""
     learned = spec.name == "learned_absolute" or getattr(spec, "absolute", "") == "learned" or \
         getattr(getattr(spec, "additive", None), "name", "") == "learned_absolute"
-    per_n = BYTES_PER_POSITION + 64 * rank + (8 * width if learned else 0)
+    per_n = PERSISTENT_BYTES + (8 * width if learned else 0) + \
+        max(LANCZOS_BYTES + RANK_BYTES * rank, SZEGO_BYTES[_hermitian_kernel(spec)])
     dense = method == "dense" or (method == "auto" and n <= AUTO_DENSE)
     return BASE_BYTES + float(n) * per_n + (6 * 16 * float(n) ** 2 if dense else 0.0)
 
