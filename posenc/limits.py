@@ -21,6 +21,8 @@ Bounds (the reason each is where it is):
   d x D symbolic matrices per head and proves identities on them; the default
   is d = 4, H = 4 and cost grows steeply (d = 8 takes ~25 s, d = 16 over 2 min).
 * ``posenc check --dim`` is bounded by ``posenc.proofs.conformance.MAX_DIM``.
+* :data:`MAX_EXAMPLES` -- ``posenc verify --examples``: Hypothesis examples per claim (the
+  ``thorough`` profile draws 400).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ MAX_WIDTH = 65_536
 MAX_HEADS = 4_096
 MAX_SYMBOLIC_DIM = 8
 MAX_SYMBOLIC_HEADS = 16
+MAX_EXAMPLES = 10_000
 
 #: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.
 MEMORY_FRACTION = 0.8

@@ -33,7 +33,8 @@ def _settings(profile: str, examples: Optional[int]):
         raise PosencError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     opts = dict(PROFILES[profile])
     if examples is not None:
-        opts["max_examples"] = examples
+        from ..limits import MAX_EXAMPLES, check_int
+        opts["max_examples"] = check_int("--examples", examples, MAX_EXAMPLES)
     return settings(max_examples=opts["max_examples"], derandomize=opts["derandomize"],
                     database=None, deadline=None, print_blob=False,
                     phases=(Phase.explicit, Phase.generate, Phase.shrink),

@@ -68,6 +68,13 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
         if value > limit:
             raise PosencError(f"{name} {value} exceeds the limit {limit} of the symbolic "
                               f"derivation (its proofs grow steeply with the sizes)")
+    from ..encodings import MLA
+    if isinstance(spec, MLA):                        # latent widths size symbolic matrices too
+        for name in ("kv_latent", "q_latent", "rope_dim"):
+            value = getattr(spec, name)
+            if value is not None and value > MAX_SYMBOLIC_DIM:
+                raise PosencError(f"mla {name} {value} exceeds the limit {MAX_SYMBOLIC_DIM} of "
+                                  f"the symbolic derivation (its proofs grow steeply with sizes)")
     return _derive(spec, d, D, n_heads, prove)
 
 
