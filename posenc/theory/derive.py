@@ -61,8 +61,11 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
         spec = parse_spec(spec)
     d = default_head_dim(spec) if head_dim is None else head_dim
     D = d if model_dim is None else model_dim
-    for name, value, limit in (("head dim", d, MAX_SYMBOLIC_DIM), ("model dim", D, MAX_SYMBOLIC_DIM),
-                               ("number of heads", n_heads, MAX_SYMBOLIC_HEADS)):
+    # proofs grow steeply with the sizes; building a form to evaluate (prove=False) does not
+    dim_limit, head_limit = (MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS) if prove else \
+        (8 * MAX_SYMBOLIC_DIM, 4 * MAX_SYMBOLIC_HEADS)
+    for name, value, limit in (("head dim", d, dim_limit), ("model dim", D, dim_limit),
+                               ("number of heads", n_heads, head_limit)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise PosencError(f"{name} must be a positive integer; got {value!r}")
         if value > limit:
@@ -72,8 +75,8 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
     if isinstance(spec, MLA):                        # latent widths size symbolic matrices too
         for name in ("kv_latent", "q_latent", "rope_dim"):
             value = getattr(spec, name)
-            if value is not None and value > MAX_SYMBOLIC_DIM:
-                raise PosencError(f"mla {name} {value} exceeds the limit {MAX_SYMBOLIC_DIM} of "
+            if value is not None and value > dim_limit:
+                raise PosencError(f"mla {name} {value} exceeds the limit {dim_limit} of "
                                   f"the symbolic derivation (its proofs grow steeply with sizes)")
     return _derive(spec, d, D, n_heads, prove)
 
