@@ -58,7 +58,7 @@ REFUSED = [
     (["derive", "rope", "--head-dim", "100000"], "exceeds the limit 8"),
     (["derive", "rope", "--model-dim", "100000"], "exceeds the limit 8"),
     (["derive", "custom:frequencies=" + ";".join(["1"] * 40)], "head dim 80 exceeds"),
-    (["check", "posenc.numerics.logits:rotate", "--dim", "100000"], "--dim=100000 exceeds"),
+    (["check", "posenc.numerics.logits:rotate", "--dim", "100000"], "[2, 4096]; got 100000"),
     (["ablate", "no-such-run", "--plot", "x.txt"], "ending in .png or .pdf"),
 ]
 
@@ -66,6 +66,33 @@ REFUSED = [
 @pytest.mark.parametrize("argv,match", REFUSED, ids=[" ".join(a)[:60] for a, _ in REFUSED])
 def test_oversized_inputs_are_one_line_before_any_allocation(capsys, argv, match):
     one_line_error(capsys, argv, match)
+
+
+RUN_ARGS = [
+    (["train", "--preset", "smoke", "--samples", "1000000000000"], "n_samples=1000000000000 exceeds"),
+    (["train", "--preset", "smoke", "--epochs", "10000000"], "epochs=10000000 exceeds"),
+    (["train", "--preset", "smoke", "--pe", "custom:kernel=9**9**9"], "exceeds the limit 1024"),
+    (["verify", "--examples", "1000000000"], "--examples=1000000000 exceeds"),
+]
+
+
+@pytest.mark.parametrize("argv,match", RUN_ARGS, ids=[" ".join(a)[:60] for a, _ in RUN_ARGS])
+def test_oversized_run_arguments_are_one_line(capsys, tmp_path, argv, match):
+    """(Without tracemalloc, which slows importing torch tenfold.)"""
+    code = main(argv + (["--out", str(tmp_path / "run")] if argv[0] == "train" else []))
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and match in err, err
+    assert not (tmp_path / "run").exists()                     # refused before the folder
+
+
+def test_train_memory_estimate_refuses_before_the_run_folder(monkeypatch, tmp_path):
+    from posenc.empirical.config import memory_estimate, preset
+    from posenc.empirical.train import train
+    cfg = preset("smoke", task="distance", pe="rope", seed=0)
+    monkeypatch.setattr(limits, "available_memory", lambda: int(memory_estimate(cfg)))
+    with pytest.raises(PosencError, match="of memory; only"):
+        train(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_sizes_at_the_limit_are_accepted_by_the_catalogue():
