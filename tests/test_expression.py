@@ -60,7 +60,7 @@ def test_accepted_expressions_evaluate_to_what_python_floats_give(text):
         got = np.broadcast_to(expr.evaluate(ks, NUMPY_FUNCTIONS), ks.shape)
     fns = {"abs": abs, "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
            "cos": math.cos, "tanh": math.tanh, "sign": np.sign, "min": min, "max": max}
-    for k, g in zip(ks, got):
+    for k, g in zip(ks, got, strict=True):
         try:
             want = complex(expr.evaluate(float(k), fns))
         except OverflowError:
