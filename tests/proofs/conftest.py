@@ -1,4 +1,7 @@
-"""Shared fixture: every registered claim is run at most once per session under ``ci``."""
+"""Shared fixtures: every registered claim is run at most once per session under ``ci``;
+``main`` runs the CLI in this process."""
+
+import types
 
 import pytest
 
@@ -17,3 +20,15 @@ def _ci_result(claim):
 def ci_result():
     """``ci_result(claim) -> result dict`` (run_claim under the ci profile, cached)."""
     return _ci_result
+
+
+@pytest.fixture
+def main(capsys):
+    """Run ``posenc.cli.main`` in this process (fast); returns (code, stdout, stderr)."""
+    from posenc.cli import main as posenc_main
+
+    def run(*args):
+        code = posenc_main(list(args))
+        out = capsys.readouterr()
+        return types.SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+    return run

@@ -4,7 +4,6 @@ line and exit status 2 -- never a hang, never a silent "pass", never our own pro
 
 import json
 import sys
-import types
 
 import pytest
 
@@ -66,17 +65,6 @@ def user_file(tmp_path):
     f = tmp_path / "user_code.py"
     f.write_text(USER)
     return f
-
-
-@pytest.fixture
-def main(capsys):
-    from posenc.cli import main as posenc_main
-
-    def run(*args):
-        code = posenc_main(list(args))
-        out = capsys.readouterr()
-        return types.SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
-    return run
 
 
 def one_line_error(proc, *needles):

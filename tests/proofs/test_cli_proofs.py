@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,6 @@ def cli(*args, cwd=None):
     """Run ``posenc`` in a subprocess (the real entry point)."""
     return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True,
                           text=True, cwd=cwd or ROOT)
-
-
-@pytest.fixture
-def main(capsys):
-    """Run ``posenc.cli.main`` in this process (fast); returns (code, stdout, stderr)."""
-    from posenc.cli import main as posenc_main
-
-    def run(*args):
-        code = posenc_main(list(args))
-        out = capsys.readouterr()
-        return types.SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
-    return run
 
 
 def assert_one_line_error(proc, *needles):
