@@ -184,3 +184,120 @@ def test_readme_python_example_runs_verbatim(tmp_path):
     assert lines[1].endswith("bounds violated: 0")
     assert lines[2] == "True"
     assert (tmp_path / "runs" / "rope" / "train_summary.json").is_file()
+
+
+# -- arguments of the wrong kind (found by a hostile review): one PosencError, never a bare
+#    TypeError/AttributeError/IndexError, a truthy string taken for True, or a wrong table --
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("api") / "run"
+    return posenc.train("distance", "rope", preset="smoke", seed=0, out=out,
+                        overrides={"epochs": 1})
+
+
+WRONG_KIND = {
+    "bound content 9x8": lambda: posenc.bound("alibi", 8, content=np.ones((9, 8))),
+    "bound content NaN": lambda: posenc.bound("alibi", 8, content=np.full((8, 8), np.nan)),
+    "bound content complex": lambda: posenc.bound("alibi", 8, content=np.eye(8) * 1j),
+    "bound content 3-D": lambda: posenc.bound("alibi", 8, content=np.ones((8, 8, 2))),
+    "bound content str": lambda: posenc.bound("alibi", 8, content="x"),
+    "bound content short tuple": lambda: posenc.bound("alibi", 8, content=("seeded", 2)),
+    "bound content seed -1": lambda: posenc.bound("alibi", 8, content=("seeded", 2, -1)),
+    "bound seed -1": lambda: posenc.bound("relative_bias", 8, seed=-1),
+    "bound seed 1.5": lambda: posenc.bound("learned_absolute", 8, seed=1.5),
+    "bound n float": lambda: posenc.bound("alibi", 8.0),
+    "bound n None": lambda: posenc.bound("alibi", None),
+    "bound spec None": lambda: posenc.bound(None, 8),
+    "bound head True": lambda: posenc.bound("alibi", 8, head=True),
+    "bound values str": lambda: posenc.bound("relative_bias", 8, values="x"),
+    "verify []": lambda: posenc.verify([]),
+    "verify 3": lambda: posenc.verify(3),
+    "verify [None]": lambda: posenc.verify([None]),
+    "derive None": lambda: posenc.derive(None),
+    "derive prove str": lambda: posenc.derive("nope", prove="no"),
+    "train pe None": lambda: posenc.train("distance", None, preset="smoke"),
+    "train out 5": lambda: posenc.train("distance", "rope", preset="smoke", out=5),
+    "train overrides list": lambda: posenc.train("distance", "rope", preset="smoke",
+                                                 overrides=["a"]),
+    "train paper_code str": lambda: posenc.train("distance", "rope", preset="smoke",
+                                                 paper_code="yes"),
+    "train seed 2**70": lambda: posenc.train("distance", "rope", preset="smoke", seed=2**70),
+    "train device bogus": lambda: posenc.train("distance", "rope", preset="smoke",
+                                               device="bogus"),
+    "load_run None": lambda: posenc.load_run(None),
+    "reproduce roles []": lambda: posenc.reproduce("smoke", roles=[]),
+    "reproduce workers 1.5": lambda: posenc.reproduce("smoke", workers=1.5),
+    "reproduce log None": lambda: posenc.reproduce("smoke", log=None),
+    "reproduce overrides list": lambda: posenc.reproduce("smoke", overrides=["x"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_KIND))
+def test_an_argument_of_the_wrong_kind_is_one_posenc_error(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(posenc.PosencError) as info:
+        WRONG_KIND[name]()
+    assert "\n" not in str(info.value)
+    assert not any(tmp_path.iterdir()), "a refused call left files behind"
+
+
+@pytest.mark.parametrize("call", [
+    lambda run: posenc.ablate(run, batch_size=-1),
+    lambda run: posenc.ablate(run, batch_size=0),
+    lambda run: posenc.ablate(run, save="no"),
+    lambda run: posenc.ablate(run, bogus_option=1),
+    lambda run: posenc.ablate(run, device="bogus"),
+    lambda run: posenc.ablate(None),
+    lambda run: posenc.load_run(run.run_dir, device="bogus"),
+], ids=["batch -1", "batch 0", "save str", "unknown option", "device", "run None", "load device"])
+def test_ablate_and_load_refuse_wrong_arguments(smoke_run, call):
+    with pytest.raises(posenc.PosencError) as info:
+        call(smoke_run)
+    assert "corrupt" not in str(info.value)
+    assert not (smoke_run.run_dir / "ablation-zero.json").exists()
+
+
+def test_numpy_integers_are_integers(smoke_run):
+    rep = posenc.bound("alibi", np.int64(8), head=np.int64(1))
+    assert [g.n for g in rep.growth] == [8]
+    table = posenc.ablate(smoke_run, examples=np.int64(10))
+    assert table.n_examples == 10
+
+
+def test_a_device_that_is_missing_writes_no_run_folder(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(posenc.PosencError, match="cuda"):
+        posenc.train("distance", "rope", preset="smoke", device="cuda", out=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_roles_and_tasks_take_a_comma_string():
+    from posenc.api.arguments import names
+    assert names("roles", "rope, alibi") == ["rope", "alibi"]
+    assert names("roles", ("rope",)) == ["rope"]
+    assert names("roles", None) is None
+
+
+def test_bound_json_is_strict_and_the_cli_prints_it(capsys):
+    import json
+    rep = posenc.bound("alibi", [1, 2, 8])
+    text = rep.to_json()
+    assert "Infinity" not in text and "NaN" not in text
+    assert any(r.exact == float("inf") for r in rep.rows)     # to_dict keeps the floats
+    assert main(["bound", "alibi", "--n", "1,2,8", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    mine = json.loads(text)
+    for doc in (printed, mine):
+        for row in doc["rows"]:
+            row.pop("seconds")
+    assert printed == mine
+
+
+def test_check_copies_the_input_of_an_in_place_rotary_function():
+    def in_place(x, pos):
+        x[...] = _rope(x, pos)
+        return x
+    assert posenc.check(in_place, kind="rope").ok

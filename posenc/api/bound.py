@@ -12,6 +12,34 @@ from typing import Any, Optional, Sequence
 from ..errors import PosencError
 
 
+def strict_json(obj: Any) -> Any:
+    """For strict JSON: a non-finite float (cond of a singular matrix) becomes "inf"/"-inf"/"nan"."""
+    if isinstance(obj, float) and obj != obj:
+        return "nan"
+    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
+        return "inf" if obj > 0 else "-inf"
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
+def _values(values: Any) -> Any:
+    """Learned values as a finite float array (None: a seeded draw)."""
+    if values is None:
+        return None
+    import numpy as np
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (ValueError, TypeError):
+        raise PosencError(f"values must be an array of real numbers; got {type(values).__name__}") \
+            from None
+    if not np.all(np.isfinite(v)):
+        raise PosencError("values must be finite numbers (no NaN or infinity)")
+    return v
+
+
 @dataclass(frozen=True)
 class BoundRow:
     """One spectral quantity of one matrix at one n, beside one bound on it."""
@@ -62,15 +90,21 @@ class BoundReport:
         return {"spec": self.spec, "kernel": self.kernel, "content": self.content,
                 "rows": [asdict(r) for r in self.rows], "growth": growth}
 
+    def to_json(self, indent: int | None = 1) -> str:
+        """Strict JSON (non-finite numbers as "inf"/"-inf"/"nan"): what ``posenc bound --json``
+        prints.  :meth:`to_dict` keeps them as floats."""
+        import json
+        return json.dumps(strict_json(self.to_dict()), indent=indent, allow_nan=False)
+
     def to_frame(self, table: str = "rows"):
         """The ``rows`` (or ``growth``) table as a pandas DataFrame; pandas is optional."""
+        if table not in ("rows", "growth"):
+            raise PosencError(f"table must be 'rows' or 'growth'; got {table!r}")
         try:
             import pandas as pd
         except ImportError:
             raise PosencError("BoundReport.to_frame needs pandas (pip install pandas); "
                               "to_dict() needs nothing") from None
-        if table not in ("rows", "growth"):
-            raise PosencError(f"table must be 'rows' or 'growth'; got {table!r}")
         return pd.DataFrame([asdict(r) for r in getattr(self, table)])
 
     @property
@@ -91,12 +125,20 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     ``reference``: the PE supplying the other coupling ("auto", a spec string, or None).
     ``method``: "auto" (dense LAPACK up to n = 512, Lanczos above), "dense" or "lanczos".
     """
+    from ..limits import check_int
     from ..numerics.summary import bound_report
+    from . import arguments as arg
 
-    ns = [n] if isinstance(n, int) else list(n)
+    arg.spec(spec)
+    if isinstance(n, (str, bytes)) or not isinstance(n, Sequence) and not hasattr(n, "__index__"):
+        raise PosencError(f"n must be a positive integer or a list of them; got {n!r}")
+    ns = list(n) if isinstance(n, Sequence) else [n]
     for v in ns:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < 1:
             raise PosencError(f"n must be positive integers (n >= 1); got {v!r}")
+    ns = [int(v) for v in ns]
+    head = check_int("head", head, 1 << 20, minimum=0)
+    values = _values(values)
     if method not in ("auto", "dense", "lanczos"):
         raise PosencError(f"method must be auto, dense or lanczos; got {method!r}")
     if method == "dense":

@@ -60,6 +60,11 @@ def iter_verify(ids: Optional[Sequence[str] | str] = None, *, profile: str = "ci
         raise PosencError(f"--examples must be a positive integer; got {examples}")
     if isinstance(ids, str):
         ids = [ids]
-    claims = [get(c) for c in ids] if ids else all_claims()
+    if ids is not None:
+        if not isinstance(ids, (list, tuple)) or not all(isinstance(c, str) for c in ids):
+            raise PosencError(f"ids must be a claim id, a list of them, or None for all; got {ids!r}")
+        if not ids:
+            raise PosencError("no claim ids given; pass None for all of them")
+    claims = [get(c) for c in ids] if ids is not None else all_claims()
     return (ClaimResult.from_dict(run_claim(c, examples=examples, profile=profile))
             for c in claims)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
+from ..limits import check_int
+from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.ablation import AblationTable as AblationResult
@@ -21,11 +23,12 @@ PRESETS = ("smoke", "quick", "paper")
 BACKENDS = ("local", "ray")
 #: What ``paper_code=True`` sets in the model config (the paper's code conventions).
 PAPER_CODE = {"model.kv_source": "input", "model.mask_padding": False}
+#: Keyword options that ablate() passes on to posenc.empirical.ablation.ablate.
+ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
 
 
-def _positive(name: str, value: Optional[int]) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise PosencError(f"{name} must be a positive integer; got {value!r}")
+def _positive(name: str, value: Optional[int]) -> Optional[int]:
+    return None if value is None else check_int(name, value, 2**63 - 1)  # ranges: the config
 
 
 def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", seed: int = 0,
@@ -45,17 +48,20 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     from ..empirical.config import preset as make_preset
     from ..empirical.train import train as run_training
 
+    paper_code, resume = arg.flag("paper_code", paper_code), arg.flag("resume", resume)
+    progress = arg.flag("progress", progress, optional=True)
+    out = arg.path("out", out, optional=True)
     if config is not None:
-        cfg = config if isinstance(config, TrainConfig) else load_config(str(config))
+        cfg = config if isinstance(config, TrainConfig) else load_config(str(arg.path("config", config)))
     else:
         if preset not in PRESETS:
             raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-        spec = pe if isinstance(pe, str) else pe.to_string()
+        spec = arg.spec(pe)
+        spec = spec if isinstance(spec, str) else spec.to_string()
         cfg = make_preset(preset, task=task, pe=spec, seed=seed)
-    _positive("epochs", epochs)
-    _positive("samples", samples)
-    _positive("threads", threads)
-    changes: dict[str, Any] = dict(overrides or {})
+    epochs, samples = _positive("epochs", epochs), _positive("samples", samples)
+    threads = _positive("threads", threads)
+    changes: dict[str, Any] = arg.mapping("overrides", overrides)
     for key, value in (("epochs", epochs), ("task.n_samples", samples), ("num_threads", threads),
                        ("device", device), ("precision", precision)):
         if value is not None:
@@ -71,7 +77,10 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
 def load_run(path: str | Path, device: str = "cpu") -> Run:
     """Load a run folder: config, model with trained weights (eval mode), metrics, result."""
     from ..empirical.runs import load_run as load
-    return load(path, device)
+    from ..empirical.train import resolve_device
+
+    resolve_device(device)  # a device that is not there is named, not blamed on the checkpoint
+    return load(arg.path("path", path), device)
 
 
 def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
@@ -92,11 +101,15 @@ def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
 
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
-    if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int)
-                                 or examples < 2):
-        raise PosencError(f"--examples must be at least 2; got {examples}")
+    if examples is not None:
+        examples = check_int("examples", examples, 2**31 - 1, minimum=2)
+    save = arg.flag("save", save)
+    unknown = sorted(set(options) - ABLATE_OPTIONS)
+    if unknown:
+        raise PosencError(f"ablate: unknown option(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(sorted(ABLATE_OPTIONS))}")
     if not isinstance(run, Run):
-        run = load_run(run)
+        run = load_run(arg.path("run (a Run or a run folder)", run))
     dev = resolve_device(device or run.config.device)
     run.model.to(dev)
     test = run.data().test
@@ -132,12 +145,18 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
         raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
     if backend not in BACKENDS:
         raise PosencError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    out = arg.path("out", out, optional=True)
+    workers = check_int("workers", workers, 1024)
+    threads = check_int("threads", threads, 1024)
+    roles, tasks = arg.names("roles", roles), arg.names("tasks", tasks)
+    overrides = arg.mapping("overrides", overrides)
+    theory = arg.flag("theory", theory)
+    if not callable(log):
+        raise PosencError(f"log must be a callable taking one string; got {log!r}")
     return run_reproduction(preset=preset, backend=backend,
                             out=None if out is None else str(out), seeds=seeds,
                             count_seeds=count_seeds, workers=workers, threads=threads,
                             ray_address=ray_address, device=device,
-                            roles=None if roles is None else list(roles),
-                            tasks=None if tasks is None else list(tasks),
-                            overrides=dict(overrides or {}), theory=theory, log=log, wait=wait,
+                            roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log, wait=wait,
                             until_decided=until_decided, max_seeds=max_seeds,
                             seed_batch=seed_batch)

@@ -11,7 +11,6 @@ Schur and Weyl bounds (Gu et al., arXiv 2505.13027).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 from ..errors import PosencError
@@ -87,19 +86,6 @@ def _load_values(path: str | None) -> object:
     if not np.issubdtype(v.dtype, np.number) or not np.all(np.isfinite(v)):
         raise PosencError(f"values in {path} must be finite numbers (no NaN or infinity)")
     return v
-
-
-def _finite(obj: object) -> object:
-    """Strict JSON: a non-finite float (cond of a singular matrix) becomes "inf"/"-inf"/"nan"."""
-    if isinstance(obj, float) and obj != obj:
-        return "nan"
-    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
-        return "inf" if obj > 0 else "-inf"
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def _fmt(v: object) -> str:
@@ -192,13 +178,13 @@ def run(args: argparse.Namespace) -> int:
     reference = None if args.reference == "none" else args.reference
     report = bound(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
                    d_model=args.d_model, values=values, seed=args.seed, content=content,
-                   reference=reference, method=args.method).to_dict()
+                   reference=reference, method=args.method)
     if args.plot:
-        _plot(report, args.plot)
+        _plot(report.to_dict(), args.plot)
     if args.json:
-        print(json.dumps(_finite(report), indent=1, allow_nan=False))
+        print(report.to_json())
     else:
-        _print_tables(report)
+        _print_tables(report.to_dict())
         if args.plot:
             print(f"\nplot written to {args.plot}")
     return 0

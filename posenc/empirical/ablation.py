@@ -38,6 +38,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from ..errors import PosencError
+from ..limits import check_int
 from .attention import HeadAblation
 from .model import Transformer
 from .tasks import PAD, TaskData
@@ -153,6 +154,7 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
     on_cuda = device.type == "cuda"
     if batch_size is None:
         batch_size = 256 if on_cuda else 32
+    batch_size = check_int("batch_size", batch_size, 1 << 20)
     model.eval()
     L, H = len(model.blocks), model.cfg.n_heads
     layers = list(range(L)) if layers is None else list(layers)

@@ -172,8 +172,8 @@ class TrainConfig:
     val_frac: float = 0.1
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
-               f"seed must be an integer >= 0; got {self.seed!r}")
+        _check(isinstance(self.seed, int) and not isinstance(self.seed, bool)
+               and 0 <= self.seed < 2**63, f"seed must be an integer in 0..2^63-1; got {self.seed!r}")
         for f in ("epochs", "batch_size", "eval_batch_size"):
             _pos_int(f, getattr(self, f))
         _check(isinstance(self.lr, (int, float)) and self.lr > 0, f"lr must be > 0; got {self.lr!r}")

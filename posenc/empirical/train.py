@@ -64,6 +64,9 @@ class RunResult:
 
 
 def resolve_device(name: str) -> torch.device:
+    if not isinstance(name, str) or not (name in ("auto", "cpu", "cuda") or
+                                         (name.startswith("cuda:") and name[5:].isdigit())):
+        raise PosencError(f"device must be auto, cpu, cuda or cuda:N; got {name!r}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -131,6 +134,7 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     part of the config, so it changes neither the run id nor the training).
     """
     check_memory(memory_estimate(config), f"training {config.model.pe} on {config.task.name}")
+    resolve_device(config.device)  # a device that is not there is refused before any file is written
     out = Path(out_dir) if out_dir is not None else Path("runs") / config.run_id()
     if out.exists() and not out.is_dir():
         raise PosencError(f"{out} exists and is not a folder")

@@ -86,15 +86,23 @@ def npy_header(path: str) -> tuple[tuple[int, ...], np.dtype]:
 
 def load_content(path: str) -> np.ndarray:
     """A content matrix from a .npy file, checked: 2-D, square, real, finite."""
-    a = load_npy(path, "content matrix")
+    return check_content(load_npy(path, "content matrix"), f"content matrix in {path}")
+
+
+def check_content(a: Any, what: str = "the content matrix") -> np.ndarray:
+    """``a`` as a float64 array, or one PosencError unless it is 2-D, square, real and finite."""
+    try:
+        a = np.asarray(a)
+    except (ValueError, TypeError) as exc:
+        raise PosencError(f"{what} must be a square array of real numbers ({exc})") from None
     if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 1:
-        raise PosencError(f"content matrix in {path} must be square; got shape {a.shape}")
-    if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
-        raise PosencError(f"content matrix in {path} must be real numbers; got dtype {a.dtype}")
+        raise PosencError(f"{what} must be square; got shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a) or a.dtype == bool:
+        raise PosencError(f"{what} must be real numbers; got dtype {a.dtype}")
     a = a.astype(np.float64)
     if not np.all(np.isfinite(a)):
         bad = np.argwhere(~np.isfinite(a))[0]
-        raise PosencError(f"content matrix in {path} has NaN or infinity at {tuple(int(i) for i in bad)}")
+        raise PosencError(f"{what} has NaN or infinity at {tuple(int(i) for i in bad)}")
     return a
 
 

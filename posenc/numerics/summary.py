@@ -22,7 +22,7 @@ from ..encodings import PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_WIDTH, check_int, check_memory
 from . import bounds as bd
-from .contraction import couple, seeded_content
+from .contraction import check_content, couple, seeded_content
 from .kernels import MAX_N, Kernel, check_sizes, kernel
 from .operators import ToeplitzOperator
 from .spectra import AUTO_DENSE, spectrum
@@ -105,11 +105,23 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
     ns = [check_int("sequence length n", n, MAX_N, why="the numeric layer is O(n) in memory")
           for n in ns]
     check_sizes(n_heads, head_dim, d_model)
+    seed = check_int("seed", seed, 2**63 - 1, minimum=0)
     kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, seed=seed)
     n_max = max(ns)
     if content is None:
         content = ("seeded", 8, 0)
-    rank = check_int("content rank", content[1], MAX_WIDTH) if isinstance(content, tuple) else 0
+    if isinstance(content, tuple):
+        if len(content) != 3 or content[0] != "seeded":
+            raise PosencError(f"content must be None, ('seeded', rank, seed) or a square array; "
+                              f"got {content!r}")
+        content = ("seeded", check_int("content rank", content[1], MAX_WIDTH),
+                   check_int("content seed", content[2], 2**63 - 1, minimum=0))
+    elif isinstance(content, (str, bytes)) or np.ndim(content) == 0:
+        raise PosencError(f"content must be None, ('seeded', rank, seed) or a square array; "
+                          f"got {content!r}"[:200])
+    else:
+        content = check_content(content)
+    rank = content[1] if isinstance(content, tuple) else 0
     check_memory(memory_estimate(spec, n_max, rank=rank, width=d_model or head_dim * n_heads,
                                  method=method), f"bound {spec.name} at n={n_max}")
     if isinstance(content, tuple):

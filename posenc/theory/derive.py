@@ -57,6 +57,10 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
     d) and ``n_heads`` H fix the concrete sizes of the symbolic matrices;
     ``prove=False`` skips the proofs (for building large forms to evaluate).
     """
+    if not isinstance(spec, (str, PESpec)):
+        raise PosencError(f"a PE spec must be a string such as 'rope' or a PESpec; got {spec!r}")
+    if not isinstance(prove, bool):
+        raise PosencError(f"prove must be True or False; got {prove!r}")
     if isinstance(spec, str):
         spec = parse_spec(spec)
     d = default_head_dim(spec) if head_dim is None else head_dim

@@ -139,7 +139,12 @@ class Caller:
                      for a in args)
 
     def call(self, *args: Any) -> np.ndarray:
-        """Call with numpy arrays (or torch tensors after the numpy attempt failed)."""
+        """Call with numpy arrays (or torch tensors after the numpy attempt failed).
+
+        Every call gets fresh copies of the array inputs: a function that writes into its
+        input (``x.copy_(...)``; ``x *= ...``) must not corrupt the probe's basis vectors and
+        be misreported as non-linear."""
+        args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
         if self.mode == "numpy":
             return self._guarded(args, "numpy")
         if self.mode == "torch":
