@@ -153,7 +153,9 @@ def _build_hybrid(params: dict[str, Any], text: str) -> PESpec:
 
 def parse_spec(text: str) -> PESpec:
     """Parse a compact spec string such as ``rope:base=500000,pairing=half,heads=2``."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise PosencError(f"a PE spec must be a string such as 'rope'; got {text!r}")
+    if not text.strip():
         raise PosencError("empty positional-encoding spec")
     name, colon, body = text.strip().partition(":")
     name = name.strip()

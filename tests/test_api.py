@@ -301,3 +301,14 @@ def test_check_copies_the_input_of_an_in_place_rotary_function():
         x[...] = _rope(x, pos)
         return x
     assert posenc.check(in_place, kind="rope").ok
+
+
+@pytest.mark.parametrize("timeout", [-1, "5", float("nan"), 0])
+def test_check_validates_its_timeout_for_a_callable_too(timeout):
+    with pytest.raises(posenc.PosencError, match="timeout"):
+        posenc.check(_rope, timeout=timeout)
+
+
+def test_parse_spec_of_a_non_string_says_so():
+    with pytest.raises(posenc.PosencError, match="must be a string"):
+        posenc.parse_spec(5)

@@ -23,7 +23,9 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int 
     PosencError.
     """
     from ..proofs.conformance import check_callable, check_target
+    from ..proofs.conformance.isolation import check_timeout
 
+    check_timeout(timeout)  # validated for a callable too, though only an IMPL string runs apart
     if isinstance(fn, str):
         return check_target(fn, kind, dim=dim, expect=expect, timeout=timeout)
     return check_callable(fn, kind, dim=dim, expect=expect, name=name)

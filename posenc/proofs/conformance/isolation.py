@@ -57,9 +57,7 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
 
     if kind is not None and kind not in KINDS:
         raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0 \
-            or timeout > 86400:
-        raise PosencError(f"--timeout must be a number of seconds in (0, 86400]; got {timeout!r}")
+    check_timeout(timeout)
     expected = parse_expect(expect, kind)            # refuse a malformed --expect before any work
     request = {"target": target, "kind": kind, "dim": dim, "expect": expected,
                "cwd": os.getcwd()}
@@ -104,3 +102,10 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
                           f"{_signal_name(code)}{seen}")
     raise PosencError(f"the Python process running {target} ended with exit status {code} "
                       f"before the check finished (os._exit, or a crash in native code?){seen}")
+
+
+def check_timeout(timeout: float) -> None:
+    """A time limit in seconds, in (0, 86400]."""
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0 \
+            or timeout > 86400:
+        raise PosencError(f"--timeout must be a number of seconds in (0, 86400]; got {timeout!r}")
