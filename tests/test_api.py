@@ -312,3 +312,20 @@ def test_check_validates_its_timeout_for_a_callable_too(timeout):
 def test_parse_spec_of_a_non_string_says_so():
     with pytest.raises(posenc.PosencError, match="must be a string"):
         posenc.parse_spec(5)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: s.update(best_test_acc=0.123),
+    lambda s: s["final"].update(test_acc=0.5),
+], ids=["best_test_acc", "final test_acc"])
+def test_a_summary_that_disagrees_with_the_checkpoint_is_refused(smoke_run, tmp_path, edit):
+    import json
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(smoke_run.run_dir, copy)
+    assert posenc.load_run(copy).result == smoke_run.result
+    summary = json.loads((copy / "train_summary.json").read_text())
+    edit(summary)
+    (copy / "train_summary.json").write_text(json.dumps(summary))
+    with pytest.raises(posenc.PosencError, match="disagrees with the checkpoint"):
+        posenc.load_run(copy)

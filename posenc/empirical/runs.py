@@ -211,4 +211,20 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu",
     metrics, epoch = ckpt.get("metrics", []), ckpt.get("epoch", 0)
     if not (isinstance(metrics, list) and isinstance(epoch, int)):
         raise PosencError(f"checkpoint {run_dir / CHECKPOINT} has bad epoch/metrics records")
-    return Run(run_dir, config, model, list(metrics), epoch, read_summary(run_dir))
+    summary = read_summary(run_dir)
+    check_summary(summary, metrics, run_dir / RESULT)
+    return Run(run_dir, config, model, list(metrics), epoch, summary)
+
+
+def check_summary(summary: Optional[dict[str, Any]], metrics: list[dict[str, Any]],
+                  path: Path) -> None:
+    """The checkpoint is the source of truth: a summary whose accuracies are not those of the
+    checkpoint's metrics (edited, or left from another run) is refused, never reported."""
+    if not summary or not metrics:
+        return
+    final, best = summary.get("final"), summary.get("best_test_acc")
+    tests = [m.get("test_acc") for m in metrics if isinstance(m, dict)]
+    if (final is not None and final not in metrics) or \
+            (best is not None and tests and best != max(t for t in tests if t is not None)):
+        raise PosencError(f"{path} disagrees with the checkpoint's metrics (edited, or from "
+                          f"another run); delete it and run posenc train again to rewrite it")
