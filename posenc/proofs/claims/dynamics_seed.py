@@ -23,16 +23,22 @@ u_j = −y rᵀ v_j, the signal is ψ = Σ_j G_j P_j with P_j = ∂s_j/∂τ: b(
 query alone (key contents drawn from a sign-symmetric embedding, independent of the
 query token).  A batch is σ-closed when it holds σe with every e.
 
-* Prop. 6.2 (``seed-additive-cancels``): for any additive bias, at ε = 0,
-  ψ(σe) = −ψ(e), so the seed of a σ-closed batch is exactly 0.  Both assumptions are needed:
-  with content logits (ε ≠ 0) σ changes the attention, and without σ-closure the seed is
-  whatever the batch makes it (the paper's "cancel over a batch" is false for a general batch).
+* Prop. 6.2 (``seed-additive-cancels``): for any additive bias, ψ = ψ₀(e) + ε C_b(e) + O(ε²)
+  with ψ₀(σe) = −ψ₀(e) and C_b(σe) = C_b(e).  So on a σ-closed batch the O(1) term cancels
+  exactly, and the additive seed is ε·mean C_b + O(ε²) -- *not* zero at first order (the
+  stronger-conclusion variant finds a batch where it is not).  Both assumptions of the
+  cancellation are needed: with content logits (ε ≠ 0) σ changes the attention, and without
+  σ-closure the seed is whatever the batch makes it (the paper's "cancel over a batch", as we
+  read the paper's public summaries, is false for a general batch).
 * Prop. 6.1 (``seed-rope-survives``): for RoPE, ψ = ε C(e) + O(ε²) with the closed form
-  C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j, and C(σe) = C(e): the pairs that cancel
-  every additive seed *add up* under RoPE.  What the paper calls non-vanishing is not a theorem:
+  C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j, and C(σe) = C(e).  On a σ-closed batch both
+  seeds are O(ε): RoPE does not out-survive the additive bias at first order.  The difference is
+  *coherence* (|seed| / mean |ψ|): the additive per-example signals are O(1) and cancel in σ
+  pairs, so their coherence is O(ε); RoPE's are themselves O(ε) and the σ pairs agree, so their
+  coherence stays O(1) as ε → 0.  Non-vanishing of C is not a theorem:
   C = 0 when θ = 0, q̂ = 0, the readout does not separate the values, or the rotated key
   content does not correlate with u_j − ū across positions (the false variant finds such a
-  case).  And the survival needs the query to stay fixed: flipping every content
+  case; n ≥ 2 keys are drawn, since a single key has no softmax gradient under any PE).  And the survival needs the query to stay fixed: flipping every content
   (query too, i.e. averaging over the whole random embedding) negates ψ for RoPE as well --
   over the initialisation's distribution *every* PE's seed vanishes to first order; the seed is a
   property of the data at a fixed initialisation.  At ε = 1 (logits no longer small) σ changes
@@ -94,8 +100,20 @@ def psi_formula(ex: dict, X, y, eps, q=None):
     return (a * (u - a @ u)) @ (eps * p)
 
 
-def first_order(ex: dict, X, y, q=None) -> float:
+def psi_additive_formula(ex: dict, X, y, eps):
+    """Additive ψ = Σ_j G_j b(j), G from a = softmax(ε X q̂ + b) (analytic in ε)."""
+    b = ex["b"][:X.shape[0]]
+    s = eps * (X @ ex["q"]) + b
+    w = np.exp(s - np.max(np.real(s)))
+    a = w / w.sum()
+    u = -y * (X @ ex["w"])
+    return (a * (u - a @ u)) @ b
+
+
+def first_order(ex: dict, X, y, q=None, kind: str = "rope") -> float:
     """dψ/dε at ε = 0 by complex step in ε on the analytic formula."""
+    if kind == "additive":
+        return float(np.imag(psi_additive_formula(ex, X, y, 1j * H_CS)) / H_CS)
     return float(np.imag(psi_formula(ex, X, y, 1j * H_CS, q)) / H_CS)
 
 
@@ -109,7 +127,7 @@ def closed_form(ex: dict, X, y) -> float:
 # --- inputs ------------------------------------------------------------------------------------
 
 def inputs():
-    """A query, a readout, a frequency, an additive bias and a batch of 1-2 examples (n keys)."""
+    """A query, a readout, a frequency, an additive bias and a batch of 1-2 examples (n = 2-3 keys)."""
     pair = st.tuples(st.integers(-3, 3), st.integers(-3, 3))
 
     def build(n):
@@ -118,7 +136,8 @@ def inputs():
             "b": st.tuples(*[st.integers(-3, 3)] * n),
             "batch": st.lists(st.tuples(int_matrix(n, 2), st.integers(-3, 3)),
                               min_size=1, max_size=2)}).map(_arrays)
-    return st.integers(1, 3).flatmap(build)
+    # n >= 2: a single key has softmax weight 1 whatever its logit, so ψ = 0 under every PE
+    return st.integers(2, 3).flatmap(build)
 
 
 def _arrays(d: dict) -> dict:
@@ -159,6 +178,27 @@ def additive_cancels(ex: dict, eps: float = 0.0, close: bool = True) -> None:
             lambda: f"additive seed {seed:.6g} ≠ 0 (per-example signals {fmt(np.array(signals))})")
 
 
+def additive_first_order_even(ex: dict) -> None:
+    """The O(1) term cancels (above) and the O(ε) coefficient C_b is σ-even: C_b(σe) = C_b(e)."""
+    additive_cancels(ex)
+    for X, y in ex["batch"]:
+        formula, truth = psi_additive_formula(ex, X, y, 0.5), psi(ex, X, y, 0.5, "additive")
+        require(abs(formula - truth) <= _tol(ex, abs(truth)),
+                f"ψ = Σ G_j b(j) gives {formula:.6g}, ∂ℓ/∂τ gives {truth:.6g}")
+        c, c_sigma = first_order(ex, X, y, kind="additive"), first_order(ex, -X, y, kind="additive")
+        require(abs(c_sigma - c) <= _tol(ex, max(abs(c), 1.0)),
+                f"additive C_b(σe) = {c_sigma:.6g} ≠ C_b(e) = {c:.6g}")
+
+
+def _additive_first_order_zero(ex: dict) -> None:
+    """False conclusion: the additive seed of a σ-closed batch vanishes at first order too."""
+    cs = [first_order(ex, X, y, kind="additive") for X, y in closed(ex["batch"])]
+    seed = sum(cs) / len(cs)
+    require(abs(seed) <= _tol(ex, max(abs(c) for c in cs)),
+            lambda: f"first-order additive seed ε·{seed:.6g} ≠ 0 on the σ-closed batch "
+                    f"(coefficients C_b {fmt(np.array(cs))}: σ pairs agree, as under RoPE)")
+
+
 def _symbolic_additive() -> SymbolicResult:
     import sympy as sp
 
@@ -173,21 +213,38 @@ def _symbolic_additive() -> SymbolicResult:
         loss = -y * sum(w[j] / sum(w) * (r.T * V[j])[0] for j in range(n))
         return sp.diff(loss, tau).subs(tau, 1)
     ok = sp.expand(signal(V) + signal([-v for v in V])) == 0
+    # first order in ε: content logits ε qᵀk_j with k_j = v_j (σ flips both); the coefficient
+    # ∂²ℓ/∂ε∂τ at (0, 1) is even under σ
+    eps = sp.Symbol("epsilon", real=True)
+    q = sp.Matrix(sp.symbols("q0 q1", real=True))
+
+    def coeff(V):
+        w = [sp.exp(eps * (q.T * V[j])[0] + tau * b[j]) for j in range(n)]
+        loss = -y * sum(w[j] / sum(w) * (r.T * V[j])[0] for j in range(n))
+        return sp.diff(loss, tau, eps).subs({eps: 0, tau: 1})
+    ok &= sp.simplify(coeff(V) - coeff([-v for v in V])) == 0
     if not ok:
-        return SymbolicResult("failed", "ψ(σe) + ψ(e) did not simplify to 0")
+        return SymbolicResult("failed", "ψ(σe) + ψ(e) did not simplify to 0 at ε = 0, or the "
+                              "O(ε) coefficient is not σ-even")
     return SymbolicResult(PROVED, "at ε = 0 the attention softmax(τ b) does not depend on the "
-                          "contents and ℓ is linear in the values, so ψ(σe) = −ψ(e); verified "
-                          "symbolically (n = 3 keys, symbolic values, readout, target, bias)")
+                          "contents and ℓ is linear in the values, so ψ(σe) = −ψ(e); the O(ε) "
+                          "coefficient ∂²ℓ/∂ε∂τ is even under σ (a product of two odd factors); "
+                          "both verified symbolically (n = 3 keys, symbolic values, query, "
+                          "readout, target, bias)")
 
 
 ADDITIVE = Claim(
     id="seed-additive-cancels",
-    title="Additive PE: per-example positional signals cancel over a σ-closed batch",
-    statement="In the one-query toy model with an additive bias b, at ε = 0 (no content logits) "
-              "the positional gradient signal ψ = ∂ℓ/∂τ satisfies ψ(σe) = −ψ(e) for the "
-              "key-content flip σ, so the seed (batch mean of ψ) of every σ-closed batch is 0, "
-              "whatever b (ALiBi slopes, learned tables).  The paper's Prop. 6.2 needs both "
-              "assumptions: it is false for a general batch and with content logits.",
+    title="Additive PE: the O(1) positional signals cancel over a σ-closed batch",
+    statement="In the one-query toy model with an additive bias b, the positional gradient "
+              "signal is ψ = ∂ℓ/∂τ = ψ₀(e) + ε C_b(e) + O(ε²) with ψ₀(σe) = −ψ₀(e) and "
+              "C_b(σe) = C_b(e) for the key-content flip σ: at ε = 0 (no content logits) the "
+              "seed (batch mean of ψ) of every σ-closed batch is 0, whatever b (ALiBi slopes, "
+              "learned tables), but at first order it is ε·mean C_b, which need not vanish -- "
+              "the same order as RoPE's seed.  What σ-closure removes is the additive signals' "
+              "coherence (|seed| / mean |ψ| = O(ε)), not the first-order seed.  As we read the "
+              "paper's public summaries, its Prop. 6.2 needs both assumptions: it is false for a "
+              "general batch and with content logits.",
     latex=r"\varepsilon=0,\ \mathcal B=\sigma\mathcal B\ \Rightarrow\ "
           r"\frac1{|\mathcal B|}\sum_{e\in\mathcal B}\frac{\partial\ell_e}{\partial\tau}=0",
     source="Gu et al., Prop. 6.2 (precise version: new)",
@@ -195,7 +252,7 @@ ADDITIVE = Claim(
                  "ε = 0: content logits vanish (small-initialisation limit)",
                  "the batch is σ-closed (key contents sign-symmetric, query content fixed)"),
     strategy=inputs,
-    check=additive_cancels,
+    check=additive_first_order_even,
     symbolic=_symbolic_additive,
     describe=describe,
     variants=(
@@ -203,6 +260,8 @@ ADDITIVE = Claim(
                 note="the seed of a general batch"),
         Variant("ε = 0 (content logits vanish)", inputs,
                 check=lambda ex: additive_cancels(ex, eps=1.0)),
+        Variant("the additive seed of a σ-closed batch is 0 at first order in ε too", inputs,
+                check=_additive_first_order_zero, kind="stronger conclusion"),
     ),
     design_number="15",
     layers=("numpy", "sympy"),
@@ -301,11 +360,14 @@ ROPE = Claim(
     id="seed-rope-survives",
     title="RoPE: the first-order positional seed is σ-invariant (it does not cancel)",
     statement="In the one-query toy model with RoPE, ψ = ε C(e) + O(ε²) with "
-              "C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j and C(σe) = C(e), so on the "
-              "σ-closed batches where every additive seed is 0 the RoPE seed is ε·mean C.  "
-              "Non-vanishing (the paper's Prop. 6.1) is generic, not guaranteed: C = 0 if θ = 0, "
-              "q̂ = 0, or the rotated keys do not correlate with u_j − ū; and it needs the "
-              "query content fixed (over a global flip of the embedding it cancels too).",
+              "C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j and C(σe) = C(e), so on a "
+              "σ-closed batch the RoPE seed is ε·mean C.  The additive seed there is O(ε) too "
+              "(claim seed-additive-cancels); the difference is coherence: RoPE's per-example "
+              "signals are O(ε) and σ pairs agree, the additive ones are O(1) and cancel.  "
+              "Non-vanishing (the paper's Prop. 6.1, as we read its public summaries) is "
+              "generic, not guaranteed: C = 0 if θ = 0, q̂ = 0, or the rotated keys do not "
+              "correlate with u_j − ū; and it needs the query content fixed (over a global flip "
+              "of the embedding it cancels too).",
     latex=r"\psi=\varepsilon\,C(e)+O(\varepsilon^2),\quad C(e)=\tfrac1n\sum_j(u_j-\bar u)\,"
           r"\theta j\,\hat q^\top J R(\theta j)k_j,\quad C(\sigma e)=C(e)",
     source="Gu et al., Prop. 6.1 (precise version: new)",
