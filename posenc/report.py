@@ -284,7 +284,9 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
     seeds = sorted({r["summary"]["seed"] for r in results})
     lines = [f"# posenc reproduction report ({preset} preset)", "",
              "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
-             f"{len(results)} runs, seeds {seeds}. Each verdict is over seeds: the per-seed statistic's "
+             f"{len(results)} runs, seeds {seeds}. The paper's statements are as we read the "
+             "paper's public summaries (its full text is not available to us): a refuted verdict "
+             "refutes that reading. Each verdict is over seeds: the per-seed statistic's "
              "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
              "on one side of the threshold, ceiling when an ordering of accuracies compares PEs that "
              "all average >= 98%, inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
