@@ -7,9 +7,9 @@ import pytest
 from hypothesis import find, given, settings
 from hypothesis.errors import NoSuchExample
 
+from posenc.proofs.claim import Violation
 from posenc.proofs.claims import dynamics_margin as dm
 from posenc.proofs.claims import dynamics_seed as ds
-from posenc.proofs.claim import Violation
 
 
 def _fd(f, x, h):
