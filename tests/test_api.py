@@ -329,3 +329,13 @@ def test_a_summary_that_disagrees_with_the_checkpoint_is_refused(smoke_run, tmp_
     (copy / "train_summary.json").write_text(json.dumps(summary))
     with pytest.raises(posenc.PosencError, match="disagrees with the checkpoint"):
         posenc.load_run(copy)
+
+
+def test_bound_values_file_with_nan_names_the_file(tmp_path, capsys):
+    path = tmp_path / "v.npy"
+    np.save(path, np.array([1.0, np.nan]))
+    assert main(["bound", "relative_bias", "--n", "8", "--values", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == \
+        f"posenc: error: values in {path} must be finite numbers (no NaN or infinity)"
+    with pytest.raises(posenc.PosencError, match="^values must be finite"):
+        posenc.bound("relative_bias", 8, values=np.array([1.0, np.inf]))

@@ -25,18 +25,18 @@ def strict_json(obj: Any) -> Any:
     return obj
 
 
-def _values(values: Any) -> Any:
-    """Learned values as a finite float array (None: a seeded draw)."""
+def check_values(values: Any, what: str = "values") -> Any:
+    """Learned values as a finite float array (None: a seeded draw); ``what`` names them in
+    the error (the CLI says which file)."""
     if values is None:
         return None
     import numpy as np
     try:
         v = np.asarray(values, dtype=np.float64)
     except (ValueError, TypeError):
-        raise PosencError(f"values must be an array of real numbers; got {type(values).__name__}") \
-            from None
+        raise PosencError(f"{what} must be real numbers; got {type(values).__name__}") from None
     if not np.all(np.isfinite(v)):
-        raise PosencError("values must be finite numbers (no NaN or infinity)")
+        raise PosencError(f"{what} must be finite numbers (no NaN or infinity)")
     return v
 
 
@@ -138,7 +138,7 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
             raise PosencError(f"n must be positive integers (n >= 1); got {v!r}")
     ns = [int(v) for v in ns]
     head = check_int("head", head, 1 << 20, minimum=0)
-    values = _values(values)
+    values = check_values(values)
     if method not in ("auto", "dense", "lanczos"):
         raise PosencError(f"method must be auto, dense or lanczos; got {method!r}")
     if method == "dense":

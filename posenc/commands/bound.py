@@ -79,13 +79,9 @@ def parse_content(text: str) -> object:
 def _load_values(path: str | None) -> object:
     if path is None:
         return None
-    import numpy as np
-
+    from ..api.bound import check_values
     from ..numerics.contraction import load_npy
-    v = load_npy(path, "values")
-    if not np.issubdtype(v.dtype, np.number) or not np.all(np.isfinite(v)):
-        raise PosencError(f"values in {path} must be finite numbers (no NaN or infinity)")
-    return v
+    return check_values(load_npy(path, "values"), f"values in {path}")
 
 
 def _fmt(v: object) -> str:
