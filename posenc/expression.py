@@ -46,11 +46,16 @@ class Expr:
         _validate(self.text)
 
     def evaluate(self, k: Any, functions: Mapping[str, Callable[..., Any]],
-                 constants: Mapping[str, Any] | None = None) -> Any:
-        """Evaluate at offset(s) ``k`` with the given function implementations."""
+                 constants: Mapping[str, Any] | None = None,
+                 number: Callable[[Any], Any] | None = None) -> Any:
+        """Evaluate at offset(s) ``k`` with the given function implementations.
+
+        ``number`` converts every literal (``float`` for a floating-point backend, so that
+        ``400**abs(10)`` never meets numpy's fixed-width integers; None keeps Python's exact
+        int and float, for sympy)."""
         tree = ast.parse(self.text, mode="eval").body
         consts = dict(constants or {})
-        return _eval(tree, k, functions, consts)
+        return _eval(tree, k, functions, consts, number)
 
     def __str__(self) -> str:
         return self.text
@@ -223,9 +228,9 @@ def _apply(op: str, *args: float, where: str, text: str) -> float:
 
 
 def _eval(node: ast.AST, k: Any, fns: Mapping[str, Callable[..., Any]],
-          consts: Mapping[str, Any]) -> Any:
+          consts: Mapping[str, Any], number: Callable[[Any], Any] | None = None) -> Any:
     if isinstance(node, ast.Constant):
-        return node.value
+        return node.value if number is None else number(node.value)
     if isinstance(node, ast.Name):
         if node.id == VARIABLE:
             return k
@@ -234,11 +239,11 @@ def _eval(node: ast.AST, k: Any, fns: Mapping[str, Callable[..., Any]],
         import math
         return {"pi": math.pi, "e": math.e}[node.id]
     if isinstance(node, ast.UnaryOp):
-        value = _eval(node.operand, k, fns, consts)
+        value = _eval(node.operand, k, fns, consts, number)
         return -value if isinstance(node.op, ast.USub) else +value
     if isinstance(node, ast.BinOp):
-        a = _eval(node.left, k, fns, consts)
-        b = _eval(node.right, k, fns, consts)
+        a = _eval(node.left, k, fns, consts, number)
+        b = _eval(node.right, k, fns, consts, number)
         op = _BINOPS[type(node.op)]
         if op == "+":
             return a + b
@@ -251,6 +256,6 @@ def _eval(node: ast.AST, k: Any, fns: Mapping[str, Callable[..., Any]],
         return a ** b
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
-        args = [_eval(a, k, fns, consts) for a in node.args]
+        args = [_eval(a, k, fns, consts, number) for a in node.args]
         return fns[node.func.id](*args)
     raise AssertionError(f"unvalidated node {type(node).__name__}")  # pragma: no cover

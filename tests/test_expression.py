@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 from posenc.cli import main
 from posenc.errors import PosencError
 from posenc.expression import MAX_EXPONENT, Expr
-from posenc.numerics.kernels import NUMPY_FUNCTIONS
+from posenc.numerics.kernels import evaluate_kernel
 
 REFUSED = [
     ("9**9**9", "exceeds the limit"),
@@ -57,7 +57,7 @@ def test_accepted_expressions_evaluate_to_what_python_floats_give(text):
     expr = Expr(text)
     ks = np.array([-3.0, -2.0, 2.0, 3.0])
     with np.errstate(all="ignore"):
-        got = np.broadcast_to(expr.evaluate(ks, NUMPY_FUNCTIONS), ks.shape)
+        got = np.broadcast_to(evaluate_kernel(expr, ks), ks.shape)
     fns = {"abs": abs, "exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
            "cos": math.cos, "tanh": math.tanh, "sign": np.sign, "min": min, "max": max}
     for k, g in zip(ks, got, strict=True):
@@ -121,7 +121,7 @@ def test_constant_expressions_are_checked_like_float_arithmetic(text):
         with pytest.raises(PosencError):
             Expr(text)
         return
-    value = Expr(text).evaluate(0.0, NUMPY_FUNCTIONS)
+    value = evaluate_kernel(Expr(text), 0.0)
     assert np.isfinite(value) and not np.iscomplexobj(value)
     assert float(value) == pytest.approx(want, rel=1e-9, abs=1e-300)
 
@@ -139,3 +139,16 @@ def test_theory_layer_handles_the_largest_accepted_powers(capsys):
     for text in ("(k+1)**1024", "2**(k*k)", "0.5**abs(k)"):
         assert main(["derive", f"custom:kernel={text}", "--json"]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("text", ["400**abs(10)", "400**10", "(0)+((400)**(abs(10)))"])
+def test_integer_literals_are_floats_in_the_numeric_and_torch_layers(text):
+    """400**10 overflows numpy's int64 (a wrong kernel that looks right); both numeric
+    backends evaluate literals in floating point."""
+    import torch
+
+    from posenc.empirical.pe.bias import TORCH_FUNCTIONS
+    want = 400.0 ** 10
+    assert evaluate_kernel(Expr(text), np.zeros(3)) == pytest.approx(want, rel=1e-12)
+    got = Expr(text).evaluate(torch.zeros(3, dtype=torch.float64), TORCH_FUNCTIONS, number=float)
+    assert float(torch.as_tensor(got, dtype=torch.float64).reshape(-1)[0]) == pytest.approx(want, rel=1e-12)

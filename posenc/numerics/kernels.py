@@ -30,7 +30,7 @@ head])`` and reported ``source='seeded draw'``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
@@ -43,9 +43,19 @@ from . import conventions as cv
 from .operators import LowRankOperator, ToeplitzOperator
 
 #: Numpy implementations of the kernel-expression functions (posenc.expression.FUNCTIONS).
-NUMPY_FUNCTIONS = {"abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,
-                   "cos": np.cos, "tanh": np.tanh, "sign": np.sign, "min": np.minimum,
-                   "max": np.maximum}
+def _float64(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args: fn(*[np.asarray(a, dtype=np.float64) for a in args])
+
+
+#: The kernel functions on float64 arrays (an integer argument never stays a fixed-width int).
+NUMPY_FUNCTIONS = {name: _float64(fn) for name, fn in {
+    "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
+    "tanh": np.tanh, "sign": np.sign, "min": np.minimum, "max": np.maximum}.items()}
+
+
+def evaluate_kernel(expr: Any, k: Any) -> np.ndarray:
+    """g(k) of a kernel expression in float64 arithmetic (literals as floats)."""
+    return np.asarray(expr.evaluate(k, NUMPY_FUNCTIONS, number=float), dtype=np.float64)
 
 #: Largest n a kernel is built for (memory is O(n); this keeps a typo from exhausting it).
 MAX_N = MAX_SEQ_LEN
@@ -275,8 +285,8 @@ def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_
                       source=source, seed=sd, notes=(note,), **common)
     if isinstance(spec, Custom) and spec.kernel is not None:
         with np.errstate(all="ignore"):
-            col = np.broadcast_to(spec.kernel.evaluate(k.astype(float), NUMPY_FUNCTIONS), (n,))
-            row = np.broadcast_to(spec.kernel.evaluate(-k.astype(float), NUMPY_FUNCTIONS), (n,))
+            col = np.broadcast_to(evaluate_kernel(spec.kernel, k.astype(float)), (n,))
+            row = np.broadcast_to(evaluate_kernel(spec.kernel, -k.astype(float)), (n,))
         bad = np.flatnonzero(~np.isfinite(np.concatenate([col, row])))
         if bad.size:
             at = int(bad[0]) if bad[0] < n else -int(bad[0] - n)

@@ -160,7 +160,8 @@ class KernelBias(_Cached):
     def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         def make() -> torch.Tensor:
             k = _offsets(seq, offset, self._probe.device).to(torch.float64)
-            g = torch.as_tensor(self.kernel.evaluate(k, TORCH_FUNCTIONS), dtype=torch.float64)
+            g = torch.as_tensor(self.kernel.evaluate(k, TORCH_FUNCTIONS, number=float),
+                                dtype=torch.float64)
             g = g.expand(seq, seq)
             if not torch.isfinite(g).all():
                 bad = k[~torch.isfinite(g)][0]
