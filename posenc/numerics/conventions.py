@@ -17,7 +17,6 @@ Barbero et al. 2024; sinusoidal, Vaswani et al. 2017; MLA, DeepSeek-V2 2024.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -88,7 +87,9 @@ def _rotary_dims(fraction: float, head_dim: int) -> int:
         raise PosencError(f"head dimension must be a positive integer; got {head_dim!r}")
     if fraction == 1 and head_dim % 2:
         raise PosencError(f"rope needs an even head dimension; got {head_dim}")
-    r = 2 * math.floor(Fraction(repr(float(fraction))) * head_dim / 2)
+    # the catalogue's rule (encodings.RoPE.rotary_dims): floor with a 1e-9 allowance, so that a
+    # fraction one ulp below a pair boundary (0.9999999999999999 of 2) still keeps that pair
+    r = 2 * math.floor(float(fraction) * head_dim / 2 + 1e-9)
     if r < 2:
         raise PosencError(f"rope: fraction {fraction} of head dim {head_dim} leaves no rotary pair")
     return r
