@@ -42,7 +42,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
               theory: bool = True, log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
-              seed_batch: Optional[int] = None) -> Path:
+              seed_batch: Optional[int] = None, first_seed: int = 0) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
 
     One writer per store: another sweep running into ``out`` is a PosencError naming its PID,
@@ -57,7 +57,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
 
     check_threads(threads)
     plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
-                                        overrides=dict(overrides or {}))
+                                        overrides=dict(overrides or {}), first_seed=first_seed)
     if not until_decided and (max_seeds is not None or seed_batch is not None):
         raise PosencError("--max-seeds and --seed-batch go with --until-decided")
     seed_batch = 2 if seed_batch is None else seed_batch
@@ -241,15 +241,17 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
     figs.deposit_heatmap(deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
     probes: dict[str, list[dict[str, float]]] = {}
     strips = []
+    first_seed = min(r["summary"]["seed"] for r in results)  # 0, or a calibration sweep's first
     for res in results:
         s = res["summary"]
         role = s["tags"]["role"]
         if s["task"] == "distance" and res.get("probe") and role in ("absolute", "absolute+rope", "rope"):
             probes.setdefault(role, []).append(res["probe"]["probe_r2"])
-        if s["task"] == "distance" and s["seed"] == 0 and "zero" in res["ablation"]:
+        if s["task"] == "distance" and s["seed"] == first_seed and "zero" in res["ablation"]:
             name = f"ablation_{role.replace('+', '_')}.png"
             ablation_strip_plot(AblationTable.from_dict(res["ablation"]["zero"]), tmp / name,
-                                title=f"{role} ({s['pe']}), distance, seed 0, zero ablation")
+                                title=f"{role} ({s['pe']}), distance, seed {first_seed}, "
+                                      "zero ablation")
             strips.append((role, name, res))
     figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
     dyn = dynamics_results(results)
@@ -310,7 +312,8 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
             se = "-" if row.get("test_se") is None else f"±{row['test_se']:.1f}"
             lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {vals} |")
     lines += ["", SECTIONS[2], "",
-              "Accuracy after zeroing each head's output (`hook_z`) in turn, seed 0, distance task; "
+              "Accuracy after zeroing each head's output (`hook_z`) in turn, seed "
+              f"{min(r['summary']['seed'] for r in results)}, distance task; "
               "the red star marks each layer's deposit head (largest drop).", ""]
     for role, name, res in strips:
         lines.append(f"**{role}** ![{role}]({name})")

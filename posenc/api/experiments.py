@@ -129,7 +129,7 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               overrides: Optional[dict[str, Any]] = None, theory: bool = True,
               log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
-              seed_batch: Optional[int] = None) -> Path:
+              seed_batch: Optional[int] = None, first_seed: int = 0) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -138,6 +138,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     A failed run is a PosencError after the report of the finished runs is written.
     ``until_decided``: then add ``seed_batch`` (default 2) seeds at a time to the runs of claims
     still inconclusive, until each is decided or has ``max_seeds`` seeds.
+    ``first_seed``: run seeds ``first_seed, first_seed + 1, ...`` (calibration sweeps use seeds
+    the report never runs).
     """
     from ..report import reproduce as run_reproduction
 
@@ -159,4 +161,4 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             ray_address=ray_address, device=device,
                             roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log, wait=wait,
                             until_decided=until_decided, max_seeds=max_seeds,
-                            seed_batch=seed_batch)
+                            seed_batch=seed_batch, first_seed=first_seed)

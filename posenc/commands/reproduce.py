@@ -14,6 +14,9 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="seeds per (task, PE); default: the preset's (the first log line says how many)")
     p.add_argument("--count-seeds", type=int, default=None,
                    help="seeds of the count task alone (default: --seeds)")
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="run seeds FIRST, FIRST+1, ... (default 0; calibrate on seeds the report "
+                        "never uses, e.g. --first-seed 1000 into another --out)")
     p.add_argument("--workers", type=int, default=2, help="local worker processes (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
     p.add_argument("--ray-address", default=None, help="Ray cluster HOST:PORT (default: local runtime)")
@@ -49,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
                      device=args.device, roles=_list(args.roles), tasks=_list(args.tasks),
                      overrides=_overrides(args.overrides), theory=not args.no_theory,
                      wait=args.wait, until_decided=args.until_decided,
-                     max_seeds=args.max_seeds, seed_batch=args.seed_batch)
+                     max_seeds=args.max_seeds, seed_batch=args.seed_batch,
+                     first_seed=args.first_seed)
     print(f"report: {path}")
     return 0
 

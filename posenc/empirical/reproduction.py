@@ -72,6 +72,9 @@ class ReproductionPlan:
     #: seeds of single configurations, ``{"task/role": n}`` (``--until-decided`` adds to them);
     #: a configuration not named has its task's seeds
     config_seeds: dict[str, int] = field(default_factory=dict)
+    #: the first seed: a plan runs seeds first_seed, first_seed + 1, ... (calibration uses seeds
+    #: the report never runs, e.g. 1000-1002; see docs/reproduction.md)
+    first_seed: int = 0
 
     def __post_init__(self) -> None:
         for role in self.distance_roles + self.count_roles:
@@ -84,6 +87,10 @@ class ReproductionPlan:
             _check_seeds("--count-seeds", self.count_seeds)
         for key, n in self.config_seeds.items():
             _check_seeds(f"seeds of {key}", n)
+        if not isinstance(self.first_seed, int) or isinstance(self.first_seed, bool) \
+                or not 0 <= self.first_seed <= 2**31 - 1:
+            raise PosencError(f"--first-seed must be an integer in 0..2147483647; "
+                              f"got {self.first_seed!r}")
 
     @classmethod
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
@@ -141,7 +148,7 @@ class ReproductionPlan:
         counts = self.seed_counts()
         for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
             for role in roles:
-                for seed in range(counts[(task, role)]):
+                for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
                     cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
                                        **self.overrides)
                     out.append(ExperimentConfig(

@@ -8,7 +8,7 @@ import pytest
 from posenc.empirical.config import preset
 from posenc.empirical.dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
 from posenc.empirical.experiment import ExperimentConfig, experiment_worker
-from posenc.empirical.reproduction import DYNAMICS_ROLES, ReproductionPlan
+from posenc.empirical.reproduction import DEFAULT_SEEDS, DYNAMICS_ROLES, ReproductionPlan
 from posenc.empirical.runs import RESULT
 from posenc.empirical.store import run_id
 from posenc.errors import PosencError
@@ -36,10 +36,23 @@ def test_reproduce_plan_seeds_per_task():
         for e in plan.experiments():
             out.setdefault(e.train.task.name, set()).add(e.train.seed)
         return out
-    assert seeds(ReproductionPlan.for_command("quick")) == {"distance": {0, 1}, "count": {0, 1}}
-    assert len(ReproductionPlan.for_command("quick").experiments()) == 30
-    assert seeds(ReproductionPlan.for_command("quick", count_seeds=3)) == \
+    n = DEFAULT_SEEDS["quick"]
+    assert seeds(ReproductionPlan.for_command("quick")) == {"distance": set(range(n)),
+                                                             "count": set(range(n))}
+    plan = ReproductionPlan.for_command("quick")
+    assert len(plan.experiments()) == n * (len(plan.distance_roles) + len(plan.count_roles))
+    assert seeds(ReproductionPlan.for_command("quick", 2, count_seeds=3)) == \
         {"distance": {0, 1}, "count": {0, 1, 2}}
+    # a calibration sweep: the same plan shifted to seeds the report never uses
+    assert seeds(ReproductionPlan.for_command("quick", 3, first_seed=1000)) == \
+        {"distance": {1000, 1001, 1002}, "count": {1000, 1001, 1002}}
+    shifted = ReproductionPlan.for_command("quick", 2, first_seed=1000).with_seed_counts(
+        {("distance", "rope"): 4})
+    assert {e.train.seed for e in shifted.experiments() if e.tags["role"] == "rope"
+            and e.train.task.name == "distance"} == {1000, 1001, 1002, 1003}
+    for bad in (-1, 1.5, True, 2**31):
+        with pytest.raises(PosencError, match="first-seed"):
+            ReproductionPlan.for_command("quick", first_seed=bad)
     assert seeds(ReproductionPlan.for_command("paper", 4)) == {"distance": set(range(4)),
                                                                 "count": set(range(4))}
     with pytest.raises(PosencError, match="unknown preset"):
