@@ -53,6 +53,7 @@ from typing import Any, ClassVar, Optional
 from .errors import PosencError
 from .expression import Expr
 from .limits import MAX_BUCKETS, MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH
+from .parts import ABSOLUTES, BUCKET_RULES, DIRECTIONS, PAIRINGS, SLOPE_SCHEDULES, Part
 
 FAMILIES = ("none", "additive-input", "additive-bias", "multiplicative", "hybrid")
 
@@ -90,6 +91,10 @@ class PESpec:
     def family(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def parts(self) -> tuple[Part, ...]:
+        """The structural split of this spec (see :mod:`posenc.parts`); every entry declares it."""
+        raise PosencError(f"{self.name or type(self).__name__}: the catalogue entry declares no parts")
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
         for f in dataclasses.fields(self):
@@ -126,6 +131,9 @@ class NoPE(PESpec):
     def family(self) -> str:
         return "none"
 
+    def parts(self) -> tuple[Part, ...]:
+        return ()
+
 
 @dataclass(frozen=True)
 class Sinusoidal(PESpec):
@@ -141,6 +149,9 @@ class Sinusoidal(PESpec):
     @property
     def family(self) -> str:
         return "additive-input"
+
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("absolute", "sinusoidal", self),)
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,9 @@ class LearnedAbsolute(PESpec):
     def family(self) -> str:
         return "additive-input"
 
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("absolute", "learned", self, learned=True),)
+
 
 @dataclass(frozen=True)
 class RelativeBias(PESpec):
@@ -170,7 +184,7 @@ class RelativeBias(PESpec):
     max_distance: int = 128
 
     def __post_init__(self) -> None:
-        _choice(self.name, "mode", self.mode, ("t5", "table"))
+        _choice(self.name, "mode", self.mode, tuple(BUCKET_RULES))
         _positive_int(self.name, "num_buckets", self.num_buckets, MAX_BUCKETS)
         _positive_int(self.name, "max_distance", self.max_distance, MAX_SEQ_LEN)
         if self.mode == "t5":
@@ -180,6 +194,9 @@ class RelativeBias(PESpec):
     @property
     def family(self) -> str:
         return "additive-bias"
+
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("bias", self.mode, self, learned=True),)
 
 
 @dataclass(frozen=True)
@@ -192,12 +209,15 @@ class ALiBi(PESpec):
     direction: str = "symmetric"
 
     def __post_init__(self) -> None:
-        _choice(self.name, "slopes", self.slopes, ("press", "exp"))
-        _choice(self.name, "direction", self.direction, ("symmetric", "causal"))
+        _choice(self.name, "slopes", self.slopes, tuple(SLOPE_SCHEDULES))
+        _choice(self.name, "direction", self.direction, tuple(DIRECTIONS))
 
     @property
     def family(self) -> str:
         return "additive-bias"
+
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("bias", "alibi", self),)
 
 
 @dataclass(frozen=True)
@@ -218,7 +238,7 @@ class RoPE(PESpec):
         _check(isinstance(self.fraction, (int, float)) and not isinstance(self.fraction, bool)
                and 0 < self.fraction <= 1,
                f"{self.name}: fraction must be in (0, 1]; got {self.fraction!r}")
-        _choice(self.name, "pairing", self.pairing, ("interleaved", "half"))
+        _choice(self.name, "pairing", self.pairing, tuple(PAIRINGS))
         if self.heads is not None:
             _positive_int(self.name, "heads", self.heads, MAX_HEADS)
         _check(isinstance(self.keep, (int, float)) and not isinstance(self.keep, bool)
@@ -230,6 +250,10 @@ class RoPE(PESpec):
     @property
     def family(self) -> str:
         return "hybrid" if self.add_absolute else "multiplicative"
+
+    def parts(self) -> tuple[Part, ...]:
+        rotary = (Part("rotary", "rope", dataclasses.replace(self, add_absolute=False)),)
+        return rotary + ((Part("absolute", "sinusoidal", Sinusoidal()),) if self.add_absolute else ())
 
     def rotary_dims(self, head_dim: int) -> int:
         """Number of rotated dims of a head of width ``head_dim`` (validated)."""
@@ -271,11 +295,19 @@ class MLA(PESpec):
             _check(self.rope_dim % 2 == 0, f"mla: rope_dim must be even; got {self.rope_dim}")
         _positive(self.name, "base", self.base)
         _check(isinstance(self.shared_rope_key, bool), "mla: shared_rope_key must be true or false")
-        _choice(self.name, "absolute", self.absolute, ("none", "learned", "sinusoidal"))
+        _choice(self.name, "absolute", self.absolute, ABSOLUTES)
 
     @property
     def family(self) -> str:
         return "multiplicative" if self.absolute == "none" else "hybrid"
+
+    def parts(self) -> tuple[Part, ...]:
+        mla = (Part("mla", "mla", dataclasses.replace(self, absolute="none")),)
+        if self.absolute == "sinusoidal":
+            return mla + (Part("absolute", "sinusoidal", Sinusoidal()),)
+        if self.absolute == "learned":  # a table as long as the model's sequence
+            return mla + (Part("absolute", "learned", None, learned=True),)
+        return mla
 
     def resolved_rope_dim(self, head_dim: int) -> int:
         r = self.rope_dim if self.rope_dim is not None else 2 * max(1, head_dim // 4)
@@ -303,6 +335,9 @@ class Hybrid(PESpec):
     @property
     def family(self) -> str:
         return "hybrid"
+
+    def parts(self) -> tuple[Part, ...]:
+        return self.additive.parts() + self.rope.parts()
 
     def to_string(self) -> str:
         """``hybrid:additive=NAME[,additive.P=V...][,ROPE_PARAM=V...]``."""
@@ -341,6 +376,11 @@ class Custom(PESpec):
     @property
     def family(self) -> str:
         return "additive-bias" if self.kernel is not None else "multiplicative"
+
+    def parts(self) -> tuple[Part, ...]:
+        if self.kernel is not None:
+            return (Part("bias", "kernel", self),)
+        return (Part("rotary", "frequencies", self),)
 
 
 REGISTRY: dict[str, type[PESpec]] = {

@@ -35,9 +35,10 @@ from typing import Any, Callable
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from ..encodings import (ALiBi, Custom, Hybrid, LearnedAbsolute, MLA, NoPE, PESpec, RelativeBias,
-                         RoPE, Sinusoidal, parse_spec)
+from ..encodings import (ALiBi, Custom, LearnedAbsolute, MLA, PESpec, RelativeBias, RoPE,
+                         Sinusoidal, parse_spec)
 from ..errors import PosencError
+from ..parts import Part, structure, unknown_part
 from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int
 from . import conventions as cv
 from .operators import LowRankOperator, ToeplitzOperator
@@ -243,117 +244,170 @@ def _rotary(spec: PESpec, n: int, theta: np.ndarray, weights: np.ndarray, const:
                   constant_weight=const)
 
 
+def _alibi(spec: ALiBi, n: int, ctx: "_Context") -> Kernel:
+    k, head, n_heads = np.arange(n), ctx.head, ctx.n_heads
+    s = float(cv.alibi_slopes(n_heads, spec.slopes)[head])
+    if spec.direction == "symmetric":
+        op = ToeplitzOperator(-s * k)
+        desc = f"ALiBi bias B_ij = -{s:.6g}|i-j| (head {head} of {n_heads}, {spec.slopes} slopes)"
+    else:
+        op = ToeplitzOperator(-s * k.astype(float), np.zeros(n))
+        desc = (f"ALiBi causal bias B_ij = -{s:.6g}(i-j) for j <= i, 0 above (head {head} of "
+                f"{n_heads}, {spec.slopes} slopes)")
+    return Kernel(spec, n, "bias", op, desc, **ctx.common)
+
+
+def _learned_bias(spec: RelativeBias, n: int, ctx: "_Context", col: np.ndarray, row: np.ndarray,
+                  desc: str, source: str, sd: int | None) -> Kernel:
+    note = ("values: seeded draw N(0,1), rng([seed, head])" if sd is not None
+            else "values: given")
+    return Kernel(spec, n, "bias", ToeplitzOperator(col, row), desc + f", head {ctx.head}",
+                  source=source, seed=sd, notes=(note,), **ctx.common)
+
+
+def _t5(spec: RelativeBias, n: int, ctx: "_Context") -> Kernel:
+    k = np.arange(n)
+    table, source, sd = _values(ctx.values, spec.num_buckets, ctx.head, ctx.n_heads, ctx.seed,
+                                "t5 bias")
+    col = table[cv.t5_bucket(-k, spec.num_buckets, spec.max_distance)]
+    row = table[cv.t5_bucket(k, spec.num_buckets, spec.max_distance)]
+    desc = f"T5 bucket bias ({spec.num_buckets} buckets, max distance {spec.max_distance})"
+    return _learned_bias(spec, n, ctx, col, row, desc, source, sd)
+
+
+def _table(spec: RelativeBias, n: int, ctx: "_Context") -> Kernel:
+    k, md = np.arange(n), spec.max_distance
+    table, source, sd = _values(ctx.values, 2 * md + 1, ctx.head, ctx.n_heads, ctx.seed,
+                                "relative table")
+    col, row = table[np.minimum(k, md) + md], table[md - np.minimum(k, md)]
+    desc = f"per-offset bias table, offsets clipped to [-{md}, {md}]"
+    return _learned_bias(spec, n, ctx, col, row, desc, source, sd)
+
+
+def _custom_kernel(spec: Custom, n: int, ctx: "_Context") -> Kernel:
+    k = np.arange(n)
+    with np.errstate(all="ignore"):
+        col = np.broadcast_to(evaluate_kernel(spec.kernel, k.astype(float)), (n,))
+        row = np.broadcast_to(evaluate_kernel(spec.kernel, -k.astype(float)), (n,))
+    bad = np.flatnonzero(~np.isfinite(np.concatenate([col, row])))
+    if bad.size:
+        at = int(bad[0]) if bad[0] < n else -int(bad[0] - n)
+        raise PosencError(f"custom kernel {spec.kernel.text!r} is not finite at k={at}")
+    return Kernel(spec, n, "bias", ToeplitzOperator(np.array(col, dtype=float),
+                                                      np.array(row, dtype=float)),
+                  f"custom bias B_ij = g(i-j), g(k) = {spec.kernel.text}", **ctx.common)
+
+
+def _frequencies(spec: Custom, n: int, ctx: "_Context") -> Kernel:
+    theta = np.asarray(spec.frequencies, dtype=float)
+    w = np.full(theta.size, 1.0 / theta.size)
+    return _rotary(spec, n, theta, w, 0.0, f"custom rotary kernel, frequencies "
+                   f"{', '.join(f'{t:g}' for t in theta)} (equal weights)", **ctx.common)
+
+
+def _sinusoidal(spec: Sinusoidal, n: int, ctx: "_Context") -> Kernel:
+    width = ctx.width
+    omega = cv.sinusoidal_frequencies(width, spec.base)
+    col = _cos_sum(n, omega, np.ones(omega.size))
+    return Kernel(spec, n, "position-gram", ToeplitzOperator(col),
+                  f"sinusoidal position Gram P P^T, width {width}: sum_m cos(omega_m (i-j))",
+                  factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base),
+                  notes=("the position-position logit term with W_q^T W_k = I; a generic "
+                         "W_q^T W_k breaks the Toeplitz structure",), **ctx.common)
+
+
+def _learned(spec: LearnedAbsolute | None, n: int, ctx: "_Context") -> Kernel:
+    spec = LearnedAbsolute(max_len=n) if spec is None else spec   # None: as long as the sequence
+    table, source, sd = absolute_table(spec, n, ctx.width, ctx.values, ctx.seed)
+    return Kernel(spec, n, "position-gram", LowRankOperator(table),
+                  f"learned absolute position Gram P P^T (width {table.shape[1]}; not Toeplitz)",
+                  source=source, seed=sd, factor_fn=lambda: table,
+                  notes=("values: " + ("seeded draw N(0, 1/width), rng([seed, 0])"
+                                       if sd is not None else "given"),), **ctx.common)
+
+
+def _rope(spec: RoPE, n: int, ctx: "_Context") -> Kernel:
+    head, n_heads, head_dim = ctx.head, ctx.n_heads, ctx.head_dim
+    theta = cv.rope_frequencies(spec, head_dim)
+    r = cv.rotary_dims(spec, head_dim)
+    if not (spec.heads is None or head < min(spec.heads, n_heads)):
+        theta = np.zeros_like(theta)
+        note = (f"partial RoPE: head {head} >= heads={spec.heads} does not rotate; K = all ones",)
+    else:
+        note = ()
+    w = np.full(theta.size, 2.0 / head_dim)
+    return _rotary(spec, n, theta, w, (head_dim - r) / head_dim,
+                   f"RoPE average kernel (1/d) sum cos(theta_m (i-j)), d={head_dim}, "
+                   f"{r} rotary dims, {int(np.count_nonzero(theta))} rotating planes",
+                   notes=note, **ctx.common)
+
+
+def _mla(spec: MLA, n: int, ctx: "_Context") -> Kernel:
+    theta = cv.mla_frequencies(spec, ctx.head_dim)
+    return _rotary(spec, n, theta, np.full(theta.size, 1.0 / theta.size), 0.0,
+                   f"MLA decoupled RoPE path kernel, rope_dim={2 * theta.size}",
+                   notes=("MLA logit = content path (no position) + RoPE path; this is the "
+                          "RoPE path's kernel",), **ctx.common)
+
+
+@dataclass(frozen=True)
+class _Context:
+    head: int
+    n_heads: int
+    head_dim: int
+    width: int
+    values: Any
+    seed: int
+
+    @property
+    def common(self) -> dict[str, int]:
+        return {"head": self.head, "n_heads": self.n_heads}
+
+
+#: part kind -> the positional matrix of that part (posenc.parts.KINDS).
+PART_KERNELS: dict[str, Callable[..., Kernel]] = {
+    "sinusoidal": _sinusoidal, "learned": _learned,
+    "alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
+    "rope": _rope, "frequencies": _frequencies, "mla": _mla,
+}
+
+
+def part_context(head: int, n_heads: int, head_dim: int, d_model: int | None, values: Any,
+                 seed: int) -> _Context:
+    """The validated sizes, head and learned values a part's kernel is built with."""
+    check_sizes(n_heads, head_dim, d_model)
+    if not isinstance(head, int) or not 0 <= head < n_heads:
+        raise PosencError(f"head must be in 0..{n_heads - 1} for {n_heads} heads; got {head!r}")
+    return _Context(head, n_heads, head_dim, head_dim * n_heads if d_model is None else d_model,
+                    values, seed)
+
+
+def part_kernel(part: Part, spec: PESpec, n: int, ctx: _Context) -> Kernel:
+    fn = PART_KERNELS.get(part.kind)
+    if fn is None:
+        raise unknown_part("numerics", part, spec)
+    return fn(part.spec, n, ctx)
+
+
 def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_dim: int = 64,
            d_model: int | None = None, values: Any = None, seed: int = 0) -> Kernel:
     """The positional matrix of ``spec`` for head ``head`` of ``n_heads`` and length ``n``."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
     n = _check_n(n)
-    check_sizes(n_heads, head_dim, d_model)
-    if not isinstance(head, int) or not 0 <= head < n_heads:
-        raise PosencError(f"head must be in 0..{n_heads - 1} for {n_heads} heads; got {head!r}")
-    width = head_dim * n_heads if d_model is None else d_model
-    common = dict(head=head, n_heads=n_heads)
-    k = np.arange(n)
-
-    if isinstance(spec, NoPE):
+    ctx = part_context(head, n_heads, head_dim, d_model, values, seed)
+    parts = structure(spec)
+    if not parts.parts:
         return Kernel(spec, n, "none", ToeplitzOperator(np.zeros(n)), "NoPE: no positional term",
-                      **common)
-    if isinstance(spec, ALiBi):
-        s = float(cv.alibi_slopes(n_heads, spec.slopes)[head])
-        if spec.direction == "symmetric":
-            op = ToeplitzOperator(-s * k)
-            desc = f"ALiBi bias B_ij = -{s:.6g}|i-j| (head {head} of {n_heads}, {spec.slopes} slopes)"
-        else:
-            op = ToeplitzOperator(-s * k.astype(float), np.zeros(n))
-            desc = (f"ALiBi causal bias B_ij = -{s:.6g}(i-j) for j <= i, 0 above (head {head} of "
-                    f"{n_heads}, {spec.slopes} slopes)")
-        return Kernel(spec, n, "bias", op, desc, **common)
-    if isinstance(spec, RelativeBias):
-        if spec.mode == "t5":
-            table, source, sd = _values(values, spec.num_buckets, head, n_heads, seed, "t5 bias")
-            col = table[cv.t5_bucket(-k, spec.num_buckets, spec.max_distance)]
-            row = table[cv.t5_bucket(k, spec.num_buckets, spec.max_distance)]
-            desc = f"T5 bucket bias ({spec.num_buckets} buckets, max distance {spec.max_distance})"
-        else:
-            md = spec.max_distance
-            table, source, sd = _values(values, 2 * md + 1, head, n_heads, seed, "relative table")
-            col, row = table[np.minimum(k, md) + md], table[md - np.minimum(k, md)]
-            desc = f"per-offset bias table, offsets clipped to [-{md}, {md}]"
-        note = ("values: seeded draw N(0,1), rng([seed, head])" if sd is not None
-                else "values: given")
-        return Kernel(spec, n, "bias", ToeplitzOperator(col, row), desc + f", head {head}",
-                      source=source, seed=sd, notes=(note,), **common)
-    if isinstance(spec, Custom) and spec.kernel is not None:
-        with np.errstate(all="ignore"):
-            col = np.broadcast_to(evaluate_kernel(spec.kernel, k.astype(float)), (n,))
-            row = np.broadcast_to(evaluate_kernel(spec.kernel, -k.astype(float)), (n,))
-        bad = np.flatnonzero(~np.isfinite(np.concatenate([col, row])))
-        if bad.size:
-            at = int(bad[0]) if bad[0] < n else -int(bad[0] - n)
-            raise PosencError(f"custom kernel {spec.kernel.text!r} is not finite at k={at}")
-        return Kernel(spec, n, "bias", ToeplitzOperator(np.array(col, dtype=float),
-                                                          np.array(row, dtype=float)),
-                      f"custom bias B_ij = g(i-j), g(k) = {spec.kernel.text}", **common)
-    if isinstance(spec, Custom):
-        theta = np.asarray(spec.frequencies, dtype=float)
-        w = np.full(theta.size, 1.0 / theta.size)
-        return _rotary(spec, n, theta, w, 0.0, f"custom rotary kernel, frequencies "
-                       f"{', '.join(f'{t:g}' for t in theta)} (equal weights)", **common)
-    if isinstance(spec, Sinusoidal):
-        omega = cv.sinusoidal_frequencies(width, spec.base)
-        col = _cos_sum(n, omega, np.ones(omega.size))
-        return Kernel(spec, n, "position-gram", ToeplitzOperator(col),
-                      f"sinusoidal position Gram P P^T, width {width}: sum_m cos(omega_m (i-j))",
-                      factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base),
-                      notes=("the position-position logit term with W_q^T W_k = I; a generic "
-                             "W_q^T W_k breaks the Toeplitz structure",), **common)
-    if isinstance(spec, LearnedAbsolute):
-        table, source, sd = absolute_table(spec, n, width, values, seed)
-        return Kernel(spec, n, "position-gram", LowRankOperator(table),
-                      f"learned absolute position Gram P P^T (width {table.shape[1]}; not Toeplitz)",
-                      source=source, seed=sd, factor_fn=lambda: table,
-                      notes=("values: " + ("seeded draw N(0, 1/width), rng([seed, 0])"
-                                           if sd is not None else "given"),), **common)
-    if isinstance(spec, RoPE) and not spec.add_absolute:
-        theta = cv.rope_frequencies(spec, head_dim)
-        r = cv.rotary_dims(spec, head_dim)
-        if not (spec.heads is None or head < min(spec.heads, n_heads)):
-            theta = np.zeros_like(theta)
-            note = (f"partial RoPE: head {head} >= heads={spec.heads} does not rotate; K = all ones",)
-        else:
-            note = ()
-        w = np.full(theta.size, 2.0 / head_dim)
-        return _rotary(spec, n, theta, w, (head_dim - r) / head_dim,
-                       f"RoPE average kernel (1/d) sum cos(theta_m (i-j)), d={head_dim}, "
-                       f"{r} rotary dims, {int(np.count_nonzero(theta))} rotating planes",
-                       notes=note, **common)
-    if isinstance(spec, MLA) and spec.absolute == "none":
-        theta = cv.mla_frequencies(spec, head_dim)
-        return _rotary(spec, n, theta, np.full(theta.size, 1.0 / theta.size), 0.0,
-                       f"MLA decoupled RoPE path kernel, rope_dim={2 * theta.size}",
-                       notes=("MLA logit = content path (no position) + RoPE path; this is the "
-                              "RoPE path's kernel",), **common)
+                      **ctx.common)
+    if len(parts.parts) == 1:
+        return part_kernel(parts.parts[0], spec, n, ctx)
     # hybrids: an additive part and a multiplicative part
-    if isinstance(spec, Hybrid):
-        add_spec, mul_spec = spec.additive, spec.rope
-    elif isinstance(spec, RoPE):
-        add_spec, mul_spec = Sinusoidal(), RoPE(**{**_fields(spec), "add_absolute": False})
-    elif isinstance(spec, MLA):
-        add_spec = Sinusoidal() if spec.absolute == "sinusoidal" else LearnedAbsolute(max_len=n)
-        mul_spec = MLA(**{**_fields(spec), "absolute": "none"})
-    else:  # pragma: no cover - every catalogue family is handled above
-        raise PosencError(f"no numeric kernel for {spec.name}")
-    kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, values=values,
-              seed=seed)
-    parts = {"additive": kernel(add_spec, n, **kw), "multiplicative": kernel(mul_spec, n, **kw)}
+    (add_part,), (mul_part,) = parts.additive, parts.multiplicative
+    out = {"additive": part_kernel(add_part, spec, n, ctx),
+           "multiplicative": part_kernel(mul_part, spec, n, ctx)}
     return Kernel(spec, n, "hybrid", None,
-                  f"hybrid: {parts['additive'].description} + {parts['multiplicative'].description}",
-                  source=parts["additive"].source, seed=parts["additive"].seed, parts=parts,
+                  f"hybrid: {out['additive'].description} + {out['multiplicative'].description}",
+                  source=out["additive"].source, seed=out["additive"].seed, parts=out,
                   notes=("logit modelled as A o K + B: the additive part's position term added "
                          "after the rotation (exact for a bias, an idealisation for an input "
-                         "embedding)",), **common)
-
-
-def _fields(spec: PESpec) -> dict[str, Any]:
-    import dataclasses
-    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+                         "embedding)",), **ctx.common)

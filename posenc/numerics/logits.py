@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from ..encodings import (ALiBi, Custom, Hybrid, LearnedAbsolute, MLA, PESpec, RelativeBias, RoPE,
-                         Sinusoidal, parse_spec)
+from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, parse_spec
 from ..errors import PosencError
+from ..parts import structure, unknown_part
 from . import conventions as cv
-from .kernels import absolute_table, kernel
+from .kernels import absolute_table, part_context, part_kernel
 from .operators import check_dense_size
 
 
-def _planes(d_rot: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
+def plane_indices(d_rot: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
     """Indices (a_m, b_m) of the two dims of plane m among the first d_rot dims."""
     m = np.arange(d_rot // 2)
     if pairing == "interleaved":
@@ -44,7 +44,7 @@ def _planes(d_rot: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
 def rotate(v: np.ndarray, theta: np.ndarray, pairing: str = "interleaved") -> np.ndarray:
     """(a, b) -> (a cos - b sin, a sin + b cos) at angle p * theta_m for row p."""
     v = np.asarray(v, dtype=float)                               # (n, d)
-    a_idx, b_idx = _planes(2 * len(theta), pairing)
+    a_idx, b_idx = plane_indices(2 * len(theta), pairing)
     ang = np.arange(v.shape[0])[:, None] * np.asarray(theta)[None, :]   # (n, planes)
     c, s = np.cos(ang), np.sin(ang)
     out = v.copy()
@@ -59,7 +59,7 @@ def plane_decomposition(q: np.ndarray, k: np.ndarray, theta: np.ndarray,
     """Per-plane content Grams G_m and kernels E_m of the un-rotated q, k (small n)."""
     n = q.shape[0]
     check_dense_size(n)
-    a_idx, b_idx = _planes(2 * len(theta), pairing)
+    a_idx, b_idx = plane_indices(2 * len(theta), pairing)
     qc = q[:, a_idx] + 1j * q[:, b_idx]                          # (n, planes)
     kc = k[:, a_idx] + 1j * k[:, b_idx]
     g = np.einsum("im,jm->mij", qc, np.conj(kc))                 # (planes, n, n)
@@ -91,47 +91,62 @@ def logits(spec: PESpec | str, x: np.ndarray, wq: np.ndarray, wk: np.ndarray, *,
     if wq.shape != wk.shape:
         raise PosencError(f"wq and wk differ in shape: {wq.shape} vs {wk.shape}")
     d = wq.shape[1]
-    kw = dict(head=head, n_heads=n_heads, head_dim=d, d_model=width, values=values, seed=seed)
 
-    if isinstance(spec, Hybrid):
-        absolute, rope, bias = (spec.additive if spec.additive.name in
-                                ("sinusoidal", "learned_absolute") else None), spec.rope, \
-            (spec.additive if spec.additive.name in ("alibi", "relative_bias") else None)
-    elif isinstance(spec, RoPE):
-        absolute, rope, bias = (Sinusoidal() if spec.add_absolute else None), spec, None
-    elif isinstance(spec, (Sinusoidal, LearnedAbsolute)):
-        absolute, rope, bias = spec, None, None
-    elif isinstance(spec, (ALiBi, RelativeBias)) or (isinstance(spec, Custom) and spec.kernel):
-        absolute, rope, bias = None, None, spec
-    elif isinstance(spec, MLA):
-        absolute = {"none": None, "sinusoidal": Sinusoidal(),
-                    "learned": LearnedAbsolute(max_len=n)}[spec.absolute]
-        rope, bias = None, None
-    else:
-        absolute = rope = bias = None
+    parts = structure(spec)
+    absolute = parts.absolute
     if absolute is not None:
-        x = x + absolute_table(absolute, n, width, values, seed)[0]
+        if absolute.kind not in ("sinusoidal", "learned"):
+            raise unknown_part("numerics.logits", absolute, spec)
+        table_spec = absolute.spec if absolute.spec is not None else LearnedAbsolute(max_len=n)
+        x = x + absolute_table(table_spec, n, width, values, seed)[0]
     q, k = x @ wq, x @ wk                                        # (n, d)
-    if rope is not None and (rope.heads is None or head < min(rope.heads, n_heads)):
-        theta = cv.rope_frequencies(rope, d)
-        q, k = rotate(q, theta, rope.pairing), rotate(k, theta, rope.pairing)
-    if isinstance(spec, Custom) and spec.frequencies is not None:
-        theta = np.asarray(spec.frequencies)
-        if 2 * theta.size > d:
-            raise PosencError(f"custom: {theta.size} frequencies need head dim >= {2 * theta.size}")
-        q, k = rotate(q, theta), rotate(k, theta)
+    rotary = parts.rotary
+    if rotary is not None:
+        rotate_qk = ROTATIONS.get(rotary.kind)
+        if rotate_qk is None:
+            raise unknown_part("numerics.logits", rotary, spec)
+        q, k = rotate_qk(rotary.spec, q, k, head, n_heads)
     out = q @ k.T                                                # (n, n)
-    if isinstance(spec, MLA):
-        if wq_rope is None or wk_rope is None:
-            raise PosencError("mla: give wq_rope and wk_rope for the decoupled RoPE path")
-        wqr, wkr = _check(x, wq_rope, "wq_rope"), _check(x, wk_rope, "wk_rope")
-        r = wqr.shape[1]
-        if wkr.shape != wqr.shape or r % 2 or (spec.rope_dim is not None and r != spec.rope_dim):
-            raise PosencError(f"mla: wq_rope/wk_rope must be (D, rope_dim) with an even rope_dim"
-                              f"{'' if spec.rope_dim is None else f' = {spec.rope_dim}'}; got "
-                              f"{wqr.shape}, {wkr.shape}")
-        theta = spec.base ** (-2.0 * np.arange(r // 2) / r)      # interleaved pairing
-        out = out + rotate(x @ wqr, theta) @ rotate(x @ wkr, theta).T
-    if bias is not None:
-        out = out + kernel(bias, n, **kw).dense()
+    if parts.mla is not None:
+        if parts.mla.kind != "mla":
+            raise unknown_part("numerics.logits", parts.mla, spec)
+        out = out + _mla_path(parts.mla.spec, x, wq_rope, wk_rope)
+    if parts.bias is not None:
+        ctx = part_context(head, n_heads, d, width, values, seed)
+        out = out + part_kernel(parts.bias, spec, n, ctx).dense()
     return out
+
+
+def _rope(rope: RoPE, q: np.ndarray, k: np.ndarray, head: int, n_heads: int
+          ) -> tuple[np.ndarray, np.ndarray]:
+    if rope.heads is None or head < min(rope.heads, n_heads):
+        theta = cv.rope_frequencies(rope, q.shape[1])
+        q, k = rotate(q, theta, rope.pairing), rotate(k, theta, rope.pairing)
+    return q, k
+
+
+def _frequencies(spec: Custom, q: np.ndarray, k: np.ndarray, head: int, n_heads: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    theta = np.asarray(spec.frequencies)
+    if 2 * theta.size > q.shape[1]:
+        raise PosencError(f"custom: {theta.size} frequencies need head dim >= {2 * theta.size}")
+    return rotate(q, theta), rotate(k, theta)
+
+
+#: rotary part kind -> (spec, q, k, head, n_heads) -> rotated (q, k).
+ROTATIONS = {"rope": _rope, "frequencies": _frequencies}
+
+
+def _mla_path(spec: MLA, x: np.ndarray, wq_rope: np.ndarray | None, wk_rope: np.ndarray | None
+              ) -> np.ndarray:
+    """MLA's decoupled RoPE path logits (the content path is x W_q (x W_k)^T)."""
+    if wq_rope is None or wk_rope is None:
+        raise PosencError("mla: give wq_rope and wk_rope for the decoupled RoPE path")
+    wqr, wkr = _check(x, wq_rope, "wq_rope"), _check(x, wk_rope, "wk_rope")
+    r = wqr.shape[1]
+    if wkr.shape != wqr.shape or r % 2 or (spec.rope_dim is not None and r != spec.rope_dim):
+        raise PosencError(f"mla: wq_rope/wk_rope must be (D, rope_dim) with an even rope_dim"
+                          f"{'' if spec.rope_dim is None else f' = {spec.rope_dim}'}; got "
+                          f"{wqr.shape}, {wkr.shape}")
+    theta = spec.base ** (-2.0 * np.arange(r // 2) / r)      # interleaved pairing
+    return rotate(x @ wqr, theta) @ rotate(x @ wkr, theta).T

@@ -19,9 +19,8 @@ from typing import Optional
 
 import sympy as sp
 
-from ..encodings import (ALiBi, Custom, Hybrid, LearnedAbsolute, MLA, NoPE, PESpec, RelativeBias,
-                         RoPE, Sinusoidal)
-from ..errors import PosencError
+from ..encodings import ALiBi, Custom, LearnedAbsolute, MLA, PESpec, RelativeBias, RoPE
+from ..parts import Part, structure, unknown_part
 from . import conventions as cv
 from .form import Definition
 from .heads import HeadModel, InputPE, Path
@@ -72,58 +71,81 @@ def _input_pe(b: Build, kind: str, base: float = 10000.0, max_len: int = 0) -> N
     b.pe_kind = kind
 
 
-def _bias(b: Build, spec: PESpec, n_heads: int) -> None:
+def _alibi(b: Build, spec: ALiBi, n_heads: int) -> sp.Expr:
     i, j = I_POS, J_POS
-    if isinstance(spec, ALiBi):
-        slopes = [b.table.parameter(f"m_{h}", s)
-                  for h, s in enumerate(cv.alibi_slopes(n_heads, spec.slopes))]
-        m = sp.Symbol("m_h", positive=True)
-        shape = (lambda s: -s * sp.Abs(i - j)) if spec.direction == "symmetric" else \
-            (lambda s: sp.Piecewise((-s * (i - j), i - j >= 0), (0, True)))
-        for h, head in enumerate(b.heads):
-            head.bias = shape(slopes[h])
-        display = shape(m)
-        rule = "2^(-8h/H), standard extension" if spec.slopes == "press" else "exp(-h/H)"
-        text, latex = _values(slopes, b.table)
-        b.define(f"slopes ({spec.slopes}: {rule}, heads h = 1..H listed in order): {text}",
-                 rf"\text{{slopes ({spec.slopes})}}:\; {latex}")
-        if spec.direction == "causal":
-            b.define("causal: entries with j > i are masked by the attention mask",
-                     r"\text{causal: } j > i \text{ masked}")
-    elif isinstance(spec, RelativeBias):
-        if spec.mode == "t5":
-            cv.t5_check(spec.num_buckets, spec.max_distance)
-            nb, md = spec.num_buckets, spec.max_distance
-            beta = b.table.table("beta", None, exact=lambda k: cv.t5_bucket(k, nb, md))
-            for h, head in enumerate(b.heads):
-                bh = b.table.table(f"b_{h}", "bias", (h, ARG), shape=(n_heads, nb))
-                head.bias = bh(beta(j - i))
-            display = sp.Function("b_h")(sp.Function("beta")(j - i))
-            k = sp.Symbol("k", integer=True)
-            formula = cv.t5_bucket_formula(k, nb, md)
-            b.define(f"b_h: learned table of head h ({nb} buckets); T5 bucket of k = j - i: "
-                     f"beta(k) = {sp.sstr(formula)}",
-                     rf"b_h:\ \text{{learned, {nb} buckets}};\; \beta(k) = {sp.latex(formula)}")
-        else:
-            md = spec.max_distance
-            for h, head in enumerate(b.heads):
-                bh = b.table.table(f"b_{h}", "bias", (h, ARG), offset=md,
-                                   shape=(n_heads, 2 * md + 1))
-                head.bias = bh(cv.table_index(i - j, md))
-            display = sp.Function("b_h")(cv.table_index(i - j, md))
-            b.define(f"b_h: learned table of head h, one value per offset i - j in [-{md}, {md}]",
-                     rf"b_h:\ \text{{learned, one value per offset }} i-j \in [-{md}, {md}]")
-    elif isinstance(spec, Custom) and spec.kernel is not None:
-        fns = {"abs": sp.Abs, "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "sin": sp.sin,
-               "cos": sp.cos, "tanh": sp.tanh, "sign": sp.sign, "min": sp.Min, "max": sp.Max}
-        display = spec.kernel.evaluate(i - j, fns, {"pi": sp.pi, "e": sp.E})
-        display = sp.sympify(display)
-        for head in b.heads:
-            head.bias = display
-        b.define(f"g(k) = {spec.kernel.text} with k = i - j (the same for every head)",
-                 rf"g(k) = {sp.latex(spec.kernel.evaluate(sp.Symbol('k'), fns, {'pi': sp.pi, 'e': sp.E}))}")
-    else:  # pragma: no cover - only additive bias specs reach here
-        raise AssertionError(spec)
+    slopes = [b.table.parameter(f"m_{h}", s)
+              for h, s in enumerate(cv.alibi_slopes(n_heads, spec.slopes))]
+    m = sp.Symbol("m_h", positive=True)
+    shape = (lambda s: -s * sp.Abs(i - j)) if spec.direction == "symmetric" else \
+        (lambda s: sp.Piecewise((-s * (i - j), i - j >= 0), (0, True)))
+    for h, head in enumerate(b.heads):
+        head.bias = shape(slopes[h])
+    display = shape(m)
+    rule = "2^(-8h/H), standard extension" if spec.slopes == "press" else "exp(-h/H)"
+    text, latex = _values(slopes, b.table)
+    b.define(f"slopes ({spec.slopes}: {rule}, heads h = 1..H listed in order): {text}",
+             rf"\text{{slopes ({spec.slopes})}}:\; {latex}")
+    if spec.direction == "causal":
+        b.define("causal: entries with j > i are masked by the attention mask",
+                 r"\text{causal: } j > i \text{ masked}")
+    return display
+
+
+def _t5(b: Build, spec: RelativeBias, n_heads: int) -> sp.Expr:
+    i, j = I_POS, J_POS
+    cv.t5_check(spec.num_buckets, spec.max_distance)
+    nb, md = spec.num_buckets, spec.max_distance
+    beta = b.table.table("beta", None, exact=lambda k: cv.t5_bucket(k, nb, md))
+    for h, head in enumerate(b.heads):
+        bh = b.table.table(f"b_{h}", "bias", (h, ARG), shape=(n_heads, nb))
+        head.bias = bh(beta(j - i))
+    display = sp.Function("b_h")(sp.Function("beta")(j - i))
+    k = sp.Symbol("k", integer=True)
+    formula = cv.t5_bucket_formula(k, nb, md)
+    b.define(f"b_h: learned table of head h ({nb} buckets); T5 bucket of k = j - i: "
+             f"beta(k) = {sp.sstr(formula)}",
+             rf"b_h:\ \text{{learned, {nb} buckets}};\; \beta(k) = {sp.latex(formula)}")
+    return display
+
+
+def _table(b: Build, spec: RelativeBias, n_heads: int) -> sp.Expr:
+    i, j = I_POS, J_POS
+    md = spec.max_distance
+    for h, head in enumerate(b.heads):
+        bh = b.table.table(f"b_{h}", "bias", (h, ARG), offset=md,
+                           shape=(n_heads, 2 * md + 1))
+        head.bias = bh(cv.table_index(i - j, md))
+    display = sp.Function("b_h")(cv.table_index(i - j, md))
+    b.define(f"b_h: learned table of head h, one value per offset i - j in [-{md}, {md}]",
+             rf"b_h:\ \text{{learned, one value per offset }} i-j \in [-{md}, {md}]")
+    return display
+
+
+#: The kernel-expression functions in sympy (posenc.expression.FUNCTIONS).
+SYMPY_FUNCTIONS = {"abs": sp.Abs, "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "sin": sp.sin,
+                   "cos": sp.cos, "tanh": sp.tanh, "sign": sp.sign, "min": sp.Min, "max": sp.Max}
+
+
+def _custom_kernel(b: Build, spec: Custom, n_heads: int) -> sp.Expr:
+    fns = SYMPY_FUNCTIONS
+    display = spec.kernel.evaluate(I_POS - J_POS, fns, {"pi": sp.pi, "e": sp.E})
+    display = sp.sympify(display)
+    for head in b.heads:
+        head.bias = display
+    b.define(f"g(k) = {spec.kernel.text} with k = i - j (the same for every head)",
+             rf"g(k) = {sp.latex(spec.kernel.evaluate(sp.Symbol('k'), fns, {'pi': sp.pi, 'e': sp.E}))}")
+    return display
+
+
+#: bias part kind -> builder (sets every head's bias, returns the displayed b_h(i, j)).
+BIAS_BUILDERS = {"alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel}
+
+
+def _bias(b: Build, part: Part, spec: PESpec, n_heads: int) -> None:
+    builder = BIAS_BUILDERS.get(part.kind)
+    if builder is None:
+        raise unknown_part("theory", part, spec)
+    display = builder(b, part.spec, n_heads)
     b.bias_text, b.bias_latex = sp.sstr(display), sp.latex(display)
 
 
@@ -169,44 +191,50 @@ def _rope(b: Build, spec: RoPE, head_dim: int, n_heads: int) -> None:
     _rotary(b, cv.rope_planes(spec, head_dim), heads, spec.pairing, r, note)
 
 
+def _frequencies(b: Build, spec: Custom, head_dim: int, n_heads: int) -> None:
+    planes = cv.frequency_planes(spec.frequencies, head_dim)
+    _rotary(b, planes, list(range(n_heads)), "interleaved", 2 * len(planes),
+            "plane m = dims (2m, 2m+1) rotates by f_m per position")
+
+
+#: rotary part kind -> builder (sets the planes of every rotated path).
+ROTARY_BUILDERS = {"rope": _rope, "frequencies": _frequencies}
+
+
+def _absolute(b: Build, part: Part, spec: PESpec) -> None:
+    if part.kind == "sinusoidal":
+        _input_pe(b, "sinusoidal", part.spec.base)
+    elif part.kind == "learned":
+        _input_pe(b, "learned", max_len=(part.spec or LearnedAbsolute()).max_len)
+    else:
+        raise unknown_part("theory", part, spec)
+
+
 def build(spec: PESpec, head_dim: int, model_dim: int, n_heads: int) -> Build:
-    """Symbolic heads for ``spec`` at the given (small, concrete) dims."""
+    """Symbolic heads for ``spec`` at the given (small, concrete) dims (parts in their order)."""
+    parts = structure(spec)
     table = SymbolTable()
     b = Build(table, table.content(model_dim, "query"), table.content(model_dim, "key"), [])
-    rot, bias = "", ""
-    if isinstance(spec, MLA):
-        _mla(b, spec, head_dim, n_heads)
-        if spec.absolute != "none":
-            _input_pe(b, spec.absolute, Sinusoidal().base, LearnedAbsolute().max_len)
-        b.model_text = ("<W_uq W_dq x_i, W_uk W_dkv x_j> + <R_i W_qr W_dq x_i, R_j W_kr x_j>")
-    else:
+    if parts.mla is None:
         _standard_heads(b, head_dim, n_heads)
-        if isinstance(spec, (Sinusoidal, LearnedAbsolute)) or (
-                isinstance(spec, Hybrid) and spec.additive.name in ("sinusoidal", "learned_absolute")):
-            add = spec.additive if isinstance(spec, Hybrid) else spec
-            kind = "sinusoidal" if isinstance(add, Sinusoidal) else "learned"
-            _input_pe(b, kind, getattr(add, "base", 10000.0), getattr(add, "max_len", 0))
-        if isinstance(spec, (ALiBi, RelativeBias)) or (isinstance(spec, Custom) and spec.kernel):
-            _bias(b, spec, n_heads)
-        if isinstance(spec, Hybrid) and isinstance(spec.additive, (ALiBi, RelativeBias)):
-            _bias(b, spec.additive, n_heads)
-        if isinstance(spec, RoPE) or isinstance(spec, Hybrid):
-            rope = spec.rope if isinstance(spec, Hybrid) else spec
-            _rope(b, rope, head_dim, n_heads)
-            if isinstance(spec, RoPE) and spec.add_absolute:
-                _input_pe(b, "sinusoidal", Sinusoidal().base)
+    rot = ""
+    for part in parts.parts:
+        if part.role == "mla" and part.kind == "mla":
+            _mla(b, part.spec, head_dim, n_heads)
+        elif part.role == "absolute":
+            _absolute(b, part, spec)
+        elif part.role == "bias" and parts.mla is None:
+            _bias(b, part, spec, n_heads)
+        elif part.role == "rotary" and part.kind in ROTARY_BUILDERS and parts.mla is None:
+            ROTARY_BUILDERS[part.kind](b, part.spec, head_dim, n_heads)
             rot = "R_i "
-        if isinstance(spec, Custom) and spec.frequencies is not None:
-            planes = cv.frequency_planes(spec.frequencies, head_dim)
-            _rotary(b, planes, list(range(n_heads)), "interleaved", 2 * len(planes),
-                    f"plane m = dims (2m, 2m+1) rotates by f_m per position")
-            rot = "R_i "
-        if any(h.bias is not None for h in b.heads):
-            bias = " + b_h(i, j)"
+        else:
+            raise unknown_part("theory", part, spec)
+    if parts.mla is not None:
+        b.model_text = "<W_uq W_dq x_i, W_uk W_dkv x_j> + <R_i W_qr W_dq x_i, R_j W_kr x_j>"
+    else:
+        bias = " + b_h(i, j)" if any(h.bias is not None for h in b.heads) else ""
         b.model_text = f"<{rot}W_q x_i, {rot.replace('i', 'j')}W_k x_j>{bias}"
-    if not isinstance(spec, (NoPE, Sinusoidal, LearnedAbsolute, RelativeBias, ALiBi, RoPE, MLA,
-                             Hybrid, Custom)):  # pragma: no cover - a new family needs a builder
-        raise PosencError(f"theory: no derivation for {spec.name!r}")
     x = "c_i + p_i" if b.pe else "c_i"
     b.model_text = f"L^h_ij = {b.model_text}, x_i = {x}"
     return b

@@ -41,7 +41,7 @@ def pair(pairing: str, m: int, rotary_dims: int) -> tuple[int, int]:
         return 2 * m, 2 * m + 1
     if pairing == "half":
         return m, m + rotary_dims // 2
-    raise AssertionError(pairing)  # pragma: no cover - validated by the catalogue
+    raise PosencError(f"pairing must be interleaved or half; got {pairing!r}")
 
 
 def rope_planes(spec: RoPE, head_dim: int) -> list[Plane]:

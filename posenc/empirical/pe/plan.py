@@ -1,8 +1,10 @@
 """Which torch components a catalogue spec asks for, and factories to build them.
 
-``plan_for(spec)`` splits any catalogue entry into at most four parts:
-an absolute embedding added to the input, an additive attention bias, a
-rotation of queries and keys, or MLA attention.  The mapping:
+``plan_for(spec)`` reads the catalogue's split of a spec into parts
+(:mod:`posenc.parts`): an absolute embedding added to the input, an additive
+attention bias, a rotation of queries and keys, or MLA attention, and maps each
+part kind to a torch module (``BIAS_MODULES``, ``ROTARY_MODULES``); a kind with
+no module is an error.  The mapping:
 
 =====================  =====================================================
 spec                   components
@@ -24,13 +26,13 @@ custom frequencies     rotary with the given plane frequencies
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from torch import nn
 
-from ...encodings import (MLA, ALiBi, Custom, Hybrid, LearnedAbsolute, NoPE, PESpec,
-                          RelativeBias, RoPE, Sinusoidal)
+from ...encodings import MLA, PESpec, RelativeBias
 from ...errors import PosencError
+from ...parts import Part, structure, unknown_part
 from . import absolute, bias, rotary
 
 
@@ -40,14 +42,14 @@ class PEPlan:
     absolute: Optional[str] = None  # "sinusoidal" or "learned" embedding added to the input
     absolute_base: float = 10000.0  # sinusoidal base
     absolute_max_len: Optional[int] = None  # learned table length; None = the model's length
-    bias: Optional[PESpec] = None  # RelativeBias, ALiBi or Custom(kernel)
-    rotary: Optional[PESpec] = None  # RoPE or Custom(frequencies)
+    bias: Optional[Part] = None  # the bias part (kind in BIAS_MODULES)
+    rotary: Optional[Part] = None  # the rotary part (kind in ROTARY_MODULES)
     mla: Optional[MLA] = None
 
     @property
     def bias_learned(self) -> bool:
         """Whether the bias has parameters (one per layer) or is fixed (shareable)."""
-        return isinstance(self.bias, RelativeBias)
+        return self.bias is not None and self.bias.learned
 
     def make_absolute(self, d_model: int, max_len: int) -> Optional[nn.Module]:
         if self.absolute is None:
@@ -61,48 +63,49 @@ class PEPlan:
         return absolute.LearnedAbsolute(d_model, length)
 
     def make_bias(self, n_heads: int) -> Optional[nn.Module]:
-        b = self.bias
-        if b is None:
-            return None
-        if isinstance(b, ALiBi):
-            return bias.AlibiBias(n_heads, b.slopes, b.direction)
-        if isinstance(b, RelativeBias):
-            if b.mode == "t5":
-                return bias.T5Bias(n_heads, b.num_buckets, b.max_distance)
-            return bias.TableBias(n_heads, b.max_distance)
-        assert isinstance(b, Custom) and b.kernel is not None
-        return bias.KernelBias(b.kernel)
+        return None if self.bias is None else BIAS_MODULES[self.bias.kind](self.bias.spec, n_heads)
 
     def make_rotary(self, head_dim: int, n_heads: int) -> Optional[nn.Module]:
-        r = self.rotary
-        if r is None:
+        if self.rotary is None:
             return None
-        if isinstance(r, RoPE):
-            return rotary.rope_rotary(r, head_dim, n_heads)
-        assert isinstance(r, Custom) and r.frequencies is not None
-        return rotary.frequency_rotary(r.frequencies, head_dim, n_heads)
+        return ROTARY_MODULES[self.rotary.kind](self.rotary.spec, head_dim, n_heads)
 
 
-def _additive(spec: PESpec) -> dict:
-    if isinstance(spec, Sinusoidal):
-        return {"absolute": "sinusoidal", "absolute_base": spec.base}
-    if isinstance(spec, LearnedAbsolute):
-        return {"absolute": "learned", "absolute_max_len": spec.max_len}
-    return {"bias": spec}
+def _t5(b: RelativeBias, n_heads: int) -> nn.Module:
+    return bias.T5Bias(n_heads, b.num_buckets, b.max_distance)
+
+
+#: bias part kind -> (part spec, n_heads) -> module.
+BIAS_MODULES: dict[str, Callable[..., nn.Module]] = {
+    "alibi": lambda b, n_heads: bias.AlibiBias(n_heads, b.slopes, b.direction),
+    "t5": _t5,
+    "table": lambda b, n_heads: bias.TableBias(n_heads, b.max_distance),
+    "kernel": lambda b, n_heads: bias.KernelBias(b.kernel),
+}
+
+#: rotary part kind -> (part spec, head_dim, n_heads) -> module.
+ROTARY_MODULES: dict[str, Callable[..., nn.Module]] = {
+    "rope": rotary.rope_rotary,
+    "frequencies": lambda r, head_dim, n_heads: rotary.frequency_rotary(r.frequencies, head_dim,
+                                                                        n_heads),
+}
 
 
 def plan_for(spec: PESpec) -> PEPlan:
     """Decompose a catalogue spec into absolute / bias / rotary / MLA parts."""
-    if isinstance(spec, NoPE):
-        return PEPlan(spec)
-    if isinstance(spec, (Sinusoidal, LearnedAbsolute, RelativeBias, ALiBi)):
-        return PEPlan(spec, **_additive(spec))
-    if isinstance(spec, RoPE):
-        return PEPlan(spec, absolute="sinusoidal" if spec.add_absolute else None, rotary=spec)
-    if isinstance(spec, MLA):
-        return PEPlan(spec, absolute=None if spec.absolute == "none" else spec.absolute, mla=spec)
-    if isinstance(spec, Hybrid):
-        return PEPlan(spec, rotary=spec.rope, **_additive(spec.additive))
-    if isinstance(spec, Custom):
-        return PEPlan(spec, bias=spec) if spec.kernel is not None else PEPlan(spec, rotary=spec)
-    raise PosencError(f"the empirical layer cannot build PE {spec.name!r}")
+    fields: dict = {}
+    for part in structure(spec).parts:
+        if part.role == "absolute" and part.kind == "sinusoidal":
+            fields.update(absolute="sinusoidal", absolute_base=part.spec.base)
+        elif part.role == "absolute" and part.kind == "learned":
+            fields.update(absolute="learned",
+                          absolute_max_len=None if part.spec is None else part.spec.max_len)
+        elif part.role == "bias" and part.kind in BIAS_MODULES:
+            fields["bias"] = part
+        elif part.role == "rotary" and part.kind in ROTARY_MODULES:
+            fields["rotary"] = part
+        elif part.role == "mla" and part.kind == "mla":
+            fields["mla"] = part.spec
+        else:
+            raise unknown_part("empirical", part, spec)
+    return PEPlan(spec, **fields)

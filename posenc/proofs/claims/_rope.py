@@ -13,15 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...encodings import RoPE
-
-
-def plane_dims(pairing: str, m: int, r: int) -> tuple[int, int]:
-    return (2 * m, 2 * m + 1) if pairing == "interleaved" else (m, m + r // 2)
+from ...numerics.logits import plane_indices
 
 
 def complexify(X: np.ndarray, pairing: str, r: int) -> np.ndarray:
     """(n, d) real -> (n, r/2) complex plane coordinates x_a + i x_b."""
-    cols = [X[:, a] + 1j * X[:, b] for a, b in (plane_dims(pairing, m, r) for m in range(r // 2))]
+    a_idx, b_idx = plane_indices(r, pairing)
+    cols = [X[:, a] + 1j * X[:, b] for a, b in zip(a_idx, b_idx)]
     return np.stack(cols, axis=1) if cols else np.zeros((X.shape[0], 0), dtype=complex)
 
 
