@@ -2,23 +2,23 @@
 
 A spec is made of at most one part per *role*:
 
-==========  ===============================================================  =====================
-role        where the part enters the logit                                  kinds
-==========  ===============================================================  =====================
-absolute    an embedding p_i added to the input x_i = c_i + p_i              sinusoidal, learned
-bias        an additive attention bias B_ij (per head or shared)             alibi, t5, table,
-                                                                             kernel
-rotary      a rotation of queries and keys by their positions                rope, frequencies
-mla         latent attention: a position-free content path + a decoupled     mla
-            RoPE path
-==========  ===============================================================  =====================
+==========  ===================================================  ========================
+role        where the part enters the logit                      kinds
+==========  ===================================================  ========================
+absolute    an embedding p_i added to the input x_i = c_i + p_i  sinusoidal, learned
+bias        an additive attention bias B_ij (per head or shared) alibi, t5, table, kernel
+rotary      a rotation of queries and keys by their positions    rope, frequencies
+mla         latent attention: a position-free content path + a   mla
+            decoupled RoPE path
+==========  ===================================================  ========================
 
 ``spec.parts()`` (each catalogue class in :mod:`posenc.encodings`) states the
-split once (in the order the symbolic layer states the parts' definitions); :func:`structure` validates it.  Each layer (theory, numerics,
-empirical) keeps a table ``{kind: formula}`` of its own and looks every part up
-there: a kind a layer does not know is an error (:func:`unknown_part`), never a
-silent fallback.  The conventions below are the catalogue's choices, by name;
-each layer computes them independently and the cross-layer tests compare.
+split once, in the order the symbolic layer states the parts' definitions;
+:func:`structure` validates it.  Each layer (theory, numerics, empirical) keeps
+a table ``{kind: formula}`` of its own and looks every part up there: a kind a
+layer does not know is an error (:func:`unknown_part`), never a silent
+fallback.  The conventions below are the catalogue's choices, by name; each
+layer computes them independently and the cross-layer tests compare.
 
 Nothing here imports sympy, numpy or torch.
 """

@@ -4,7 +4,8 @@ Round k runs the plan's jobs (finished runs are skipped: the store is content-ad
 judges every empirical claim on the results of exactly those jobs, and for each part that is
 still ``inconclusive`` -- and measured on at least one seed of runs the plan has -- raises
 the seeds of the part's configurations (its task and roles) to its common seed count plus
-``batch``, at most ``max_seeds``.  It stops when no undecided part has room to grow.  ``confirmed``, ``refuted``
+``batch``, at most ``max_seeds``.  It stops when no undecided part has room to grow.
+``confirmed``, ``refuted``
 and ``ceiling`` are decided: more seeds are not what a ceiling needs.
 
 Each round's decision is a function of the results of that round's runs, which are deterministic

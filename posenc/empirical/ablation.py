@@ -139,7 +139,8 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
     """Ablate every head of every layer (or of ``layers``) one at a time on ``data``.
 
     ``batch_size`` is the number of examples per forward pass of the baseline and
-    one-by-one passes (default: 256 on CUDA, 32 otherwise).  A batched pass carries H variants of each of its examples:
+    one-by-one passes (default: 256 on CUDA, 32 otherwise).  A batched pass carries H variants of
+    each of its examples:
     ``expand=False`` keeps its rows (examples x heads) near ``batch_size`` -- on a CPU the
     throughput per row falls off for large batches (benchmarks/ablation.py) -- and
     ``expand=True`` takes ``batch_size`` examples, i.e. H x batch_size rows, which fills an

@@ -133,7 +133,8 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         "complete": bool(records[-1].get("final")), "early_steps": early_steps,
         "early_records": len(window), "deposit": list(deposit), "deposit_source": source,
         "prediction": _predict(window, deposit), "curve": curve,
-        "advantage_step": advantage, "advantage_share": advantage_share, "chance": {"hit": 1 / (L * H), "head_hit": 1 / H},
+        "advantage_step": advantage, "advantage_share": advantage_share,
+        "chance": {"hit": 1 / (L * H), "head_hit": 1 / H},
     }
     if has_signal:
         coh = _mean_grid(window, "coherence")

@@ -52,7 +52,8 @@ def ridge_r2(x_fit: torch.Tensor, y_fit: torch.Tensor, x_test: torch.Tensor, y_t
     xc = x_fit - mx
     gram = xc.T @ xc  # (D, D)
     lam = alpha * float(torch.trace(gram)) / gram.shape[0] + 1e-12
-    w = torch.linalg.solve(gram + lam * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device), xc.T @ (y_fit - my))
+    eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    w = torch.linalg.solve(gram + lam * eye, xc.T @ (y_fit - my))
     pred = (x_test - mx) @ w + my
     ss_res = float(((y_test - pred) ** 2).sum())
     ss_tot = float(((y_test - y_test.mean()) ** 2).sum())

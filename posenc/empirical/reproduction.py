@@ -103,7 +103,8 @@ class ReproductionPlan:
         for r in roles or []:
             if r not in CLEAN_PES:
                 raise PosencError(f"unknown PE role {r!r}; known: {', '.join(CLEAN_PES)}")
-        keep = (lambda rs: tuple(r for r in rs if roles is None or r in roles))
+        def keep(rs: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(r for r in rs if roles is None or r in roles)
         return cls(preset=preset, seeds=seeds,
                    distance_roles=keep(DISTANCE_ROLES) if "distance" in tasks else (),
                    count_roles=keep(COUNT_ROLES) if "count" in tasks else (), **kwargs)

@@ -35,7 +35,8 @@ HOLDS_RTOL = 1e-8
 
 def _row(n: int, matrix: str, quantity: str, exact: Any, bound: Any, bound_name: str,
          method: str, seconds: float) -> dict[str, Any]:
-    f = (lambda v: None if v is None else float(v))
+    def f(v: Any) -> float | None:
+        return None if v is None else float(v)
     side = "lower" if "(lower)" in bound_name else ("upper" if bound is not None else None)
     holds = None
     if exact is not None and bound is not None and np.isfinite(exact):
@@ -126,14 +127,16 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
                                  method=method), f"bound {spec.name} at n={n_max}")
     if isinstance(content, tuple):
         full = seeded_content(n_max, content[1], content[2])
-        section = (lambda n: type(full)(full.x[:n]))
+        def section(n: int) -> Any:
+            return type(full)(full.x[:n])
         content_label = f"seeded Gram, rank {content[1]}, seed {content[2]}"
     else:
         arr = np.asarray(content)
         if n_max > arr.shape[0]:
             raise PosencError(f"the content matrix is {arr.shape[0]} x {arr.shape[0]}; "
                               f"n={n_max} needs a larger one")
-        section = (lambda n: arr[:n, :n])
+        def section(n: int) -> Any:
+            return arr[:n, :n]
         content_label = f"given {arr.shape[0]} x {arr.shape[0]} matrix (leading sections)"
     rows: list[dict] = []
     growth: list[dict] = []

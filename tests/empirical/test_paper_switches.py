@@ -28,7 +28,8 @@ def test_kv_from_input_uses_the_embeddings_in_every_layer():
     _, c = paper.run_with_cache(tok)
     for layer in range(3):
         ln1 = paper.blocks[layer].ln1
-        assert torch.allclose(c[f"blocks.{layer}.attn.hook_kv_in"], ln1(c["blocks.0.hook_resid_pre"]), atol=1e-6)
+        assert torch.allclose(c[f"blocks.{layer}.attn.hook_kv_in"], ln1(c["blocks.0.hook_resid_pre"]),
+                              atol=1e-6)
         if layer > 0:  # the query side still reads the residual stream
             assert not torch.allclose(c[f"blocks.{layer}.attn.hook_q_in"],
                                       c[f"blocks.{layer}.attn.hook_kv_in"])

@@ -23,7 +23,8 @@ Margin_L > 0 the margin grows strictly towards the shallow layers.
 Proof: (M s)_t − (M s)_h = γ (s_t − s_h) + Σ_j (N_tj − N_hj) s_j ≥ γ (s_t − s_h) ≥ γ Margin(s)
 for h ≠ t, by (A1)-(A2); M s ≥ 0 again, so induct from L down to l.
 
-What is false (as we read the paper's public summaries): γ_k > 1 alone (its wording) does not give the bound -- without (A2) the
+What is false (as we read the paper's public summaries): γ_k > 1 alone (its wording) does not
+give the bound -- without (A2) the
 runner-up can be fed more than the leader and overtake it, and without (A1) a negative upstream
 signal can eat the margin (counterexamples below); without (A3) the bound holds but the margin
 can shrink (posenc checks that the bound itself still holds there: it is not a counterexample).

@@ -38,7 +38,8 @@ query token).  A batch is σ-closed when it holds σe with every e.
   coherence stays O(1) as ε → 0.  Non-vanishing of C is not a theorem:
   C = 0 when θ = 0, q̂ = 0, the readout does not separate the values, or the rotated key
   content does not correlate with u_j − ū across positions (the false variant finds such a
-  case; n ≥ 2 keys are drawn, since a single key has no softmax gradient under any PE).  And the survival needs the query to stay fixed: flipping every content
+  case; n ≥ 2 keys are drawn, since a single key has no softmax gradient under any PE).  And the
+  survival needs the query to stay fixed: flipping every content
   (query too, i.e. averaging over the whole random embedding) negates ψ for RoPE as well --
   over the initialisation's distribution *every* PE's seed vanishes to first order; the seed is a
   property of the data at a fixed initialisation.  At ε = 1 (logits no longer small) σ changes
