@@ -50,6 +50,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
+from .coerce import is_int, is_number
 from .errors import PosencError
 from .expression import Expr
 from .limits import MAX_BUCKETS, MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH
@@ -68,14 +69,14 @@ def _choice(pe: str, param: str, value: Any, options: tuple[str, ...]) -> None:
 
 
 def _positive(pe: str, param: str, value: Any) -> None:
-    _check(isinstance(value, (int, float)) and not isinstance(value, bool)
+    _check(is_number(value)
            and math.isfinite(value) and value > 0,
            f"{pe}: {param} must be a positive number; got {value!r}")
 
 
 def _positive_int(pe: str, param: str, value: Any, limit: int) -> None:
     """A positive integer no larger than ``limit`` (a bound of :mod:`posenc.limits`)."""
-    _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+    _check(is_int(value) and value >= 1,
            f"{pe}: {param} must be a positive integer; got {value!r}")
     _check(value <= limit, f"{pe}: {param}={value} exceeds the limit {limit}")
 
@@ -235,13 +236,13 @@ class RoPE(PESpec):
 
     def __post_init__(self) -> None:
         _positive(self.name, "base", self.base)
-        _check(isinstance(self.fraction, (int, float)) and not isinstance(self.fraction, bool)
+        _check(is_number(self.fraction)
                and 0 < self.fraction <= 1,
                f"{self.name}: fraction must be in (0, 1]; got {self.fraction!r}")
         _choice(self.name, "pairing", self.pairing, tuple(PAIRINGS))
         if self.heads is not None:
             _positive_int(self.name, "heads", self.heads, MAX_HEADS)
-        _check(isinstance(self.keep, (int, float)) and not isinstance(self.keep, bool)
+        _check(is_number(self.keep)
                and 0 < self.keep <= 1,
                f"{self.name}: keep must be in (0, 1]; got {self.keep!r}")
         _check(isinstance(self.add_absolute, bool),
@@ -368,7 +369,7 @@ class Custom(PESpec):
                 else (self.frequencies,)
             _check(len(freqs) <= MAX_WIDTH // 2,
                    f"custom: at most {MAX_WIDTH // 2} frequencies; got {len(freqs)}")
-            _check(len(freqs) >= 1 and all(isinstance(f, (int, float)) and not isinstance(f, bool)
+            _check(len(freqs) >= 1 and all(is_number(f)
                                            and math.isfinite(f) for f in freqs),
                    f"custom: frequencies must be finite numbers; got {self.frequencies!r}")
             object.__setattr__(self, "frequencies", tuple(float(f) for f in freqs))

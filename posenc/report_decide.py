@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from .coerce import is_int
 from .errors import PosencError
 
 Counts = dict[tuple[str, str], int]
@@ -24,7 +25,7 @@ Counts = dict[tuple[str, str], int]
 
 def check_limits(counts: Counts, max_seeds: Any, batch: Any) -> None:
     for flag, n in (("--max-seeds", max_seeds), ("--seed-batch", batch)):
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        if not is_int(n) or n < 1:
             raise PosencError(f"{flag} must be a positive integer; got {n!r}")
     start = max(counts.values(), default=0)
     if max_seeds < start:

@@ -11,15 +11,13 @@ a preset such as ``paper-rope`` (no parameters allowed then).
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import math
 from typing import Any, Iterator
 
+from .coerce import coerce, field_hints
 from .encodings import PRESETS, REGISTRY, Hybrid, PESpec
 from .errors import PosencError
 from .expression import Expr
-from .limits import parse_int
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
@@ -50,60 +48,6 @@ def _split_params(text: str, body: str) -> list[tuple[str, str]]:
     return out
 
 
-def _coerce(pe: str, key: str, annotation: str, raw: Any) -> Any:
-    """Turn a string (from the CLI) or JSON value into the field's type."""
-    optional = annotation.startswith("Optional[")
-    base = annotation[len("Optional["):-1] if optional else annotation
-    if isinstance(raw, str) and raw.lower() == "none" and optional:
-        return None
-    if raw is None:
-        if optional:
-            return None
-        raise PosencError(f"{pe}: {key} cannot be none")
-    try:
-        if base == "bool":
-            if isinstance(raw, bool):
-                return raw
-            if isinstance(raw, str) and raw.lower() in ("true", "false"):
-                return raw.lower() == "true"
-            raise ValueError
-        if base == "int":
-            if isinstance(raw, bool):
-                raise ValueError
-            if isinstance(raw, float):
-                if not raw.is_integer():
-                    raise ValueError
-                return int(raw)
-            if isinstance(raw, str):
-                try:
-                    return parse_int(raw, key)                   # also 1e6; bounds: encodings
-                except PosencError:
-                    raise ValueError from None
-            return int(raw)
-        if base == "float":
-            if isinstance(raw, bool):
-                raise ValueError
-            value = float(raw)
-            if math.isnan(value):
-                raise ValueError
-            return value
-        if base == "str":
-            if not isinstance(raw, str):
-                raise ValueError
-            return raw
-        if base == "Expr":
-            return Expr(str(raw))
-        if base.startswith("tuple[float"):
-            parts = raw.split(";") if isinstance(raw, str) else list(raw)
-            return tuple(float(p) for p in parts)
-    except PosencError:
-        raise  # already one clear line (a PosencError is a ValueError too)
-    except (ValueError, TypeError):
-        kind = {"Expr": "expression", "tuple[float, ...]": "list of numbers"}.get(base, base)
-        raise PosencError(f"{pe}: {key} must be {kind}; got {raw!r}") from None
-    raise AssertionError(f"no coercion for {annotation}")  # pragma: no cover
-
-
 def _build(name: str, params: dict[str, Any], text: str) -> PESpec:
     if name in PRESETS:
         if params:
@@ -117,13 +61,13 @@ def _build(name: str, params: dict[str, Any], text: str) -> PESpec:
     cls = REGISTRY[name]
     if cls is Hybrid:
         return _build_hybrid(params, text)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = field_hints(cls)
     kwargs = {}
     for key, raw in params.items():
         if key not in fields:
             raise PosencError(f"unknown parameter {key!r} for {name}{_did_you_mean(key, list(fields))}; "
                               f"known: {', '.join(fields) or 'none'}")
-        kwargs[key] = _coerce(name, key, str(fields[key].type), raw)
+        kwargs[key] = coerce(fields[key], raw, f"{name}: {key}")
     return cls(**kwargs)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
+from ..coerce import is_int
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def iter_verify(ids: Optional[Sequence[str] | str] = None, *, profile: str = "ci
 
     if profile not in PROFILES:
         raise PosencError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
-    if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int)
+    if examples is not None and (not is_int(examples)
                                  or examples < 1):
         raise PosencError(f"--examples must be a positive integer; got {examples}")
     if isinstance(ids, str):

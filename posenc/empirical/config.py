@@ -21,10 +21,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..coerce import coerce, field_hints, is_int
 from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
 
@@ -172,7 +172,7 @@ class TrainConfig:
     val_frac: float = 0.1
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.seed, int) and not isinstance(self.seed, bool)
+        _check(is_int(self.seed)
                and 0 <= self.seed < 2**63, f"seed must be an integer in 0..2^63-1; got {self.seed!r}")
         for f in ("epochs", "batch_size", "eval_batch_size"):
             _pos_int(f, getattr(self, f))
@@ -318,37 +318,14 @@ def _build(cls: type, data: Any, prefix: str) -> Any:
 
 
 def _fields(cls: type, data: dict, prefix: str) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    hints = field_hints(cls)
+    names = list(hints)
     out = {}
     for key, value in data.items():
         if key not in names:
             raise PosencError(f"unknown config key {prefix + key!r}; known: {', '.join(names)}")
-        out[key] = _coerce(prefix + key, hints[key], value)
+        out[key] = coerce(hints[key], value, f"config key {prefix + key!r}", text=False)
     return out
-
-
-def _coerce(key: str, hint: Any, value: Any) -> Any:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is typing.Union:  # Optional[X]
-        if value is None:
-            return None
-        hint = [a for a in args if a is not type(None)][0]
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint in (TaskConfig, ModelConfig):
-        return value
-    ok = {bool: lambda v: isinstance(v, bool),
-          int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-          str: lambda v: isinstance(v, str)}
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)) or len(value) != len(args) \
-                or not all(ok[a](v) for a, v in zip(args, value)):
-            raise PosencError(f"config key {key!r} must be a list of {len(args)} numbers; got {value!r}")
-        return tuple(float(v) for v in value)
-    if hint in ok and not ok[hint](value):
-        raise PosencError(f"config key {key!r} must be {hint.__name__}; got {value!r}")
-    return float(value) if hint is float else value
 
 
 def _check(ok: bool, msg: str) -> None:
@@ -372,7 +349,7 @@ _LIMITS = {"task.n_samples": 1_000_000, "task.vocab_size": 1_000_000,
 
 
 def _pos_int(name: str, value: Any) -> None:
-    _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+    _check(is_int(value) and value >= 1,
            f"{name} must be a positive integer; got {value!r}")
     limit = _LIMITS.get(name, 100_000)                          # task lengths and counts
     _check(value <= limit, f"{name}={value} exceeds the limit {limit}")

@@ -64,6 +64,7 @@ from typing import Any, Optional
 import torch
 import torch.nn.functional as F
 
+from ..coerce import is_int
 from ..errors import PosencError
 from .ablation import ablated_logits
 from .model import Transformer
@@ -89,7 +90,7 @@ class DynamicsConfig:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+            if not (is_int(v) and v >= 1):
                 raise PosencError(f"dynamics.{f.name} must be a positive integer; got {v!r}")
         if self.probe_batches > self.probe_examples:
             raise PosencError(f"dynamics.probe_batches ({self.probe_batches}) exceeds "

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
+from ..coerce import is_int
 from ..errors import PosencError
 from .config import PRESET_NAMES, preset as train_preset
 from .experiment import ExperimentConfig
@@ -55,7 +56,7 @@ DEFAULT_SEEDS = {"smoke": 2, "quick": 6, "paper": 3}
 
 
 def _check_seeds(flag: str, n: Any) -> None:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    if not is_int(n) or n < 1:
         raise PosencError(f"{flag} must be a positive integer; got {n!r}")
 
 

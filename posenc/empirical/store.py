@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from ..coerce import is_int, is_number
 from ..errors import PosencError
 from ..atomic import atomic_write_json, atomic_write_text  # noqa: F401 (re-exported)
 from .store_lock import LOCK_FILE, StoreLock
@@ -106,7 +107,7 @@ class RunStore:
                 fmt = json.loads(marker.read_text(encoding="utf-8"))["format"]
             except (OSError, ValueError, KeyError, TypeError):
                 raise PosencError(f"results store {self.root}: {marker.name} is corrupt") from None
-            if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 1:
+            if not is_int(fmt) or fmt < 1:
                 raise PosencError(f"results store {self.root}: {marker.name} is corrupt "
                                   f"(format {fmt!r} is not a positive integer)")
             if fmt > FORMAT_VERSION:
@@ -374,7 +375,7 @@ def _folder_record(rid: str, config: dict[str, Any], meta: dict[str, Any]) -> Ru
         "experiment" if {"train", "ablation_modes"} <= set(config) else "run")
     label = meta.get("label") if isinstance(meta.get("label"), str) else rid
     created = meta.get("created")
-    if not isinstance(created, (int, float)) or isinstance(created, bool):
+    if not is_number(created):
         created = 0.0
     return RunRecord(rid, "pending", kind, label, config, float(created), None, None)
 

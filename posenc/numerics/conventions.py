@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from ..encodings import MLA, RoPE
+from ..coerce import is_int
 from ..errors import PosencError
 
 
@@ -31,7 +32,7 @@ def alibi_slopes(n_heads: int, schedule: str = "press") -> np.ndarray:
     two P < H followed by the first H - P slopes of odd h (h = 1, 3, 5, ...) of
     the 2P schedule, i.e. ``get_slopes(2P)[0::2][:H-P]`` (reference get_slopes).
     """
-    if not isinstance(n_heads, int) or isinstance(n_heads, bool) or n_heads < 1:
+    if not is_int(n_heads) or n_heads < 1:
         raise PosencError(f"alibi: number of heads must be a positive integer; got {n_heads!r}")
     if schedule == "exp":
         return np.exp(-np.arange(1, n_heads + 1) / n_heads)
@@ -83,7 +84,7 @@ def t5_bucket(rel: np.ndarray, num_buckets: int, max_distance: int) -> np.ndarra
 
 
 def _rotary_dims(fraction: float, head_dim: int) -> int:
-    if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
+    if not is_int(head_dim) or head_dim < 1:
         raise PosencError(f"head dimension must be a positive integer; got {head_dim!r}")
     if fraction == 1 and head_dim % 2:
         raise PosencError(f"rope needs an even head dimension; got {head_dim}")
@@ -111,7 +112,7 @@ def rotary_dims(spec: RoPE, head_dim: int) -> int:
 
 def mla_rope_dim(spec: MLA, head_dim: int) -> int:
     """Width of MLA's decoupled RoPE part: given, else head_dim // 2 rounded down to even (>= 2)."""
-    if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
+    if not is_int(head_dim) or head_dim < 1:
         raise PosencError(f"head dimension must be a positive integer; got {head_dim!r}")
     if spec.rope_dim is not None:
         return spec.rope_dim

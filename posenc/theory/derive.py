@@ -27,6 +27,7 @@ from typing import Optional, Union
 import sympy as sp
 
 from ..encodings import Custom, PESpec, parse_spec
+from ..coerce import is_int
 from ..errors import PosencError
 from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS
 from .builders import Build, build
@@ -70,7 +71,7 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
         (8 * MAX_SYMBOLIC_DIM, 4 * MAX_SYMBOLIC_HEADS)
     for name, value, limit in (("head dim", d, dim_limit), ("model dim", D, dim_limit),
                                ("number of heads", n_heads, head_limit)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not is_int(value) or value < 1:
             raise PosencError(f"{name} must be a positive integer; got {value!r}")
         if value > limit:
             raise PosencError(f"{name} {value} exceeds the limit {limit} of the symbolic "

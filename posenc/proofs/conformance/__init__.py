@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ...coerce import is_int
 from ...errors import PosencError
 from .expect import parse_expect
 from .isolation import DEFAULT_TIMEOUT, check_target
@@ -77,7 +78,7 @@ def check_rope(caller: Caller, impl: str, dim: int,
     from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
 
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2 or dim % 2 or dim > MAX_DIM:
+    if not is_int(dim) or dim < 2 or dim % 2 or dim > MAX_DIM:
         raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
     probe = RopeProbe(caller, dim)
     positions = np.arange(GRID)

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from ...coerce import is_number
 from ...errors import PosencError
 from .report import ConformanceReport
 
@@ -106,6 +107,6 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
 
 def check_timeout(timeout: float) -> None:
     """A time limit in seconds, in (0, 86400]."""
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0 \
+    if not is_number(timeout) or not timeout > 0 \
             or timeout > 86400:
         raise PosencError(f"--timeout must be a number of seconds in (0, 86400]; got {timeout!r}")
