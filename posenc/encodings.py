@@ -315,6 +315,55 @@ class MLA(PESpec):
         return r
 
 
+@dataclass(frozen=True)
+class XPos(PESpec):
+    """RoPE with a per-plane exponential decay (xPos; Sun et al. 2022, "A length-extrapolatable
+    Transformer").  Plane m of r = head_dim dims (interleaved) rotates by theta_m = base^(-2m/r)
+    and has decay zeta_m = (2m/r + gamma) / (1 + gamma) in (0, 1]: the query at position i is
+    scaled by zeta_m^(i/scale_base), the key at j by zeta_m^(-j/scale_base), so plane m of the
+    logit carries zeta_m^((i-j)/scale_base) e^{i theta_m (i-j)} -- Toeplitz, not Hermitian."""
+
+    name: ClassVar[str] = "xpos"
+    doc: ClassVar[str] = "RoPE with decay zeta_m^((i-j)/scale_base), zeta_m = (2m/d + gamma)/(1 + gamma)"
+    base: float = 10000.0
+    gamma: float = 0.4
+    scale_base: float = 512.0
+
+    def __post_init__(self) -> None:
+        _positive(self.name, "base", self.base)
+        _positive(self.name, "gamma", self.gamma)
+        _positive(self.name, "scale_base", self.scale_base)
+
+    @property
+    def family(self) -> str:
+        return "multiplicative"
+
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("rotary", "xpos", self),)
+
+
+@dataclass(frozen=True)
+class KerpleLog(PESpec):
+    """KERPLE, logarithmic variant (Chi et al. 2022): B_ij = -r1 log(1 + r2 |i - j|) with
+    r1, r2 > 0 learned per head (the values here are their initial values)."""
+
+    name: ClassVar[str] = "kerple_log"
+    doc: ClassVar[str] = "bias -r1 log(1 + r2|i-j|), r1, r2 > 0 learned per head (KERPLE-log)"
+    r1: float = 1.0
+    r2: float = 1.0
+
+    def __post_init__(self) -> None:
+        _positive(self.name, "r1", self.r1)
+        _positive(self.name, "r2", self.r2)
+
+    @property
+    def family(self) -> str:
+        return "additive-bias"
+
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("bias", "kerple_log", self, learned=True),)
+
+
 ADDITIVE_NAMES = ("sinusoidal", "learned_absolute", "relative_bias", "alibi")
 
 
@@ -386,7 +435,7 @@ class Custom(PESpec):
 
 REGISTRY: dict[str, type[PESpec]] = {
     cls.name: cls for cls in (NoPE, Sinusoidal, LearnedAbsolute, RelativeBias, ALiBi,
-                              RoPE, MLA, Hybrid, Custom)
+                              RoPE, MLA, Hybrid, Custom, XPos, KerpleLog)
 }
 
 #: The exact conventions of the paper's public code, by name.

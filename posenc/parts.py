@@ -6,8 +6,9 @@ A spec is made of at most one part per *role*:
 role        where the part enters the logit                      kinds
 ==========  ===================================================  ========================
 absolute    an embedding p_i added to the input x_i = c_i + p_i  sinusoidal, learned
-bias        an additive attention bias B_ij (per head or shared) alibi, t5, table, kernel
-rotary      a rotation of queries and keys by their positions    rope, frequencies
+bias        an additive attention bias B_ij (per head or shared) alibi, t5, table, kernel,
+                                                                 kerple_log
+rotary      a rotation of queries and keys by their positions    rope, frequencies, xpos
 mla         latent attention: a position-free content path + a   mla
             decoupled RoPE path
 ==========  ===================================================  ========================
@@ -35,8 +36,8 @@ ROLES = ("absolute", "bias", "rotary", "mla")
 #: kind -> role, for every part kind the catalogue uses.
 KINDS: dict[str, str] = {
     "sinusoidal": "absolute", "learned": "absolute",
-    "alibi": "bias", "t5": "bias", "table": "bias", "kernel": "bias",
-    "rope": "rotary", "frequencies": "rotary",
+    "alibi": "bias", "t5": "bias", "table": "bias", "kernel": "bias", "kerple_log": "bias",
+    "rope": "rotary", "frequencies": "rotary", "xpos": "rotary",
     "mla": "mla",
 }
 

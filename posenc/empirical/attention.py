@@ -175,7 +175,7 @@ class Attention(AttentionBase):
         v = v.view(v.shape[0], T, H, dh).transpose(1, 2)
         q, k, v = self.qkv_hooks(q, k, v)
         if self.rotary is not None:
-            q, k = self.rot_hooks(self.rotary(q, offset), self.rotary(k, offset))
+            q, k = self.rot_hooks(*self.rotary.rotate_qk(q, k, offset))
         return self.finish(q, k, v, mask, offset, ablation)
 
     def head_weights(self) -> dict[str, torch.Tensor]:

@@ -36,12 +36,16 @@ CLEAN_PES = {
     "nope": "nope", "absolute": "sinusoidal", "relative": "relative_bias:mode=table",
     "alibi": "alibi", "rope": "rope", "mla": "mla", "absolute+rope": "hybrid:additive=sinusoidal",
     "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2",
+    "xpos": "xpos", "kerple": "kerple_log",
 }
+#: Roles a sweep runs only when asked for by name (--roles): not in the default reproduction.
+EXTRA_ROLES = ("xpos", "kerple")
 PAPER_PES = {
     "nope": "paper-nope", "absolute": "paper-absolute", "relative": "paper-relative",
     "alibi": "paper-alibi", "rope": "paper-rope", "mla": "paper-mla",
     "absolute+rope": "paper-absolute-rope",
     "rope-1head": "rope:heads=1,add_absolute=true", "rope-2heads": "rope:heads=2,add_absolute=true",
+    "xpos": "xpos", "kerple": "kerple_log",     # not in the paper's code: the same specs
 }
 DISTANCE_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla", "absolute+rope",
                   "rope-1head", "rope-2heads")
@@ -105,7 +109,9 @@ class ReproductionPlan:
             if r not in CLEAN_PES:
                 raise PosencError(f"unknown PE role {r!r}; known: {', '.join(CLEAN_PES)}")
         def keep(rs: tuple[str, ...]) -> tuple[str, ...]:
-            return tuple(r for r in rs if roles is None or r in roles)
+            if roles is None:
+                return rs
+            return tuple(r for r in rs + tuple(x for x in EXTRA_ROLES if x not in rs) if r in roles)
         return cls(preset=preset, seeds=seeds,
                    distance_roles=keep(DISTANCE_ROLES) if "distance" in tasks else (),
                    count_roles=keep(COUNT_ROLES) if "count" in tasks else (), **kwargs)

@@ -185,6 +185,11 @@ def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "
         assumptions, met = "K PSD", bool(kern.psd)
         norm_name = "Schur: max K_ii ||A|| (K PSD)"
         bound_norm = bd.schur_norm(norm_a, float(kd.max()))
+        if getattr(kern, "kind", None) == "decayed-rotary":   # xPos: K not Hermitian, not PSD
+            interval = None
+            assumptions, met = "K = X Y^T", True
+            norm_name = "Schur: max|x_i| max|y_j| ||A|| (K = X Y^T)"
+            bound_norm = norm_a * kern.factor_row_bound()
     elif coupling in ("additive", "none", "hybrid"):
         if coupling == "hybrid":
             mul = couple(content, kern.parts["multiplicative"], "multiplicative", method)

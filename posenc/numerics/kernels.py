@@ -35,8 +35,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from ..encodings import (ALiBi, Custom, LearnedAbsolute, MLA, PESpec, RelativeBias, RoPE,
-                         Sinusoidal, parse_spec)
+from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
+                         RoPE, Sinusoidal, XPos, parse_spec)
 from ..errors import PosencError
 from ..parts import Part, structure, unknown_part
 from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int
@@ -80,12 +80,14 @@ class Kernel:
     plane_weights: np.ndarray | None = None     # rotary: w_m, (planes,)
     constant_weight: float = 0.0                # rotary: w_0 (position-free dims)
     factor_fn: Any = None                       # position-gram: () -> P, (n, D)
+    decays: np.ndarray | None = None            # decayed-rotary (xPos): lambda_m, (planes,)
     parts: dict[str, "Kernel"] = field(default_factory=dict)
 
     @property
     def coupling(self) -> str:
         return {"none": "none", "bias": "additive", "position-gram": "additive",
-                "rotary": "multiplicative", "hybrid": "hybrid"}[self.kind]
+                "rotary": "multiplicative", "decayed-rotary": "multiplicative",
+                "hybrid": "hybrid"}[self.kind]
 
     @property
     def toeplitz(self) -> bool:
@@ -165,6 +167,18 @@ class Kernel:
         if const > 0:
             cols.append(np.full((self.n, 1), np.sqrt(const)))
         return np.concatenate(cols, axis=1)
+
+    def factor_row_bound(self) -> float:
+        """max_i ||x_i|| max_j ||y_j|| for the matrix = X Y^T (Schur's bound on the multiplier
+        norm, valid for any K with such a factorisation; rotary and decayed-rotary kinds)."""
+        if self.kind == "rotary":
+            return float(np.sum(self.plane_weights) + self.constant_weight)
+        if self.kind != "decayed-rotary":
+            raise PosencError(f"{self.spec.name}: no X Y^T factor bound for a {self.kind} matrix")
+        w, lam, last = self.plane_weights, self.decays, self.n - 1
+        x = max(np.sum(w), np.sum(w * lam ** (2.0 * last)))
+        y = max(np.sum(w), np.sum(w * lam ** (-2.0 * last)))
+        return float(np.sqrt(x * y))
 
     def metadata(self) -> dict[str, Any]:
         out = {"spec": self.spec.to_string(), "n": self.n, "kind": self.kind,
@@ -350,6 +364,39 @@ def _mla(spec: MLA, n: int, ctx: "_Context") -> Kernel:
                           "RoPE path's kernel",), **ctx.common)
 
 
+def _kerple_log(spec: KerpleLog, n: int, ctx: "_Context") -> Kernel:
+    col = -spec.r1 * np.log1p(spec.r2 * np.arange(n, dtype=float))      # symmetric in i - j
+    return Kernel(spec, n, "bias", ToeplitzOperator(col),
+                  f"KERPLE-log bias B_ij = -{spec.r1:g} log(1 + {spec.r2:g}|i-j|) (initial values; "
+                  f"learned per head in a model)", **ctx.common)
+
+
+def xpos_decays(spec: XPos, head_dim: int) -> np.ndarray:
+    """lambda_m = zeta_m^(1/scale_base), zeta_m = (2m/d + gamma)/(1 + gamma), m < d/2."""
+    if head_dim % 2:
+        raise PosencError(f"xpos needs an even head dimension; got {head_dim}")
+    zeta = (2.0 * np.arange(head_dim // 2) / head_dim + spec.gamma) / (1.0 + spec.gamma)
+    return zeta ** (1.0 / spec.scale_base)
+
+
+def _xpos(spec: XPos, n: int, ctx: "_Context") -> Kernel:
+    d = ctx.head_dim
+    lam = xpos_decays(spec, d)
+    theta = spec.base ** (-2.0 * np.arange(d // 2) / d)
+    k = np.arange(n, dtype=float)[:, None]
+    with np.errstate(over="ignore"):
+        col = (lam[None, :] ** k * np.cos(theta[None, :] * k)) @ np.full(d // 2, 2.0 / d)
+        row = (lam[None, :] ** -k * np.cos(theta[None, :] * k)) @ np.full(d // 2, 2.0 / d)
+    if not np.all(np.isfinite(row)):
+        raise PosencError(f"xpos: the decay's inverse lambda^-(n-1) overflows at n={n}; use a "
+                          f"shorter n or a larger scale_base")
+    return Kernel(spec, n, "decayed-rotary", ToeplitzOperator(col, row),
+                  f"xPos average kernel (1/d) sum_m 2 lambda_m^(i-j) cos(theta_m (i-j)), d={d}: "
+                  f"Toeplitz, not symmetric (lambda < 1 decays below the diagonal, grows above)",
+                  frequencies=theta, plane_weights=np.full(d // 2, 2.0 / d), decays=lam,
+                  **ctx.common)
+
+
 @dataclass(frozen=True)
 class _Context:
     head: int
@@ -369,6 +416,7 @@ PART_KERNELS: dict[str, Callable[..., Kernel]] = {
     "sinusoidal": _sinusoidal, "learned": _learned,
     "alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
     "rope": _rope, "frequencies": _frequencies, "mla": _mla,
+    "kerple_log": _kerple_log, "xpos": _xpos,
 }
 
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, parse_spec
+from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, XPos, parse_spec
 from ..errors import PosencError
 from ..parts import structure, unknown_part
 from . import conventions as cv
-from .kernels import absolute_table, part_context, part_kernel
+from .kernels import absolute_table, part_context, part_kernel, xpos_decays
 from .operators import check_dense_size
 
 
@@ -133,8 +133,20 @@ def _frequencies(spec: Custom, q: np.ndarray, k: np.ndarray, head: int, n_heads:
     return rotate(q, theta), rotate(k, theta)
 
 
+def _xpos(spec: XPos, q: np.ndarray, k: np.ndarray, head: int, n_heads: int
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Rotate every plane (interleaved) by theta_m = base^(-2m/d); plane m of the query at i
+    scaled by lambda_m^i, of the key at j by lambda_m^(-j)."""
+    d = q.shape[1]
+    theta = spec.base ** (-2.0 * np.arange(d // 2) / d)
+    lam = xpos_decays(spec, d)
+    p = np.arange(q.shape[0], dtype=float)[:, None]
+    up, down = np.repeat(lam[None, :] ** p, 2, axis=1), np.repeat(lam[None, :] ** -p, 2, axis=1)
+    return rotate(q, theta) * up, rotate(k, theta) * down
+
+
 #: rotary part kind -> (spec, q, k, head, n_heads) -> rotated (q, k).
-ROTATIONS = {"rope": _rope, "frequencies": _frequencies}
+ROTATIONS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
 
 
 def _mla_path(spec: MLA, x: np.ndarray, wq_rope: np.ndarray | None, wk_rope: np.ndarray | None

@@ -49,7 +49,8 @@ def _row(n: int, matrix: str, quantity: str, exact: Any, bound: Any, bound_name:
 
 def _matrix_rows(n: int, label: str, kern: Kernel, method: str) -> tuple[list[dict], dict]:
     """Spectrum of one positional matrix with Szego, Gershgorin (and plane) bounds."""
-    sym = {"bias": "B", "position-gram": "G", "rotary": "K", "none": "B"}[kern.kind]
+    sym = {"bias": "B", "position-gram": "G", "rotary": "K", "decayed-rotary": "K",
+           "none": "B"}[kern.kind]
     sp = spectrum(kern.operator, method=method, psd=kern.psd, rank_bound=kern.rank_bound)
     m, s = sp.method, sp.seconds
     rows: list[dict] = []

@@ -19,7 +19,8 @@ from typing import Optional
 
 import sympy as sp
 
-from ..encodings import ALiBi, Custom, LearnedAbsolute, MLA, PESpec, RelativeBias, RoPE
+from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
+                         RoPE, XPos)
 from ..parts import Part, structure, unknown_part
 from . import conventions as cv
 from .form import Definition
@@ -137,8 +138,23 @@ def _custom_kernel(b: Build, spec: Custom, n_heads: int) -> sp.Expr:
     return display
 
 
+def _kerple_log(b: Build, spec: KerpleLog, n_heads: int) -> sp.Expr:
+    """KERPLE-log: b_h(i, j) = -r1_h log(1 + r2_h |i - j|), r1_h, r2_h > 0 learned per head."""
+    i, j = I_POS, J_POS
+    r1 = b.table.parameter("r_1", cv.exact(spec.r1), positive=True)
+    r2 = b.table.parameter("r_2", cv.exact(spec.r2), positive=True)
+    display = -r1 * sp.log(1 + r2 * sp.Abs(i - j))
+    for head in b.heads:
+        head.bias = display
+    text, latex = _values([r1, r2], b.table)
+    b.define(f"KERPLE-log: r_1, r_2 > 0 learned per head (initial values, the same for every "
+             f"head): {text}", rf"\text{{KERPLE-log, initial}}:\; {latex}")
+    return display
+
+
 #: bias part kind -> builder (sets every head's bias, returns the displayed b_h(i, j)).
-BIAS_BUILDERS = {"alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel}
+BIAS_BUILDERS = {"alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
+                 "kerple_log": _kerple_log}
 
 
 def _bias(b: Build, part: Part, spec: PESpec, n_heads: int) -> None:
@@ -197,8 +213,25 @@ def _frequencies(b: Build, spec: Custom, head_dim: int, n_heads: int) -> None:
             "plane m = dims (2m, 2m+1) rotates by f_m per position")
 
 
+def _xpos(b: Build, spec: XPos, head_dim: int, n_heads: int) -> None:
+    """xPos: RoPE on every dim (interleaved) with plane m decaying by lambda_m^(i - j),
+    lambda_m = zeta_m^(1/scale_base), zeta_m = (2m/d + gamma)/(1 + gamma)."""
+    planes = cv.xpos_planes(spec, head_dim)
+    _rotary(b, [(a, c, th) for a, c, th, _ in planes], list(range(n_heads)), "interleaved",
+            head_dim, f"xPos: base {spec.base:g}, theta_m = base^(-2m/{head_dim}); q_i scaled by "
+            f"lambda_m^i, k_j by lambda_m^(-j)")
+    lams = [b.table.parameter(f"lambda_{m}", lam, positive=True)
+            for m, (_, _, _, lam) in enumerate(planes)]
+    for head in b.heads:
+        for path in head.paths:
+            path.decay = {a: lam for (a, _, _, _), lam in zip(planes, lams)}
+    text, latex = _values(lams, b.table)
+    b.define(f"decay lambda_m = ((2m/{head_dim} + {spec.gamma:g})/(1 + {spec.gamma:g}))^(1/"
+             f"{spec.scale_base:g}): {text}", rf"\lambda_m:\; {latex}")
+
+
 #: rotary part kind -> builder (sets the planes of every rotated path).
-ROTARY_BUILDERS = {"rope": _rope, "frequencies": _frequencies}
+ROTARY_BUILDERS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
 
 
 def _absolute(b: Build, part: Part, spec: PESpec) -> None:

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import sympy as sp
 
-from ..encodings import RoPE
+from ..encodings import RoPE, XPos
 from ..errors import PosencError
 
 #: (first coordinate, second coordinate, exact angle per position step) of one rotary plane.
@@ -54,6 +54,17 @@ def rope_planes(spec: RoPE, head_dim: int) -> list[Plane]:
         theta = b ** sp.Rational(-2 * m, r) if m < kept else sp.Integer(0)
         planes.append((*pair(spec.pairing, m, r), theta))
     return planes
+
+
+def xpos_planes(spec: XPos, head_dim: int) -> list[tuple[int, int, sp.Expr, sp.Expr]]:
+    """xPos planes (2m, 2m+1, theta_m = base^(-2m/d), lambda_m = zeta_m^(1/scale_base)) with
+    zeta_m = (2m/d + gamma)/(1 + gamma), exact; every dim of the head rotates."""
+    if head_dim % 2:
+        raise PosencError(f"xpos needs an even head dimension; got {head_dim}")
+    b, g, s = exact(spec.base), exact(spec.gamma), exact(spec.scale_base)
+    return [(2 * m, 2 * m + 1, b ** sp.Rational(-2 * m, head_dim),
+             ((sp.Rational(2 * m, head_dim) + g) / (1 + g)) ** (1 / s))
+            for m in range(head_dim // 2)]
 
 
 def frequency_planes(frequencies: Sequence[float], head_dim: int) -> list[Plane]:

@@ -41,6 +41,7 @@ class Path:
     k_text: str = "W_k"
     q_latex: str = "W_q"
     k_latex: str = "W_k"
+    decay: dict[int, sp.Expr] = field(default_factory=dict)  # plane's first coord -> lambda (xPos)
 
     @property
     def width(self) -> int:
@@ -90,6 +91,11 @@ def model_expr(head: HeadModel, c_i: sp.Matrix, c_j: sp.Matrix, pe: InputPE | No
     for path in head.paths:
         q = rotate(apply(path.q_maps, x_i), path.planes, I_POS)
         k = rotate(apply(path.k_maps, x_j), path.planes, J_POS)
+        for a, b, _ in path.planes:       # xPos: q scaled by lambda^i, k by lambda^(-j)
+            if a in path.decay:
+                lam = path.decay[a]
+                q[a], q[b] = q[a] * lam ** I_POS, q[b] * lam ** I_POS
+                k[a], k[b] = k[a] * lam ** (-J_POS), k[b] * lam ** (-J_POS)
         total.append(dot(q, k))
     if head.bias is not None:
         total.append(head.bias)
@@ -147,7 +153,7 @@ def split_terms(heads: Sequence[HeadModel], table: SymbolTable, c_i: sp.Matrix, 
                             dot(q, k, plain))
                     if path.planes:
                         add(TermSlot(kind, "rotary", path, (si, sj)), h,
-                            rotary_term(q, k, path.planes))
+                            rotary_term(q, k, path.planes, path.decay))
         if head.bias is not None:
             add(TermSlot("bias", "bias", None, ("", "")), h, head.bias)
     order = {k: n for n, k in enumerate(KIND.values())} | {"bias": 99}

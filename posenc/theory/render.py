@@ -30,7 +30,8 @@ def slot_text(slot: "TermSlot", b: "Build") -> str:
     path = slot.path
     assert path is not None
     if slot.structure == "rotary":
-        return f"sum_m Re[q~_m({ui}) conj(k~_m({uj})) e^(i theta_m (i - j))]"
+        decay = "lambda_m^(i - j) " if path.decay else ""
+        return f"sum_m {decay}Re[q~_m({ui}) conj(k~_m({uj})) e^(i theta_m (i - j))]"
     q, k = _wrap(path.q_text), _wrap(path.k_text)
     if slot.full:
         return f"{ui}^T {q}^T {k} {uj}"
@@ -44,7 +45,8 @@ def slot_latex(slot: "TermSlot", b: "Build") -> str:
     path = slot.path
     assert path is not None
     if slot.structure == "rotary":
-        return (rf"\sum_m \operatorname{{Re}}\left[\tilde q_m({ui})\,\overline{{\tilde k_m({uj})}}"
+        decay = r"\lambda_m^{i-j}\," if path.decay else ""
+        return (rf"\sum_m {decay}\operatorname{{Re}}\left[\tilde q_m({ui})\,\overline{{\tilde k_m({uj})}}"
                 rf"\,e^{{\mathrm{{i}}\theta_m (i-j)}}\right]")
     q, k = _wrap(path.q_latex), _wrap(path.k_latex)
     if slot.full:

@@ -44,18 +44,23 @@ def dot(u: sp.Matrix, v: sp.Matrix, coords: Sequence[int] | None = None) -> sp.E
     return sp.Add(*[u[a] * v[a] for a in idx])
 
 
-def rotary_term(q: sp.Matrix, k: sp.Matrix, planes: Sequence[SymPlane]) -> sp.Expr:
+def rotary_term(q: sp.Matrix, k: sp.Matrix, planes: Sequence[SymPlane],
+                decay: dict[int, sp.Expr] | None = None) -> sp.Expr:
     """sum_m Re(q~_m conj(k~_m) e^{i theta_m (i - j)}) as a real expression.
 
     With G = q~ conj(k~): Re G = q_a k_a + q_b k_b, Im G = q_b k_a - q_a k_b and
-    Re(G e^{i phi}) = Re G cos(phi) - Im G sin(phi), phi = theta (i - j).
+    Re(G e^{i phi}) = Re G cos(phi) - Im G sin(phi), phi = theta (i - j).  A plane with a
+    decay lambda (xPos; ``decay[a]``) has the factor lambda^(i - j) as well.
     """
     total = []
     for a, b, theta in planes:
         phi = theta * (I_POS - J_POS)
         re_g = q[a] * k[a] + q[b] * k[b]
         im_g = q[b] * k[a] - q[a] * k[b]
-        total.append(re_g * sp.cos(phi) - im_g * sp.sin(phi))
+        term = re_g * sp.cos(phi) - im_g * sp.sin(phi)
+        if decay and a in decay:
+            term = decay[a] ** (I_POS - J_POS) * term
+        total.append(term)
     return sp.Add(*total)
 
 

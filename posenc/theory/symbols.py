@@ -134,9 +134,9 @@ class SymbolTable:
             return s
         return sp.Matrix(rows, cols, entry)
 
-    def parameter(self, name: str, value: sp.Expr) -> sp.Symbol:
-        """A real parameter kept symbolic in proofs; ``value`` is its exact value."""
-        s = sp.Symbol(name, real=True)
+    def parameter(self, name: str, value: sp.Expr, positive: bool = False) -> sp.Symbol:
+        """A real (or positive) parameter kept symbolic in proofs; ``value`` is its exact value."""
+        s = sp.Symbol(name, positive=True) if positive else sp.Symbol(name, real=True)
         self.parameters[s] = sp.sympify(value)
         return s
 

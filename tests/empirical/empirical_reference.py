@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from posenc.encodings import MLA, ALiBi, Custom, Hybrid, RelativeBias, RoPE
+from posenc.encodings import MLA, ALiBi, Custom, Hybrid, KerpleLog, RelativeBias, RoPE, XPos
 
 
 def alibi_slopes_ref(n: int, schedule: str) -> list[float]:
@@ -89,7 +89,19 @@ def bias_ref(spec, attn, h: int, i: int, j: int, n_heads: int) -> float:
         return float(w[h, max(-md, min(md, i - j)) + md])
     if isinstance(spec, Custom) and spec.kernel is not None:
         return float(spec.kernel.evaluate(float(i - j), MATH))
+    if isinstance(spec, KerpleLog):     # learned r1, r2 > 0 per head, stored as their logs
+        r1, r2 = (math.exp(float(v)) for v in attn.bias.log_r.detach()[:, h])
+        return -r1 * math.log(1 + r2 * abs(i - j))
     return 0.0
+
+
+def xpos_scale_ref(spec, head_dim: int, pos: int) -> torch.Tensor:
+    """zeta_m^(pos/scale_base) on dims (2m, 2m+1), zeta_m = (2m/d + gamma)/(1 + gamma)."""
+    out = torch.ones(head_dim, dtype=torch.float64)
+    for m in range(head_dim // 2):
+        zeta = (2 * m / head_dim + spec.gamma) / (1 + spec.gamma)
+        out[2 * m] = out[2 * m + 1] = zeta ** (pos / spec.scale_base)
+    return out
 
 
 def planes_for(spec, head_dim: int, head: int, n_heads: int):
@@ -99,6 +111,8 @@ def planes_for(spec, head_dim: int, head: int, n_heads: int):
         return rope_planes_ref(spec, head_dim, head, n_heads)
     if isinstance(spec, Custom) and spec.frequencies is not None:
         return [(2 * m, 2 * m + 1, f) for m, f in enumerate(spec.frequencies)]
+    if isinstance(spec, XPos):
+        return [(2 * m, 2 * m + 1, spec.base ** (-2.0 * m / head_dim)) for m in range(head_dim // 2)]
     return []
 
 
@@ -122,6 +136,10 @@ def scores_ref(spec, attn, x: torch.Tensor, y: torch.Tensor, offset: int = 0) ->
                 if isinstance(spec, MLA):
                     s = q @ k + rotate_ref(W["W_qr"][h] @ x[i], mla_planes, i + offset) @ \
                         rotate_ref(W["W_kr"][h] @ y[j], mla_planes, j + offset)
+                elif isinstance(spec, XPos):
+                    d = q.shape[0]
+                    s = (rotate_ref(q, planes, i + offset) * xpos_scale_ref(spec, d, i + offset)) @ \
+                        (rotate_ref(k, planes, j + offset) / xpos_scale_ref(spec, d, j + offset))
                 else:
                     s = rotate_ref(q, planes, i + offset) @ rotate_ref(k, planes, j + offset)
                 out[h, i, j] = s * scale + bias_ref(spec, attn, h, i + offset, j + offset, H)

@@ -168,3 +168,20 @@ class KernelBias(_Cached):
                 raise PosencError(f"custom kernel {self.kernel.text!r} is not finite at k = {int(bad)}")
             return g.to(dtype)[None]  # (1, T, T)
         return self._cached((seq, offset, dtype), make)
+
+
+class KerpleLogBias(nn.Module):
+    """KERPLE-log (Chi et al. 2022): B[h, i, j] = -r1_h log(1 + r2_h |i - j|), r1_h, r2_h > 0
+    learned per head, parametrised as exp of ``log_r`` (2, heads) so they stay positive."""
+
+    learned = True
+
+    def __init__(self, n_heads: int, r1: float = 1.0, r2: float = 1.0):
+        super().__init__()
+        init = torch.log(torch.tensor([[r1], [r2]], dtype=torch.float32)).expand(2, n_heads)
+        self.log_r = nn.Parameter(init.clone())
+
+    def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        k = _offsets(seq, offset, self.log_r.device).abs().to(self.log_r.dtype)  # (T, T)
+        r1, r2 = torch.exp(self.log_r)                                          # (H,), (H,)
+        return (-r1[:, None, None] * torch.log1p(r2[:, None, None] * k)).to(dtype)  # (H, T, T)

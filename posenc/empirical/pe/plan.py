@@ -20,6 +20,8 @@ mla                    MLA attention; ``absolute`` adds learned (model max_len)
 hybrid                 the additive part (absolute or bias) + rotary
 custom kernel          bias g(i - j), shared by heads
 custom frequencies     rotary with the given plane frequencies
+xpos                   rotary with per-plane decay (XPosRotary)
+kerple_log             bias: -r1 log(1 + r2|i-j|), r1, r2 learned per head
 =====================  =====================================================
 """
 
@@ -81,6 +83,7 @@ BIAS_MODULES: dict[str, Callable[..., nn.Module]] = {
     "t5": _t5,
     "table": lambda b, n_heads: bias.TableBias(n_heads, b.max_distance),
     "kernel": lambda b, n_heads: bias.KernelBias(b.kernel),
+    "kerple_log": lambda b, n_heads: bias.KerpleLogBias(n_heads, b.r1, b.r2),
 }
 
 #: rotary part kind -> (part spec, head_dim, n_heads) -> module.
@@ -88,6 +91,7 @@ ROTARY_MODULES: dict[str, Callable[..., nn.Module]] = {
     "rope": rotary.rope_rotary,
     "frequencies": lambda r, head_dim, n_heads: rotary.frequency_rotary(r.frequencies, head_dim,
                                                                         n_heads),
+    "xpos": rotary.xpos_rotary,
 }
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...encodings import RoPE
+from ...encodings import RoPE, XPos
 from ...errors import PosencError
 
 
@@ -93,6 +93,11 @@ class Rotary(nn.Module):
             rot = torch.cat([z.real, z.imag], dim=-1)
         return rot if r == self.head_dim else torch.cat([rot, x[..., r:]], dim=-1)
 
+    def rotate_qk(self, q: torch.Tensor, k: torch.Tensor, offset: int = 0
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Queries and keys at positions offset, offset+1, ... (RoPE: the same rotation)."""
+        return self(q, offset), self(k, offset)
+
     def _real(self, x: torch.Tensor, offset: int) -> torch.Tensor:
         """The same rotation by the real formula (any dtype)."""
         cos, sin = self.tables(x.shape[-2], offset, x.dtype)
@@ -147,3 +152,34 @@ def mla_rotary(rope_dim: int, base: float) -> Rotary:
     m = torch.arange(planes, dtype=torch.float64)
     theta = (torch.tensor(float(base), dtype=torch.float64) ** (-2.0 * m / rope_dim))[None, :]
     return Rotary(rope_dim, theta, "interleaved")
+
+
+class XPosRotary(Rotary):
+    """xPos (Sun et al. 2022): RoPE on every dim (interleaved), theta_m = base^(-2m/d), with plane
+    m of the query at position p scaled by zeta_m^(p/scale_base) and of the key by
+    zeta_m^(-p/scale_base), zeta_m = (2m/d + gamma)/(1 + gamma); so the logit's plane m carries
+    zeta_m^((i-j)/scale_base).  The same for every head."""
+
+    def __init__(self, head_dim: int, n_heads: int, base: float, gamma: float, scale_base: float):
+        if head_dim % 2:
+            raise PosencError(f"xpos needs an even head dimension; got {head_dim}")
+        planes = head_dim // 2
+        m = torch.arange(planes, dtype=torch.float64)
+        theta = torch.tensor(float(base), dtype=torch.float64) ** (-2.0 * m / head_dim)
+        super().__init__(head_dim, theta.expand(n_heads, planes).clone(), "interleaved")
+        zeta = (2.0 * m / head_dim + gamma) / (1.0 + gamma)
+        self.register_buffer("log_decay", torch.log(zeta) / scale_base, persistent=False)  # (P,)
+
+    def scales(self, seq: int, offset: int, dtype: torch.dtype) -> torch.Tensor:
+        """lambda_m^p per dim, (seq, head_dim): each plane's factor on both of its dims."""
+        pos = torch.arange(offset, offset + seq, device=self.log_decay.device, dtype=torch.float64)
+        return torch.exp(pos[:, None] * self.log_decay[None, :]).repeat_interleave(2, -1).to(dtype)
+
+    def rotate_qk(self, q: torch.Tensor, k: torch.Tensor, offset: int = 0
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.scales(q.shape[-2], offset, q.dtype)
+        return self(q, offset) * s, self(k, offset) / s
+
+
+def xpos_rotary(spec: XPos, head_dim: int, n_heads: int) -> XPosRotary:
+    return XPosRotary(head_dim, n_heads, spec.base, spec.gamma, spec.scale_base)
