@@ -33,14 +33,6 @@ from .errors import PosencError
 
 ROLES = ("absolute", "bias", "rotary", "mla")
 
-#: kind -> role, for every part kind the catalogue uses.
-KINDS: dict[str, str] = {
-    "sinusoidal": "absolute", "learned": "absolute",
-    "alibi": "bias", "t5": "bias", "table": "bias", "kernel": "bias", "kerple_log": "bias",
-    "rope": "rotary", "frequencies": "rotary", "xpos": "rotary",
-    "mla": "mla",
-}
-
 #: Rotary pairings: which two dims of the first r (rotary) dims form plane m.
 PAIRINGS: dict[str, str] = {
     "interleaved": "plane m = dims (2m, 2m+1)",
@@ -127,7 +119,7 @@ def structure(spec: Any) -> Structure:
     parts = tuple(spec.parts())
     roles = [p.role for p in parts]
     for p in parts:
-        if KINDS.get(p.kind) != p.role:
+        if p.role not in ROLES or not isinstance(p.kind, str) or not p.kind:
             raise PosencError(f"{spec.name}: unknown part {p.role}/{p.kind}")
     if len(set(roles)) != len(roles):
         raise PosencError(f"{spec.name}: more than one part per role: {roles}")
@@ -142,3 +134,16 @@ def unknown_part(layer: str, part: Part, spec: Any) -> PosencError:
     """The error a layer raises for a part kind it has no formula for."""
     return PosencError(f"{layer}: no formula for the {part.role} part {part.kind!r} of "
                        f"{getattr(spec, 'name', spec)!r}")
+
+
+def kinds() -> dict[str, str]:
+    """kind -> role of every part the catalogue's entries (at their defaults and presets, and
+    every value of a parameter that changes the kind) are made of."""
+    from .encodings import PRESETS, REGISTRY, Custom, MLA, RelativeBias, RoPE
+    specs = [cls() for name, cls in REGISTRY.items() if name != "custom"]
+    specs += [Custom(kernel="k"), Custom(frequencies=(1.0,)), RelativeBias(mode="table"),
+              RoPE(add_absolute=True), MLA(absolute="learned"), MLA(absolute="sinusoidal")]
+    out = {}
+    for spec in specs + list(PRESETS.values()):
+        out.update({p.kind: p.role for p in structure(spec).parts})
+    return out

@@ -411,7 +411,7 @@ class _Context:
         return {"head": self.head, "n_heads": self.n_heads}
 
 
-#: part kind -> the positional matrix of that part (posenc.parts.KINDS).
+#: part kind -> the positional matrix of that part (posenc.parts.kinds()).
 PART_KERNELS: dict[str, Callable[..., Kernel]] = {
     "sinusoidal": _sinusoidal, "learned": _learned,
     "alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc.encodings import (ALiBi, Custom, LearnedAbsolute, MLA, NoPE, RelativeBias, RoPE,
-                              Sinusoidal, all_entries)
+from posenc.encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, NoPE, RelativeBias,
+                              RoPE, Sinusoidal, XPos, all_entries)
 from posenc.errors import PosencError
 from posenc.numerics.kernels import kernel
 
@@ -67,6 +67,12 @@ def _entry(spec, i, j, head, n_heads, head_dim, width, values):
     if isinstance(spec, MLA):
         r = spec.rope_dim or 2 * max(1, head_dim // 4)
         return _rope_entry([spec.base ** (-2 * m / r) for m in range(r // 2)], k, r, r)
+    if isinstance(spec, KerpleLog):
+        return -spec.r1 * math.log(1 + spec.r2 * abs(k))
+    if isinstance(spec, XPos):      # (1/d) sum_m 2 zeta_m^(k/scale_base) cos(theta_m k)
+        return sum(2 * ((2 * m / head_dim + spec.gamma) / (1 + spec.gamma)) ** (k / spec.scale_base)
+                   * math.cos(spec.base ** (-2 * m / head_dim) * k)
+                   for m in range(head_dim // 2)) / head_dim
     raise AssertionError(f"no reference for {spec.name}: add one when adding a PE")
 
 

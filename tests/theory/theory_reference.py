@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from posenc.encodings import (ALiBi, Custom, Hybrid, LearnedAbsolute, MLA, NoPE, RelativeBias,
-                              RoPE, Sinusoidal)
+from posenc.encodings import (ALiBi, Custom, Hybrid, KerpleLog, LearnedAbsolute, MLA, NoPE,
+                              RelativeBias, RoPE, Sinusoidal, XPos)
 
 
 def alibi_slopes(n: int) -> list[float]:
@@ -106,12 +106,26 @@ def logits(spec, values: dict, n: int, n_heads: int, head_dim: int, scale: float
             for j in range(n):
                 if isinstance(spec, MLA):
                     qk = _mla_qk(spec, values, h, inp[i], inp[j], i, j, head_dim)
+                elif isinstance(spec, XPos):
+                    q = rotate(values["W_q"][h] @ inp[i], xpos_planes(spec, head_dim), i)
+                    k = rotate(values["W_k"][h] @ inp[j], xpos_planes(spec, head_dim), j)
+                    qk = float((q * xpos_scale(spec, head_dim, i)) @ (k / xpos_scale(spec, head_dim, j)))
                 else:
                     q = rotate(values["W_q"][h] @ inp[i], planes, i)
                     k = rotate(values["W_k"][h] @ inp[j], planes, j)
                     qk = float(q @ k)
                 out[h, i, j] = scale * qk + _bias(additive, values, slopes, h, i, j)
     return out
+
+
+def xpos_planes(spec: XPos, d: int) -> list[tuple[int, int, float]]:
+    return [(2 * m, 2 * m + 1, spec.base ** (-2 * m / d)) for m in range(d // 2)]
+
+
+def xpos_scale(spec: XPos, d: int, pos: int) -> np.ndarray:
+    """zeta_m^(pos/scale_base) on dims 2m, 2m+1 (Sun et al. 2022: zeta_m = (2m/d + gamma)/(1+gamma))."""
+    zeta = [(2 * m / d + spec.gamma) / (1 + spec.gamma) for m in range(d // 2)]
+    return np.repeat([z ** (pos / spec.scale_base) for z in zeta], 2)
 
 
 def _mla_qk(spec: MLA, values: dict, h: int, xi, xj, i: int, j: int, head_dim: int) -> float:
@@ -141,4 +155,6 @@ def _bias(additive, values: dict, slopes, h: int, i: int, j: int) -> float:
                "cos": math.cos, "tanh": math.tanh, "sign": lambda v: float(np.sign(v)),
                "min": min, "max": max}
         return float(additive.kernel.evaluate(i - j, fns))
+    if isinstance(additive, KerpleLog):
+        return -additive.r1 * math.log(1 + additive.r2 * abs(i - j))
     return 0.0

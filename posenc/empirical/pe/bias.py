@@ -185,3 +185,13 @@ class KerpleLogBias(nn.Module):
         k = _offsets(seq, offset, self.log_r.device).abs().to(self.log_r.dtype)  # (T, T)
         r1, r2 = torch.exp(self.log_r)                                          # (H,), (H,)
         return (-r1[:, None, None] * torch.log1p(r2[:, None, None] * k)).to(dtype)  # (H, T, T)
+
+
+#: bias part kind (posenc.parts) -> (part spec, n_heads) -> module.
+MODULES = {
+    "alibi": lambda b, n_heads: AlibiBias(n_heads, b.slopes, b.direction),
+    "t5": lambda b, n_heads: T5Bias(n_heads, b.num_buckets, b.max_distance),
+    "table": lambda b, n_heads: TableBias(n_heads, b.max_distance),
+    "kernel": lambda b, n_heads: KernelBias(b.kernel),
+    "kerple_log": lambda b, n_heads: KerpleLogBias(n_heads, b.r1, b.r2),
+}

@@ -21,7 +21,7 @@ hybrid                 the additive part (absolute or bias) + rotary
 custom kernel          bias g(i - j), shared by heads
 custom frequencies     rotary with the given plane frequencies
 xpos                   rotary with per-plane decay (XPosRotary)
-kerple_log             bias: -r1 log(1 + r2|i-j|), r1, r2 learned per head
+kerple_log             bias -r1 log(1 + r2|i-j|), r1, r2 learned per head
 =====================  =====================================================
 """
 
@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 from torch import nn
 
-from ...encodings import MLA, PESpec, RelativeBias
+from ...encodings import MLA, PESpec
 from ...errors import PosencError
 from ...parts import Part, structure, unknown_part
 from . import absolute, bias, rotary
@@ -73,26 +73,10 @@ class PEPlan:
         return ROTARY_MODULES[self.rotary.kind](self.rotary.spec, head_dim, n_heads)
 
 
-def _t5(b: RelativeBias, n_heads: int) -> nn.Module:
-    return bias.T5Bias(n_heads, b.num_buckets, b.max_distance)
-
-
-#: bias part kind -> (part spec, n_heads) -> module.
-BIAS_MODULES: dict[str, Callable[..., nn.Module]] = {
-    "alibi": lambda b, n_heads: bias.AlibiBias(n_heads, b.slopes, b.direction),
-    "t5": _t5,
-    "table": lambda b, n_heads: bias.TableBias(n_heads, b.max_distance),
-    "kernel": lambda b, n_heads: bias.KernelBias(b.kernel),
-    "kerple_log": lambda b, n_heads: bias.KerpleLogBias(n_heads, b.r1, b.r2),
-}
-
-#: rotary part kind -> (part spec, head_dim, n_heads) -> module.
-ROTARY_MODULES: dict[str, Callable[..., nn.Module]] = {
-    "rope": rotary.rope_rotary,
-    "frequencies": lambda r, head_dim, n_heads: rotary.frequency_rotary(r.frequencies, head_dim,
-                                                                        n_heads),
-    "xpos": rotary.xpos_rotary,
-}
+#: bias part kind -> (part spec, n_heads) -> module; rotary part kind -> (part spec, head_dim,
+#: n_heads) -> module.  Each table lives beside its modules (bias.py, rotary.py).
+BIAS_MODULES: dict[str, Callable[..., nn.Module]] = bias.MODULES
+ROTARY_MODULES: dict[str, Callable[..., nn.Module]] = rotary.MODULES
 
 
 def plan_for(spec: PESpec) -> PEPlan:

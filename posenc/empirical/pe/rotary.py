@@ -183,3 +183,11 @@ class XPosRotary(Rotary):
 
 def xpos_rotary(spec: XPos, head_dim: int, n_heads: int) -> XPosRotary:
     return XPosRotary(head_dim, n_heads, spec.base, spec.gamma, spec.scale_base)
+
+
+#: rotary part kind (posenc.parts) -> (part spec, head_dim, n_heads) -> module.
+MODULES = {
+    "rope": rope_rotary,
+    "frequencies": lambda r, head_dim, n_heads: frequency_rotary(r.frequencies, head_dim, n_heads),
+    "xpos": xpos_rotary,
+}
