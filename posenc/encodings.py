@@ -20,11 +20,15 @@ position ``i``, key position ``j``, offset ``k = i - j``):
   ``(a, b) -> (a cos - b sin, a sin + b cos)``, i.e. ``a + ib -> (a + ib) e^{i p theta}``.
   ``heads = k`` applies the rotation to heads ``0 .. k-1`` only (partial RoPE).
 * **Sinusoidal** (Vaswani et al. 2017): ``PE[p, 2m] = sin(p / base^(2m/D))``,
-  ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width ``D``, added to the input.
+  ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width ``D``, added to the input
+  (``layout=interleaved``); ``layout=half`` puts every sine first and every cosine
+  after: ``PE[p, m] = sin(p / base^(2m/D))``, ``PE[p, D/2 + m] = cos(...)`` (the
+  table the paper code's ``rope`` model adds to its input).
 * **ALiBi** (Press et al. 2022): head ``h = 1 .. H`` has slope ``2^(-8h/H)``
   (``press``; for ``H`` not a power of two, the slopes of the nearest lower power
   of two ``P`` followed by every other slope of ``2P``, first ``H - P`` of them)
-  or ``exp(-h/H)`` (``exp``, the paper's code).  Bias ``B_ij = -slope * |i - j|``
+  or ``exp(-h/H)`` (``exp``), or ``exp(-h/H)`` for ``h = 0 .. H-1`` (``exp0``, the
+  paper's code: head 0 has slope 1).  Bias ``B_ij = -slope * |i - j|``
   (``symmetric``) or ``-slope * (i - j)`` for ``j <= i`` and 0 above the diagonal
   (``causal``; use with a causal attention mask).
 * **Relative bias.**  ``t5``: the T5 bucket of the relative position ``j - i``
@@ -37,7 +41,11 @@ position ``i``, key position ``j``, offset ``k = i - j``):
   concatenated with a decoupled RoPE part of width ``rope_dim`` whose key is
   shared across heads when ``shared_rope_key``.  ``None`` widths are resolved
   by the model: latents ``4 * head_dim`` (capped at the model width),
-  ``rope_dim = head_dim // 2`` rounded down to even.
+  ``rope_dim = head_dim // 2`` rounded down to even.  ``rope=paper_code`` is the
+  paper code's MLA instead: its "RoPE" is not a rotation (see
+  :mod:`posenc.empirical.paper_code`), the query's rope part is shared across heads,
+  ``rope_dim`` defaults to ``head_dim``; its logit is not Toeplitz, so the symbolic
+  and numeric layers refuse it.
 * **Custom.**  ``kernel``: an additive bias ``B_ij = g(i - j)``, the same for every
   head.  ``frequencies``: plane m rotates dims (2m, 2m+1) (interleaved) with
   frequency ``frequencies[m]``; dims past ``2 * len(frequencies)`` carry no position.
@@ -134,9 +142,11 @@ class Sinusoidal(PESpec):
     name: ClassVar[str] = "sinusoidal"
     doc: ClassVar[str] = "fixed sin/cos absolute embedding added to the input"
     base: float = 10000.0
+    layout: str = "interleaved"
 
     def __post_init__(self) -> None:
         _positive(self.name, "base", self.base)
+        _choice(self.name, "layout", self.layout, ("interleaved", "half"))
 
     @property
     def family(self) -> str:
@@ -187,12 +197,13 @@ class ALiBi(PESpec):
     """Attention with linear biases: -slope_h * distance (Press et al. 2022)."""
 
     name: ClassVar[str] = "alibi"
-    doc: ClassVar[str] = "linear distance bias per head; slopes press 2^(-8h/H) or exp exp(-h/H)"
+    doc: ClassVar[str] = ("linear distance bias per head; slopes press 2^(-8h/H), exp exp(-h/H) "
+                          "(h = 1..H) or exp0 exp(-h/H) (h = 0..H-1, the paper's code)")
     slopes: str = "press"
     direction: str = "symmetric"
 
     def __post_init__(self) -> None:
-        _choice(self.name, "slopes", self.slopes, ("press", "exp"))
+        _choice(self.name, "slopes", self.slopes, ("press", "exp", "exp0"))
         _choice(self.name, "direction", self.direction, ("symmetric", "causal"))
 
     @property
@@ -261,6 +272,7 @@ class MLA(PESpec):
     base: float = 10000.0
     shared_rope_key: bool = True
     absolute: str = "none"
+    rope: str = "rotary"
 
     def __post_init__(self) -> None:
         for p in ("kv_latent", "q_latent"):
@@ -272,14 +284,28 @@ class MLA(PESpec):
         _positive(self.name, "base", self.base)
         _check(isinstance(self.shared_rope_key, bool), "mla: shared_rope_key must be true or false")
         _choice(self.name, "absolute", self.absolute, ("none", "learned", "sinusoidal"))
+        _choice(self.name, "rope", self.rope, ("rotary", "paper_code"))
+        if self.rope == "paper_code":
+            _check(self.shared_rope_key, "mla: rope=paper_code shares its rope key across heads "
+                                         "(shared_rope_key=false is not the paper's code)")
+
+    def refuse_non_toeplitz(self) -> None:
+        """The symbolic and numeric layers derive Toeplitz forms: refuse the paper code's MLA."""
+        if self.rope == "paper_code":
+            raise PosencError(
+                "mla:rope=paper_code is not a rotation: the paper code builds cat[sin, cos] and "
+                "reads its even entries as sin and its odd ones as cos, mixing frequencies, so "
+                "the logit is not a function of i - j (not Toeplitz); there is no Toeplitz form "
+                "to derive or bound (train, ablate and probe it with the empirical layer)")
 
     @property
     def family(self) -> str:
         return "multiplicative" if self.absolute == "none" else "hybrid"
 
     def resolved_rope_dim(self, head_dim: int) -> int:
-        r = self.rope_dim if self.rope_dim is not None else 2 * max(1, head_dim // 4)
-        return r
+        if self.rope_dim is not None:
+            return self.rope_dim
+        return head_dim if self.rope == "paper_code" else 2 * max(1, head_dim // 4)
 
 
 ADDITIVE_NAMES = ("sinusoidal", "learned_absolute", "relative_bias", "alibi")
@@ -348,16 +374,28 @@ REGISTRY: dict[str, type[PESpec]] = {
                               RoPE, MLA, Hybrid, Custom)
 }
 
-#: The exact conventions of the paper's public code, by name.
+#: The exact conventions of the paper's public code (Qihuai27/Deposit-Pattern-Research), by
+#: name: ``dis_gen/trans.py`` (nope, absolute, alibi, relative, random, rope -- its ``rope``
+#: adds a cat[sin, cos] table to the input), ``count_gen/partialrope.py`` (RoPE on the first k
+#: heads, nothing added to the input) and ``dis_gen/mla.py``.  A preset name is resolved to its
+#: spec when a run config is made (:class:`posenc.empirical.config.ModelConfig`), so a run
+#: records what it trained; :data:`PRESETS_VERSION` counts the times their meaning changed.
 PRESETS: dict[str, PESpec] = {
     "paper-nope": NoPE(),
     "paper-absolute": Sinusoidal(),
-    "paper-rope": RoPE(add_absolute=True),
-    "paper-alibi": ALiBi(slopes="exp"),
-    "paper-relative": RelativeBias(mode="table"),
-    "paper-mla": MLA(absolute="learned"),
-    "paper-absolute-rope": Hybrid(additive=Sinusoidal(), rope=RoPE()),
+    "paper-random": LearnedAbsolute(max_len=128),
+    "paper-rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE()),
+    "paper-alibi": ALiBi(slopes="exp0"),
+    "paper-relative": RelativeBias(mode="table", max_distance=127),
+    "paper-mla": MLA(rope="paper_code", kv_latent=128, q_latent=128, absolute="learned"),
+    "paper-absolute-rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE()),
 }
+#: 2: the presets follow the paper code exactly (issue 14); before, paper-alibi had slopes
+#: exp(-h/H) for h = 1..H, paper-rope and paper-absolute-rope an interleaved sin/cos table,
+#: paper-relative 257 offsets and paper-mla a true rotation.
+PRESETS_VERSION = 2
+#: Preset names a run config may hold only if it was written before :data:`PRESETS_VERSION` 2.
+OLD_PRESET_NAMES = tuple(PRESETS)
 
 
 def _format_value(value: Any) -> str:

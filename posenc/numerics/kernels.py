@@ -208,7 +208,7 @@ def absolute_table(spec: PESpec, n: int, width: int, values: Any = None, seed: i
                    ) -> tuple[np.ndarray, str, int | None]:
     """The absolute PE table P, shape (n, width): sinusoidal, or learned (given / seeded draw)."""
     if isinstance(spec, Sinusoidal):
-        return cv.sinusoidal_table(n, width, spec.base), "formula", None
+        return cv.sinusoidal_table(n, width, spec.base, spec.layout), "formula", None
     if not isinstance(spec, LearnedAbsolute):
         raise PosencError(f"{spec.name} has no absolute position table")
     if n > spec.max_len:
@@ -304,7 +304,7 @@ def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_
         col = _cos_sum(n, omega, np.ones(omega.size))
         return Kernel(spec, n, "position-gram", ToeplitzOperator(col),
                       f"sinusoidal position Gram P P^T, width {width}: sum_m cos(omega_m (i-j))",
-                      factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base),
+                      factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base, spec.layout),
                       notes=("the position-position logit term with W_q^T W_k = I; a generic "
                              "W_q^T W_k breaks the Toeplitz structure",), **common)
     if isinstance(spec, LearnedAbsolute):
@@ -327,6 +327,8 @@ def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_
                        f"RoPE average kernel (1/d) sum cos(theta_m (i-j)), d={head_dim}, "
                        f"{r} rotary dims, {int(np.count_nonzero(theta))} rotating planes",
                        notes=note, **common)
+    if isinstance(spec, MLA):
+        spec.refuse_non_toeplitz()
     if isinstance(spec, MLA) and spec.absolute == "none":
         theta = cv.mla_frequencies(spec, head_dim)
         return _rotary(spec, n, theta, np.full(theta.size, 1.0 / theta.size), 0.0,

@@ -104,6 +104,7 @@ def logits(spec: PESpec | str, x: np.ndarray, wq: np.ndarray, wk: np.ndarray, *,
     elif isinstance(spec, (ALiBi, RelativeBias)) or (isinstance(spec, Custom) and spec.kernel):
         absolute, rope, bias = None, None, spec
     elif isinstance(spec, MLA):
+        spec.refuse_non_toeplitz()
         absolute = {"none": None, "sinusoidal": Sinusoidal(),
                     "learned": LearnedAbsolute(max_len=n)}[spec.absolute]
         rope, bias = None, None

@@ -51,14 +51,25 @@ def _values(symbols: list[sp.Symbol], table: SymbolTable) -> tuple[str, str]:
     return text, latex
 
 
-def _input_pe(b: Build, kind: str, base: float = 10000.0, max_len: int = 0) -> None:
+def _input_pe(b: Build, kind: str, base: float = 10000.0, max_len: int = 0,
+              layout: str = "interleaved") -> None:
     D = b.c_i.shape[0]
     if kind == "sinusoidal":
         omegas = [b.table.parameter(f"omega_{m}", w)
                   for m, w in enumerate(cv.sinusoidal_frequencies(D, base))]
-        vec = lambda pos: sp.Matrix([f(w * pos) for w in omegas for f in (sp.sin, sp.cos)])  # noqa: E731
+        if layout == "half":  # every sine, then every cosine (the paper code's rope table)
+            vec = lambda pos: sp.Matrix([f(w * pos) for f in (sp.sin, sp.cos) for w in omegas])  # noqa: E731
+        else:
+            vec = lambda pos: sp.Matrix([f(w * pos) for w in omegas for f in (sp.sin, sp.cos)])  # noqa: E731
         b.pe = InputPE(vec(I_POS), vec(J_POS))
         text, latex = _values(omegas, b.table)
+        if layout == "half":
+            b.define(f"p_i[m] = sin(omega_m i), p_i[D/2+m] = cos(omega_m i), omega_m = "
+                     f"{base:g}^(-2m/{D}): " + text,
+                     rf"p_i[m] = \sin(\omega_m i),\; p_i[D/2+m] = \cos(\omega_m i),\; "
+                     rf"\omega_m = {base:g}^{{-2m/{D}}}:\; " + latex)
+            b.pe_kind = kind
+            return
         b.define(f"p_i[2m] = sin(omega_m i), p_i[2m+1] = cos(omega_m i), omega_m = {base:g}^(-2m/{D}): "
                  + text,
                  rf"p_i[2m] = \sin(\omega_m i),\; p_i[2m+1] = \cos(\omega_m i),\; "
@@ -175,6 +186,7 @@ def build(spec: PESpec, head_dim: int, model_dim: int, n_heads: int) -> Build:
     b = Build(table, table.content(model_dim, "query"), table.content(model_dim, "key"), [])
     rot, bias = "", ""
     if isinstance(spec, MLA):
+        spec.refuse_non_toeplitz()
         _mla(b, spec, head_dim, n_heads)
         if spec.absolute != "none":
             _input_pe(b, spec.absolute, Sinusoidal().base, LearnedAbsolute().max_len)
@@ -185,7 +197,8 @@ def build(spec: PESpec, head_dim: int, model_dim: int, n_heads: int) -> Build:
                 isinstance(spec, Hybrid) and spec.additive.name in ("sinusoidal", "learned_absolute")):
             add = spec.additive if isinstance(spec, Hybrid) else spec
             kind = "sinusoidal" if isinstance(add, Sinusoidal) else "learned"
-            _input_pe(b, kind, getattr(add, "base", 10000.0), getattr(add, "max_len", 0))
+            _input_pe(b, kind, getattr(add, "base", 10000.0), getattr(add, "max_len", 0),
+                      getattr(add, "layout", "interleaved"))
         if isinstance(spec, (ALiBi, RelativeBias)) or (isinstance(spec, Custom) and spec.kernel):
             _bias(b, spec, n_heads)
         if isinstance(spec, Hybrid) and isinstance(spec.additive, (ALiBi, RelativeBias)):

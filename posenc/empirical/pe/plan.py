@@ -39,6 +39,7 @@ class PEPlan:
     spec: PESpec
     absolute: Optional[str] = None  # "sinusoidal" or "learned" embedding added to the input
     absolute_base: float = 10000.0  # sinusoidal base
+    absolute_layout: str = "interleaved"  # sinusoidal layout: interleaved or half
     absolute_max_len: Optional[int] = None  # learned table length; None = the model's length
     bias: Optional[PESpec] = None  # RelativeBias, ALiBi or Custom(kernel)
     rotary: Optional[PESpec] = None  # RoPE or Custom(frequencies)
@@ -53,7 +54,7 @@ class PEPlan:
         if self.absolute is None:
             return None
         if self.absolute == "sinusoidal":
-            return absolute.SinusoidalAbsolute(d_model, self.absolute_base)
+            return absolute.SinusoidalAbsolute(d_model, self.absolute_base, self.absolute_layout)
         length = self.absolute_max_len if self.absolute_max_len is not None else max_len
         if length < max_len:
             raise PosencError(f"learned_absolute: max_len {length} is shorter than the "
@@ -85,7 +86,8 @@ class PEPlan:
 
 def _additive(spec: PESpec) -> dict:
     if isinstance(spec, Sinusoidal):
-        return {"absolute": "sinusoidal", "absolute_base": spec.base}
+        return {"absolute": "sinusoidal", "absolute_base": spec.base,
+                "absolute_layout": spec.layout}
     if isinstance(spec, LearnedAbsolute):
         return {"absolute": "learned", "absolute_max_len": spec.max_len}
     return {"bias": spec}
