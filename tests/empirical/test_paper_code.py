@@ -93,7 +93,8 @@ def test_the_old_paper_code_switches_were_not_exact():
     old = model_for(apply_overrides(preset("smoke", task="distance", pe="nope"),
                                     {**paper_code_fields(parse_spec("nope")), "model.code": "posenc"}))
     own = old.state_dict()
-    old.load_state_dict({k: v[: own[k].shape[0]] for k, v in exact.state_dict().items() if k in own})
+    old.load_state_dict({k: v[: own[k].shape[0]] for k, v in exact.state_dict().items() if k in own},
+                        strict=False)  # its own ln_f stays at the identity-like init
     tok = tokens("distance")
     with torch.no_grad():
         assert (exact(tok) - ref(tok)).abs().max() <= TOL
