@@ -153,7 +153,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               overrides: Optional[dict[str, Any]] = None, theory: bool = True,
               log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
-              seed_batch: Optional[int] = None, first_seed: int = 0) -> Path:
+              seed_batch: Optional[int] = None, first_seed: int = 0,
+              paper_code: Optional[bool] = None) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -164,6 +165,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     still inconclusive, until each is decided or has ``max_seeds`` seeds.
     ``first_seed``: run seeds ``first_seed, first_seed + 1, ...`` (calibration sweeps use seeds
     the report never runs).
+    ``paper_code``: the paper code's models, exactly (default: on for the ``paper`` preset
+    only); the report says which mode its runs are in.
     """
     from ..report import reproduce as run_reproduction
 
@@ -185,4 +188,5 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             ray_address=ray_address, device=device,
                             roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log, wait=wait,
                             until_decided=until_decided, max_seeds=max_seeds,
-                            seed_batch=seed_batch, first_seed=first_seed)
+                            seed_batch=seed_batch, first_seed=first_seed,
+                            paper_code=arg.flag("paper_code", paper_code, optional=True))

@@ -120,6 +120,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     if probe is not None:
         (Path(folder) / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
+               "code": cfg.model.code,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
                "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
