@@ -33,7 +33,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -85,11 +85,11 @@ def _check_buffers(pe: str, sd: dict[str, torch.Tensor], d_model: int, head_dim:
         if got.shape != want.shape or not torch.allclose(got.double(), want, atol=1e-5):
             raise PosencError(f"{key} is not the table of the paper code's {pe} model "
                               f"(another PE or head count?)")
-    f = lambda w: 1.0 / 10000 ** (torch.arange(0, w, 2, dtype=torch.float64) / w)  # noqa: E731
+    f = lambda w: 1.0 / 10000 ** (torch.arange(0, w, 2, dtype=torch.float64) / w)
     for key in sd:
         if key.endswith("rope.inv_freq"):
             close(key, f(d_model if key.startswith("position_encoding") else head_dim))
-        elif key.endswith("rope.cos") or key.endswith("rope.sin"):
+        elif key.endswith(("rope.cos", "rope.sin")):
             n = sd[key].shape[0]
             ang = torch.arange(n, dtype=torch.float64)[:, None] * f(head_dim)[None, :]
             close(key, (ang.cos() if key.endswith("cos") else ang.sin()).repeat_interleave(2, 1))
@@ -165,14 +165,15 @@ def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, i
 
 def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
                       n_heads: int = 16, preset: str = "paper",
-                      seq_len: Optional[int] = None) -> Path:
+                      seq_len: int | None = None) -> Path:
     """Write the run folder ``out`` for the paper-code checkpoint ``file`` (see the module
     doc).  The task is ``preset``'s ``task`` with the checkpoint's vocabulary (and
     ``seq_len`` when given).  Nothing is written unless everything checks out."""
-    from .config import apply_overrides, preset as make_preset
+    from ..encodings import parse_spec
+    from .config import apply_overrides
+    from .config import preset as make_preset
     from .paper_specs import paper_code_fields
     from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
-    from ..encodings import parse_spec
 
     file, out = Path(file), Path(out)
     if out.exists():

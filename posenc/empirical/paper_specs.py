@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..encodings import (MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE,
-                         Sinusoidal)
+from ..encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
 from ..errors import PosencError
 
 CODES = ("posenc", "paper")

@@ -57,7 +57,7 @@ class _TransLayer(nn.Module):
         return out
 
     def forward(self, x, memory):
-        B, n, D = x.shape
+        B, n, _ = x.shape
         kv_in = self.norm1(memory) if self.dev == "ln_kv" else memory
         q, k, v = self.q_linear(self.norm1(x)), self.k_linear(kv_in), self.v_linear(kv_in)
         heads_out = []
@@ -148,7 +148,7 @@ class _MLAAttn(nn.Module):
     def _code_rope(self, v):
         """The code's "RoPE" on v (B, n, dh): entries 2m / 2m+1 of [sin(p f), cos(p f)] are used
         as the sine / cosine of pair m, and the output is [first of each pair; second of each]."""
-        B, n, r = v.shape
+        _, n, r = v.shape
         f = [10000.0 ** (-2.0 * m / r) for m in range(r // 2)]
         out = torch.empty_like(v)
         for p in range(n):

@@ -35,7 +35,7 @@ def reference(pe, seed=0, deviation=None):
 
 
 def posenc_model(pe, task, state_dict):
-    spec, dims, state = convert(state_dict, pe, H)
+    spec, _, state = convert(state_dict, pe, H)
     cfg = preset("smoke", task=task, pe=spec)
     cfg = apply_overrides(cfg, paper_code_fields(parse_spec(spec)))
     model = model_for(cfg)
