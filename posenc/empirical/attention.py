@@ -6,8 +6,9 @@ Scores for head h, query i, key j (what ``hook_attn_scores`` shows):
 
 with x the layer-normed query input (``hook_q_in``), y the layer-normed key /
 value input (``hook_kv_in``: the same as x, or the normed input embeddings when
-keys and values come from the input as in the paper's code), ``q_h = W_q[h] x``,
-``k_h = W_k[h] y`` (no projection bias), ``rot_p`` the RoPE rotation at
+keys and values come from the input; in paper-code mode the raw input embeddings,
+as the paper's code), ``q_h = W_q[h] x``, ``k_h = W_k[h] y`` (no projection
+bias; with ``qkv_bias``, as the paper's code, plus one), ``rot_p`` the RoPE rotation at
 position p (identity without RoPE), B the PE bias and M the padding / causal
 mask (0 or -inf).  The kernel (explicit softmax(QK^T/sqrt(d) + B + M) V or
 ``torch.nn.functional.scaled_dot_product_attention``) is chosen by device and

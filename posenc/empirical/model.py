@@ -3,8 +3,8 @@
 Built from a :class:`~posenc.empirical.config.ModelConfig` and any catalogue
 PE spec (see :mod:`posenc.empirical.pe.plan` for how a spec maps to parts).
 Block l: ``h += Attn(LN1(h), LN1(kv_in)); h += MLP(LN2(h))`` with ``kv_in = h``
-(standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``,
-as the paper's code).  The input embedding ``x0 = E[token] + P[position]``.
+(standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``;
+the paper's code reads ``x0`` itself, without LN1: ``code='paper'`` below).  The input embedding ``x0 = E[token] + P[position]``.
 Padding (token 0) is masked out of attention keys and of the mean pooling when
 ``mask_padding``; otherwise it is an ordinary token.
 
@@ -101,7 +101,8 @@ class Transformer(Hooked):
         fixed_bias = None if self.plan.bias_learned else self.plan.make_bias(H)
         for _ in range(cfg.n_layers):
             if self.plan.mla is not None:
-                attn: nn.Module = MLAAttention(D, H, self.plan.mla, cfg.dropout)
+                # the paper's MLA has no dropout on the attention weights
+                attn: nn.Module = MLAAttention(D, H, self.plan.mla, 0.0 if paper_mla else cfg.dropout)
             else:
                 bias = self.plan.make_bias(H) if self.plan.bias_learned else fixed_bias
                 attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias, qkv_bias=paper)

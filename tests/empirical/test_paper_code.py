@@ -123,3 +123,18 @@ def test_paper_code_mode_refuses_a_pe_its_code_does_not_have():
         paper_code_fields(parse_spec("alibi"))
     with pytest.raises(PosencError, match="kv_source"):
         apply_overrides(preset("smoke", pe="nope"), {"model.code": "paper"})
+
+
+def test_dropout_sits_where_the_code_puts_it():
+    """trans.py: dropout on the attention weights and after each residual branch; mla.py:
+    after the GELU and after the MLP only."""
+    def build(pe):
+        spec = parse_spec(pe)
+        cfg = apply_overrides(preset("smoke", pe=pe), {**paper_code_fields(spec), "model.dropout": 0.1})
+        return model_for(cfg)
+    block = build("paper-alibi").blocks[0]
+    assert block.attn.dropout == 0.1 and block.drop_attn.p == 0.1 and block.drop.p == 0.1
+    assert not any(isinstance(m, torch.nn.Dropout) for m in block.mlp)
+    block = build("paper-mla").blocks[0]
+    assert block.attn.dropout == 0.0 and block.drop_attn.p == 0.0 and block.drop.p == 0.1
+    assert isinstance(block.mlp[2], torch.nn.Dropout) and block.mlp[2].p == 0.1
