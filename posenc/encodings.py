@@ -98,6 +98,11 @@ class PESpec:
     def family(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @property
+    def has_toeplitz_form(self) -> bool:
+        """Whether the symbolic and numeric layers can derive it (False: mla:rope=paper_code)."""
+        return True
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
         for f in dataclasses.fields(self):
@@ -289,6 +294,10 @@ class MLA(PESpec):
             _check(self.shared_rope_key, "mla: rope=paper_code shares its rope key across heads "
                                          "(shared_rope_key=false is not the paper's code)")
 
+    @property
+    def has_toeplitz_form(self) -> bool:
+        return self.rope != "paper_code"
+
     def refuse_non_toeplitz(self) -> None:
         """The symbolic and numeric layers derive Toeplitz forms: refuse the paper code's MLA."""
         if self.rope == "paper_code":
@@ -408,4 +417,4 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-from .spec_parsing import parse_spec, spec_from_dict, all_entries  # noqa: E402,F401
+from .spec_parsing import parse_spec, spec_from_dict, all_entries, derivable_entries  # noqa: E402,F401

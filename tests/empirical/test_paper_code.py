@@ -138,3 +138,15 @@ def test_dropout_sits_where_the_code_puts_it():
     block = build("paper-mla").blocks[0]
     assert block.attn.dropout == 0.0 and block.drop_attn.p == 0.0 and block.drop.p == 0.1
     assert isinstance(block.mlp[2], torch.nn.Dropout) and block.mlp[2].p == 0.1
+
+
+@pytest.mark.parametrize("command", [["derive", "paper-mla"], ["derive", "mla:rope=paper_code"],
+                                     ["bound", "paper-mla", "--n", "8"]])
+def test_derive_and_bound_say_the_paper_mla_is_not_toeplitz(command, capsys):
+    """No Toeplitz form is printed for the paper code's MLA: one error line saying why."""
+    from posenc.cli import main
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "not a rotation" in err and "not Toeplitz" in err and err.count("\n") == 1
+    from posenc.encodings import derivable_entries
+    assert "paper-mla" not in dict(derivable_entries()) and parse_spec("mla").has_toeplitz_form
