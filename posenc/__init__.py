@@ -14,6 +14,7 @@ The library's front door (each name is imported on first use, so ``import posenc
     posenc.check(fn, kind=None, expect=None) -> ConformanceReport  your RoPE / bias code
     posenc.train(task=, pe=, preset=, seed=, out=) -> Run   a small Transformer, trained
     posenc.load_run(path) -> Run                            a run folder, loaded
+    posenc.import_checkpoint(file, pe=, task=, out=) -> Run  the paper code's state_dict, as a run
     posenc.ablate(run, mode="zero") -> AblationResult       single-head ablations
     posenc.reproduce(preset="quick", out=None) -> Path      the paper's experiments + report
 
@@ -45,6 +46,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ConformanceReport": ("posenc.api.conformance", "ConformanceReport"),
     "train": ("posenc.api.experiments", "train"),
     "load_run": ("posenc.api.experiments", "load_run"),
+    "import_checkpoint": ("posenc.api.experiments", "import_checkpoint"),
     "ablate": ("posenc.api.experiments", "ablate"),
     "reproduce": ("posenc.api.experiments", "reproduce"),
     "Run": ("posenc.empirical.runs", "Run"),

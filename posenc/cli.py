@@ -24,6 +24,7 @@ COMMANDS = (
     "verify",
     "check",
     "train",
+    "import-checkpoint",
     "ablate",
     "reproduce",
     "report",
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"posenc {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        importlib.import_module(f"posenc.commands.{name}").register(subs)
+        importlib.import_module(f"posenc.commands.{name.replace('-', '_')}").register(subs)
     return parser
 
 

@@ -20,11 +20,15 @@ position ``i``, key position ``j``, offset ``k = i - j``):
   ``(a, b) -> (a cos - b sin, a sin + b cos)``, i.e. ``a + ib -> (a + ib) e^{i p theta}``.
   ``heads = k`` applies the rotation to heads ``0 .. k-1`` only (partial RoPE).
 * **Sinusoidal** (Vaswani et al. 2017): ``PE[p, 2m] = sin(p / base^(2m/D))``,
-  ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width ``D``, added to the input.
+  ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width ``D``, added to the input
+  (``layout=interleaved``); ``layout=half`` puts every sine first and every cosine
+  after: ``PE[p, m] = sin(p / base^(2m/D))``, ``PE[p, D/2 + m] = cos(...)`` (the
+  table the paper code's ``rope`` model adds to its input).
 * **ALiBi** (Press et al. 2022): head ``h = 1 .. H`` has slope ``2^(-8h/H)``
   (``press``; for ``H`` not a power of two, the slopes of the nearest lower power
   of two ``P`` followed by every other slope of ``2P``, first ``H - P`` of them)
-  or ``exp(-h/H)`` (``exp``, the paper's code).  Bias ``B_ij = -slope * |i - j|``
+  or ``exp(-h/H)`` (``exp``), or ``exp(-h/H)`` for ``h = 0 .. H-1`` (``exp0``, the
+  paper's code: head 0 has slope 1).  Bias ``B_ij = -slope * |i - j|``
   (``symmetric``) or ``-slope * (i - j)`` for ``j <= i`` and 0 above the diagonal
   (``causal``; use with a causal attention mask).
 * **Relative bias.**  ``t5``: the T5 bucket of the relative position ``j - i``
@@ -37,7 +41,11 @@ position ``i``, key position ``j``, offset ``k = i - j``):
   concatenated with a decoupled RoPE part of width ``rope_dim`` whose key is
   shared across heads when ``shared_rope_key``.  ``None`` widths are resolved
   by the model: latents ``4 * head_dim`` (capped at the model width),
-  ``rope_dim = head_dim // 2`` rounded down to even.
+  ``rope_dim = head_dim // 2`` rounded down to even.  ``rope=paper_code`` is the
+  paper code's MLA instead: its "RoPE" is not a rotation (see
+  :mod:`posenc.empirical.paper_code`), the query's rope part is shared across heads,
+  ``rope_dim`` defaults to ``head_dim``; its logit is not Toeplitz, so the symbolic
+  and numeric layers refuse it.
 * **Custom.**  ``kernel``: an additive bias ``B_ij = g(i - j)``, the same for every
   head.  ``frequencies``: plane m rotates dims (2m, 2m+1) (interleaved) with
   frequency ``frequencies[m]``; dims past ``2 * len(frequencies)`` carry no position.
@@ -54,7 +62,8 @@ from .coerce import is_int, is_number
 from .errors import PosencError
 from .expression import Expr
 from .limits import MAX_BUCKETS, MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH
-from .parts import ABSOLUTES, BUCKET_RULES, DIRECTIONS, PAIRINGS, SLOPE_SCHEDULES, Part
+from .parts import (ABSOLUTES, BUCKET_RULES, DIRECTIONS, MLA_ROPES, NOT_TOEPLITZ, PAIRINGS,
+                    SINUSOIDAL_LAYOUTS, SLOPE_SCHEDULES, Part, not_toeplitz)
 
 FAMILIES = ("none", "additive-input", "additive-bias", "multiplicative", "hybrid")
 
@@ -95,6 +104,12 @@ class PESpec:
     def parts(self) -> tuple[Part, ...]:
         """The structural split of this spec (see :mod:`posenc.parts`); every entry declares it."""
         raise PosencError(f"{self.name or type(self).__name__}: the catalogue entry declares no parts")
+
+    @property
+    def has_toeplitz_form(self) -> bool:
+        """Whether the symbolic and numeric layers can derive it: no part of a kind whose logit
+        is not Toeplitz (:data:`posenc.parts.NOT_TOEPLITZ`; mla:rope=paper_code)."""
+        return not any(p.kind in NOT_TOEPLITZ for p in self.parts())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -143,9 +158,11 @@ class Sinusoidal(PESpec):
     name: ClassVar[str] = "sinusoidal"
     doc: ClassVar[str] = "fixed sin/cos absolute embedding added to the input"
     base: float = 10000.0
+    layout: str = "interleaved"
 
     def __post_init__(self) -> None:
         _positive(self.name, "base", self.base)
+        _choice(self.name, "layout", self.layout, tuple(SINUSOIDAL_LAYOUTS))
 
     @property
     def family(self) -> str:
@@ -205,7 +222,8 @@ class ALiBi(PESpec):
     """Attention with linear biases: -slope_h * distance (Press et al. 2022)."""
 
     name: ClassVar[str] = "alibi"
-    doc: ClassVar[str] = "linear distance bias per head; slopes press 2^(-8h/H) or exp exp(-h/H)"
+    doc: ClassVar[str] = ("linear distance bias per head; slopes press 2^(-8h/H), exp exp(-h/H) "
+                          "(h = 1..H) or exp0 exp(-h/H) (h = 0..H-1, the paper's code)")
     slopes: str = "press"
     direction: str = "symmetric"
 
@@ -286,6 +304,7 @@ class MLA(PESpec):
     base: float = 10000.0
     shared_rope_key: bool = True
     absolute: str = "none"
+    rope: str = "rotary"
 
     def __post_init__(self) -> None:
         for p in ("kv_latent", "q_latent"):
@@ -297,13 +316,22 @@ class MLA(PESpec):
         _positive(self.name, "base", self.base)
         _check(isinstance(self.shared_rope_key, bool), "mla: shared_rope_key must be true or false")
         _choice(self.name, "absolute", self.absolute, ABSOLUTES)
+        _choice(self.name, "rope", self.rope, tuple(MLA_ROPES))
+        if self.rope == "paper_code":
+            _check(self.shared_rope_key, "mla: rope=paper_code shares its rope key across heads "
+                                         "(shared_rope_key=false is not the paper's code)")
+
+    def refuse_non_toeplitz(self) -> None:
+        """The symbolic and numeric layers derive Toeplitz forms: refuse the paper code's MLA."""
+        if not self.has_toeplitz_form:
+            raise not_toeplitz(self)
 
     @property
     def family(self) -> str:
         return "multiplicative" if self.absolute == "none" else "hybrid"
 
     def parts(self) -> tuple[Part, ...]:
-        mla = (Part("mla", "mla", dataclasses.replace(self, absolute="none")),)
+        mla = (Part("mla", MLA_ROPES[self.rope], dataclasses.replace(self, absolute="none")),)
         if self.absolute == "sinusoidal":
             return mla + (Part("absolute", "sinusoidal", Sinusoidal()),)
         if self.absolute == "learned":  # a table as long as the model's sequence
@@ -311,8 +339,9 @@ class MLA(PESpec):
         return mla
 
     def resolved_rope_dim(self, head_dim: int) -> int:
-        r = self.rope_dim if self.rope_dim is not None else 2 * max(1, head_dim // 4)
-        return r
+        if self.rope_dim is not None:
+            return self.rope_dim
+        return head_dim if self.rope == "paper_code" else 2 * max(1, head_dim // 4)
 
 
 @dataclass(frozen=True)
@@ -438,16 +467,28 @@ REGISTRY: dict[str, type[PESpec]] = {
                               RoPE, MLA, Hybrid, Custom, XPos, KerpleLog)
 }
 
-#: The exact conventions of the paper's public code, by name.
+#: The exact conventions of the paper's public code (Qihuai27/Deposit-Pattern-Research), by
+#: name: ``dis_gen/trans.py`` (nope, absolute, alibi, relative, random, rope -- its ``rope``
+#: adds a cat[sin, cos] table to the input), ``count_gen/partialrope.py`` (RoPE on the first k
+#: heads, nothing added to the input) and ``dis_gen/mla.py``.  A preset name is resolved to its
+#: spec when a run config is made (:class:`posenc.empirical.config.ModelConfig`), so a run
+#: records what it trained; :data:`PRESETS_VERSION` counts the times their meaning changed.
 PRESETS: dict[str, PESpec] = {
     "paper-nope": NoPE(),
     "paper-absolute": Sinusoidal(),
-    "paper-rope": RoPE(add_absolute=True),
-    "paper-alibi": ALiBi(slopes="exp"),
-    "paper-relative": RelativeBias(mode="table"),
-    "paper-mla": MLA(absolute="learned"),
-    "paper-absolute-rope": Hybrid(additive=Sinusoidal(), rope=RoPE()),
+    "paper-random": LearnedAbsolute(max_len=128),
+    "paper-rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE()),
+    "paper-alibi": ALiBi(slopes="exp0"),
+    "paper-relative": RelativeBias(mode="table", max_distance=127),
+    "paper-mla": MLA(rope="paper_code", kv_latent=128, q_latent=128, absolute="learned"),
+    "paper-absolute-rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE()),
 }
+#: 2: the presets follow the paper code exactly (issue 14); before, paper-alibi had slopes
+#: exp(-h/H) for h = 1..H, paper-rope and paper-absolute-rope an interleaved sin/cos table,
+#: paper-relative 257 offsets and paper-mla a true rotation.
+PRESETS_VERSION = 2
+#: Preset names a run config may hold only if it was written before :data:`PRESETS_VERSION` 2.
+OLD_PRESET_NAMES = tuple(PRESETS)
 
 
 def _format_value(value: Any) -> str:
@@ -460,4 +501,4 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-from .spec_parsing import parse_spec, spec_from_dict, all_entries  # noqa: E402,F401
+from .spec_parsing import parse_spec, spec_from_dict, all_entries, derivable_entries  # noqa: E402,F401

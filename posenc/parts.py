@@ -10,7 +10,8 @@ bias        an additive attention bias B_ij (per head or shared) alibi, t5, tabl
                                                                  kerple_log
 rotary      a rotation of queries and keys by their positions    rope, frequencies, xpos
 mla         latent attention: a position-free content path + a   mla
-            decoupled RoPE path
+            decoupled RoPE path (the paper code's: a mix,        mla_paper_code
+            not a rotation, not Toeplitz)
 ==========  ===================================================  ========================
 
 ``spec.parts()`` (each catalogue class in :mod:`posenc.encodings`) states the
@@ -43,7 +44,28 @@ PAIRINGS: dict[str, str] = {
 SLOPE_SCHEDULES: dict[str, str] = {
     "press": "2^(-8h/H); for H not a power of two, the slopes of the nearest lower power of two P "
              "followed by every other slope of 2P (the first H - P of them)",
-    "exp": "exp(-h/H) (the paper's code)",
+    "exp": "exp(-h/H)",
+    "exp0": "exp(-h/H) for h = 0 .. H-1 (the paper's code: head 0 has slope 1)",
+}
+
+#: Sinusoidal table layouts (model width D, omega_m = base^(-2m/D)).
+SINUSOIDAL_LAYOUTS: dict[str, str] = {
+    "interleaved": "PE[p, 2m] = sin(p omega_m), PE[p, 2m+1] = cos(p omega_m)",
+    "half": "PE[p, m] = sin(p omega_m), PE[p, D/2 + m] = cos(p omega_m) (the paper code's rope table)",
+}
+
+#: MLA ``rope`` option -> the kind of its mla part.
+MLA_ROPES: dict[str, str] = {"rotary": "mla", "paper_code": "mla_paper_code"}
+
+#: Part kinds whose logit is not a function of i - j, with the reason: theory and numerics have
+#: no Toeplitz form to derive or bound, and their tables map the kind to this one-line refusal
+#: (:func:`not_toeplitz`); the empirical layer builds it.
+NOT_TOEPLITZ: dict[str, str] = {
+    "mla_paper_code":
+        "mla:rope=paper_code is not a rotation: the paper code builds cat[sin, cos] and reads its "
+        "even entries as sin and its odd ones as cos, mixing frequencies, so the logit is not a "
+        "function of i - j (not Toeplitz); there is no Toeplitz form to derive or bound (train, "
+        "ablate and probe it with the empirical layer)",
 }
 
 #: ALiBi directions.
@@ -136,13 +158,20 @@ def unknown_part(layer: str, part: Part, spec: Any) -> PosencError:
                        f"{getattr(spec, 'name', spec)!r}")
 
 
+def not_toeplitz(spec: Any) -> PosencError:
+    """The one-line refusal of theory and numerics for a spec with a part in NOT_TOEPLITZ."""
+    reasons = [NOT_TOEPLITZ[p.kind] for p in spec.parts() if p.kind in NOT_TOEPLITZ]
+    return PosencError(reasons[0] if reasons else f"{spec.name}: has a Toeplitz form")
+
+
 def kinds() -> dict[str, str]:
     """kind -> role of every part the catalogue's entries (at their defaults and presets, and
     every value of a parameter that changes the kind) are made of."""
     from .encodings import PRESETS, REGISTRY, Custom, MLA, RelativeBias, RoPE
     specs = [cls() for name, cls in REGISTRY.items() if name != "custom"]
     specs += [Custom(kernel="k"), Custom(frequencies=(1.0,)), RelativeBias(mode="table"),
-              RoPE(add_absolute=True), MLA(absolute="learned"), MLA(absolute="sinusoidal")]
+              RoPE(add_absolute=True), MLA(absolute="learned"), MLA(absolute="sinusoidal"),
+              MLA(rope="paper_code")]
     out = {}
     for spec in specs + list(PRESETS.values()):
         out.update({p.kind: p.role for p in structure(spec).parts})

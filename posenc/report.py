@@ -43,8 +43,13 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
               theory: bool = True, log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
-              seed_batch: Optional[int] = None, first_seed: int = 0) -> Path:
+              seed_batch: Optional[int] = None, first_seed: int = 0,
+              paper_code: Optional[bool] = None) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
+
+    ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
+    default store is then ``posenc-out/PRESET-paper-code``, and a store that holds runs of the
+    other mode is refused.
 
     One writer per store: another sweep running into ``out`` is a PosencError naming its PID,
     or (``wait=True``) waited for.  If any run failed, the report of the finished runs is still
@@ -58,7 +63,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
 
     check_threads(threads)
     plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
-                                        overrides=dict(overrides or {}), first_seed=first_seed)
+                                        overrides=dict(overrides or {}), first_seed=first_seed,
+                                        paper_code=paper_code)
     if not until_decided and (max_seeds is not None or seed_batch is not None):
         raise PosencError("--max-seeds and --seed-batch go with --until-decided")
     seed_batch = 2 if seed_batch is None else seed_batch
@@ -68,7 +74,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
             raise PosencError("--until-decided needs --max-seeds N")
         check_limits(plan.seed_counts(), max_seeds, seed_batch)
     plan.jobs(device=device)  # validates every config before anything is written
-    store = RunStore(out or f"posenc-out/{preset}")
+    store = RunStore(out or f"posenc-out/{preset}" + ("-paper-code" if plan.in_paper_code else ""))
+    check_store_mode(store, plan.mode)
     failed: dict[str, str] = {}
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
@@ -178,6 +185,36 @@ def spectral_table() -> list[dict[str, Any]]:
              "ratio_multiplicative": rope[n]["ratio_multiplicative"]} for n in ns]
 
 
+def _run_mode(config: dict[str, Any]) -> str:
+    train = config.get("train", config) if isinstance(config, dict) else {}
+    model = train.get("model", {}) if isinstance(train, dict) else {}
+    return "paper-code" if isinstance(model, dict) and model.get("code") == "paper" else "standard"
+
+
+def check_store_mode(store: Any, mode: str) -> None:
+    """Paper-code and standard runs never share a store (their reports would mix)."""
+    for rec in store.records():
+        if rec.kind == "experiment" and _run_mode(rec.config) != mode:
+            raise PosencError(f"the store {store.root} holds {_run_mode(rec.config)} runs; give "
+                              f"another --out for a {mode} sweep")
+
+
+def report_mode(results: list[dict[str, Any]]) -> str:
+    """'paper-code', 'standard' or 'mixed' from the runs' summaries."""
+    modes = {"paper-code" if r["summary"].get("code") == "paper" else "standard" for r in results}
+    return modes.pop() if len(modes) == 1 else "mixed"
+
+
+MODE_TEXT = {
+    "paper-code": "**Model code: paper-code.** Every run is the model of the paper's public code "
+                  "(Qihuai27/Deposit-Pattern-Research), exactly, quirks included (docs/reproduction.md, "
+                  "\"Paper-code mode\").",
+    "standard": "**Model code: standard.** posenc's own model (pre-LN, keys and values from the "
+                "residual stream, padding masked, final LayerNorm) with the catalogue's encodings.",
+    "mixed": "**Model code: mixed** (paper-code and standard runs in one store: read with care).",
+}
+
+
 def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from .empirical.store import RunStore
 
@@ -263,7 +300,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
     md = _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra,
                    dyn_lines)
     (tmp / "report.md").write_text(md)
-    payload = {"preset": preset, "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
+    payload = {"preset": preset, "model_code": report_mode(results),
+               "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
                "spectra": spectra, "dynamics": dyn_payload}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
@@ -285,7 +323,8 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
               dyn_lines) -> str:
     first = results[0]["summary"]
     seeds = sorted({r["summary"]["seed"] for r in results})
-    lines = [f"# posenc reproduction report ({preset} preset)", "",
+    lines = [f"# posenc reproduction report ({preset} preset, {report_mode(results)})", "",
+             MODE_TEXT[report_mode(results)], "",
              "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
              f"{len(results)} runs, seeds {seeds}. The paper's statements are as we read the "
              "paper's public summaries (its full text is not available to us): a refuted verdict "

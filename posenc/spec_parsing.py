@@ -122,6 +122,12 @@ def spec_from_dict(data: Any) -> PESpec:
     return _build(data["name"], params, repr(data))
 
 
+def derivable_entries() -> Iterator[tuple[str, PESpec]]:
+    """:func:`all_entries` that the symbolic and numeric layers derive (all but the paper
+    code's MLA, whose logit is not Toeplitz: ``PESpec.has_toeplitz_form``)."""
+    return ((name, spec) for name, spec in all_entries() if spec.has_toeplitz_form)
+
+
 def all_entries() -> Iterator[tuple[str, PESpec]]:
     """Every catalogue family at its defaults, then every named preset."""
     for name, cls in REGISTRY.items():

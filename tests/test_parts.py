@@ -22,7 +22,7 @@ from posenc.empirical.pe import plan as eplan
 from posenc.empirical.pe.rotary import Rotary
 from posenc.numerics import conventions as ncv
 from posenc.numerics import kernels as nk
-from posenc.numerics.logits import logits, plane_indices
+from posenc.numerics.logits import MLA_PATHS, ROTATIONS, logits, plane_indices
 from posenc.theory import builders as tb
 from posenc.theory import conventions as tcv
 from posenc.theory.derive import _derive, derive
@@ -47,15 +47,33 @@ def test_every_entry_has_a_valid_structure_matching_its_family(spec):
 
 
 def test_every_declared_kind_has_a_formula_in_every_layer():
-    theory = set(tb.BIAS_BUILDERS) | set(tb.ROTARY_BUILDERS) | {"sinusoidal", "learned", "mla"}
-    empirical = (set(eplan.BIAS_MODULES) | set(eplan.ROTARY_MODULES)
-                 | {"sinusoidal", "learned", "mla"})
+    theory = (set(tb.BIAS_BUILDERS) | set(tb.ROTARY_BUILDERS) | set(tb.MLA_BUILDERS)
+              | {"sinusoidal", "learned"})
+    empirical = (set(eplan.BIAS_MODULES) | set(eplan.ROTARY_MODULES) | set(eplan.MLA_KINDS)
+                 | {"sinusoidal", "learned"})
     kinds = P.kinds()
     assert {"alibi", "t5", "table", "kernel", "rope", "frequencies", "mla", "sinusoidal",
-            "learned", "xpos", "kerple_log"} <= set(kinds)
+            "learned", "xpos", "kerple_log", "mla_paper_code"} <= set(kinds)
     assert set(nk.PART_KERNELS) == set(kinds)
+    assert set(ROTATIONS) | set(MLA_PATHS) == {k for k, r in kinds.items() if r in ("rotary", "mla")}
     assert theory == set(kinds)
     assert empirical == set(kinds)
+    assert set(P.MLA_ROPES.values()) == {k for k, r in kinds.items() if r == "mla"}
+    assert set(P.NOT_TOEPLITZ) <= set(kinds)
+
+
+@pytest.mark.parametrize("kind", list(P.NOT_TOEPLITZ))
+@pytest.mark.parametrize("layer", range(3))
+def test_a_kind_without_a_toeplitz_form_is_refused_by_theory_and_numerics_built_by_empirical(
+        kind, layer):
+    spec = next(s for s in _entries() if any(p.kind == kind for p in s.parts()))
+    assert not spec.has_toeplitz_form
+    _derive.cache_clear()
+    with pytest.raises(PosencError, match="not Toeplitz") as err:
+        _every_layer(spec)[layer]()
+    assert "\n" not in str(err.value)   # one line
+    plan = eplan.plan_for(spec)             # the empirical layer builds it
+    assert plan.mla is not None and P.structure(plan.mla).mla.kind == kind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,3 +178,24 @@ def test_bucket_rules_agree_across_layers(rule, nb, md):
         empirical = ebias.TableBias(1, md).index(n).numpy()
     np.testing.assert_array_equal(B, values[theory])
     np.testing.assert_array_equal(empirical, theory)
+
+
+@pytest.mark.parametrize("layout", list(P.SINUSOIDAL_LAYOUTS))
+@pytest.mark.parametrize("n,width", [(7, 2), (9, 6), (5, 16)])
+def test_sinusoidal_layouts_agree_across_layers(layout, n, width):
+    from posenc.empirical.pe.absolute import sinusoidal_table
+    from posenc.encodings import Sinusoidal
+    from posenc.theory.builders import Build, _input_pe
+    from posenc.theory.symbols import I_POS, SymbolTable
+    numerics = ncv.sinusoidal_table(n, width, 10000.0, layout)
+    empirical = sinusoidal_table(torch.arange(n), width, 10000.0, layout).numpy()
+    t = SymbolTable()
+    b = Build(t, t.content(width, "query"), t.content(width, "key"), [])
+    _input_pe(b, "sinusoidal", 10000.0, layout=layout)
+    theory = np.array([[float(v.subs(t.parameters).subs(I_POS, p)) for v in b.pe.p_i]
+                       for p in range(n)])
+    np.testing.assert_allclose(numerics, theory, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(empirical, theory, rtol=1e-12, atol=1e-12)
+    # the layout a spec names is the layout every layer's part uses
+    part = P.structure(Sinusoidal(layout=layout)).absolute
+    assert eplan.plan_for(Sinusoidal(layout=layout)).absolute_layout == part.spec.layout == layout

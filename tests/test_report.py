@@ -140,7 +140,8 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     (["--count-seeds", "0"], "--count-seeds must be a positive integer"),
     (["--max-seeds", "4"], "--max-seeds and --seed-batch go with --until-decided"),
     (["--until-decided"], "--until-decided needs --max-seeds N"),
-    (["--until-decided", "--max-seeds", "1"], "--max-seeds 1 is below the 2 seeds"),
+    (["--until-decided", "--max-seeds", "1"], "--max-seeds 1 is below the 6 seeds"),
+    (["--first-seed", "-1"], "--first-seed must be an integer"),
     (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
      "cannot reach the Ray cluster"),
 ])

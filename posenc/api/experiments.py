@@ -21,8 +21,6 @@ if TYPE_CHECKING:  # torch is imported only when a function runs
 
 PRESETS = ("smoke", "quick", "paper")
 BACKENDS = ("local", "ray")
-#: What ``paper_code=True`` sets in the model config (the paper's code conventions).
-PAPER_CODE = {"model.kv_source": "input", "model.mask_padding": False}
 #: Keyword options that ablate() passes on to posenc.empirical.ablation.ablate.
 ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
 
@@ -66,8 +64,10 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
                        ("device", device), ("precision", precision)):
         if value is not None:
             changes[key] = value
-    if paper_code:
-        changes.update(PAPER_CODE)
+    if paper_code:  # the paper code's model for this PE (posenc.empirical.paper_specs)
+        from ..empirical.paper_specs import paper_code_fields
+        from ..encodings import parse_spec as parse
+        changes.update(paper_code_fields(parse(cfg.model.pe)))
     if changes:
         cfg = apply_overrides(cfg, changes)
     result = run_training(cfg, out, resume=resume, progress=progress)
@@ -81,6 +81,30 @@ def load_run(path: str | Path, device: str = "cpu") -> Run:
 
     resolve_device(device)  # a device that is not there is named, not blamed on the checkpoint
     return load(arg.path("path", path), device)
+
+
+def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
+                      heads: int = 16, preset: str = "paper", seq_len: Optional[int] = None) -> Run:
+    """Turn a ``state_dict`` saved by the paper's scripts into a paper-code run folder ``out``.
+
+    ``pe``: the paper's model -- nope | absolute | alibi | relative | random | rope
+    (``dis_gen/trans.py``), ``partialrope:K`` (``count_gen/partialrope.py``, K heads rotated)
+    or mla (``dis_gen/mla.py``); ``heads``: its head count (the key names do not say it, except
+    for relative and mla); ``preset``/``task``: the task data that ``ablate`` and the probe
+    use, with the checkpoint's vocabulary (``seq_len`` to change its length).  Returns the
+    loaded :class:`~posenc.empirical.runs.Run`; nothing is written on a PosencError."""
+    from ..empirical.paper_import import import_checkpoint as run_import
+
+    if preset not in PRESETS:
+        raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    if not isinstance(pe, str) or not isinstance(task, str):
+        raise PosencError(f"pe and task must be strings; got {pe!r}, {task!r}")
+    heads = check_int("heads", heads, 4096)
+    if seq_len is not None:
+        seq_len = check_int("seq_len", seq_len, 100_000)
+    folder = run_import(arg.path("file", file), pe, task, arg.path("out", out), n_heads=heads,
+                        preset=preset, seq_len=seq_len)
+    return load_run(folder)
 
 
 def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
@@ -129,7 +153,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               overrides: Optional[dict[str, Any]] = None, theory: bool = True,
               log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
-              seed_batch: Optional[int] = None, first_seed: int = 0) -> Path:
+              seed_batch: Optional[int] = None, first_seed: int = 0,
+              paper_code: Optional[bool] = None) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -140,6 +165,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     still inconclusive, until each is decided or has ``max_seeds`` seeds.
     ``first_seed``: run seeds ``first_seed, first_seed + 1, ...`` (calibration sweeps use seeds
     the report never runs).
+    ``paper_code``: the paper code's models, exactly (default: on for the ``paper`` preset
+    only); the report says which mode its runs are in.
     """
     from ..report import reproduce as run_reproduction
 
@@ -161,4 +188,5 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             ray_address=ray_address, device=device,
                             roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log, wait=wait,
                             until_decided=until_decided, max_seeds=max_seeds,
-                            seed_batch=seed_batch, first_seed=first_seed)
+                            seed_batch=seed_batch, first_seed=first_seed,
+                            paper_code=arg.flag("paper_code", paper_code, optional=True))

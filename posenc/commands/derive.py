@@ -30,7 +30,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..encodings import all_entries, parse_spec
+    from ..encodings import all_entries, derivable_entries, parse_spec
     from ..errors import PosencError
     from ..theory import derive
 
@@ -38,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError("derive: give either a SPEC or --all")
     if args.latex and args.json:
         raise PosencError("derive: --latex and --json are exclusive")
-    entries = list(all_entries()) if args.all else [(args.spec, parse_spec(args.spec))]
+    entries = list(derivable_entries()) if args.all else [(args.spec, parse_spec(args.spec))]
+    skipped = [name for name, spec in all_entries() if not spec.has_toeplitz_form] if args.all else []
     forms = [(name, derive(spec, head_dim=args.head_dim, model_dim=args.model_dim,
                            n_heads=args.heads)) for name, spec in entries]
     if args.json:
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
             for name, form in forms:
                 mark = "ok" if form.family == form.declared_family else "DISAGREE"
                 print(f"  {name:<22} {form.declared_family:<15} {form.family:<15} {mark}")
+            for name in skipped:
+                print(f"  {name:<22} not derived: its logit is not Toeplitz (mla:rope=paper_code)")
     ok = all(f.family == f.declared_family and all(f.analysis.decomposition_proved)
              and all(t.toeplitz.status != "undecided" for t in f.terms) for _, f in forms)
     return 0 if ok else 1

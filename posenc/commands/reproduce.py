@@ -38,6 +38,12 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="with --until-decided: at most this many seeds per (task, PE)")
     p.add_argument("--seed-batch", type=int, default=None,
                    help="with --until-decided: seeds added per round (default 2)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
+                      help="run the paper code's models exactly (the paper preset's default; "
+                           "default store posenc-out/PRESET-paper-code)")
+    mode.add_argument("--standard", dest="paper_code", action="store_false",
+                      help="posenc's own model even with --preset paper")
     p.add_argument("--no-theory", action="store_true",
                    help="leave the theory-claims table out of the report (saves about a minute)")
     p.set_defaults(func=run)
@@ -53,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                      overrides=_overrides(args.overrides), theory=not args.no_theory,
                      wait=args.wait, until_decided=args.until_decided,
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
-                     first_seed=args.first_seed)
+                     first_seed=args.first_seed, paper_code=args.paper_code)
     print(f"report: {path}")
     return 0
 

@@ -22,8 +22,10 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", choices=("float32", "bfloat16"),
                    help="forward passes in float32 (default) or under bfloat16 autocast (GPU)")
     p.add_argument("--paper-code", action="store_true",
-                   help="the paper's model conventions: keys/values from the input embeddings "
-                        "in every layer, padding not masked")
+                   help="the paper code's model for --pe, exactly (e.g. --pe paper-alibi): keys/"
+                        "values from the raw input embeddings, ReLU, no final LayerNorm, padding "
+                        "pooled and unmasked, biased projections, vocabulary-sized classifier "
+                        "(its MLA: mla.py's own conventions); see docs/reproduction.md")
     p.add_argument("--patience", type=int,
                    help="early stopping: stop after N epochs without a better validation accuracy "
                         "(--epochs is then the maximum; default: no early stopping)")

@@ -6,8 +6,9 @@ Scores for head h, query i, key j (what ``hook_attn_scores`` shows):
 
 with x the layer-normed query input (``hook_q_in``), y the layer-normed key /
 value input (``hook_kv_in``: the same as x, or the normed input embeddings when
-keys and values come from the input as in the paper's code), ``q_h = W_q[h] x``,
-``k_h = W_k[h] y`` (no projection bias), ``rot_p`` the RoPE rotation at
+keys and values come from the input; in paper-code mode the raw input embeddings,
+as the paper's code), ``q_h = W_q[h] x``, ``k_h = W_k[h] y`` (no projection
+bias; with ``qkv_bias``, as the paper's code, plus one), ``rot_p`` the RoPE rotation at
 position p (identity without RoPE), B the PE bias and M the padding / causal
 mask (0 or -inf).  The kernel (explicit softmax(QK^T/sqrt(d) + B + M) V or
 ``torch.nn.functional.scaled_dot_product_attention``) is chosen by device and
@@ -91,13 +92,13 @@ class AttentionBase(nn.Module):
     """Hooks, the attention kernel, the ablation gate and the output projection."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, bias: Optional[nn.Module],
-                 rotary_hooks: bool = False):
+                 rotary_hooks: bool = False, out_bias: bool = True):
         super().__init__()
         self.d_model, self.n_heads = d_model, n_heads
         self.head_dim = d_model // n_heads
         self.dropout = dropout
         self.bias = bias
-        self.out = nn.Linear(n_heads * self.head_dim, d_model)
+        self.out = nn.Linear(n_heads * self.head_dim, d_model, bias=out_bias)
         names = ["hook_q_in", "hook_kv_in", "hook_q", "hook_k", "hook_v"]
         if rotary_hooks:  # as TransformerLens: only attention with a rotation has them
             names += ["hook_rot_q", "hook_rot_k"]
@@ -149,12 +150,14 @@ class AttentionBase(nn.Module):
 
 
 class Attention(AttentionBase):
-    """Standard multi-head attention; optional RoPE ``rotary`` and additive ``bias``."""
+    """Standard multi-head attention; optional RoPE ``rotary`` and additive ``bias``.
+    ``qkv_bias``: Q, K, V projections with biases (the paper's code)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
-                 rotary: Optional[nn.Module] = None, bias: Optional[nn.Module] = None):
+                 rotary: Optional[nn.Module] = None, bias: Optional[nn.Module] = None,
+                 qkv_bias: bool = False):
         super().__init__(d_model, n_heads, dropout, bias, rotary_hooks=rotary is not None)
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)  # rows: W_q, W_k, W_v
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=qkv_bias)  # rows: W_q, W_k, W_v
         self.rotary = rotary
 
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
@@ -166,9 +169,9 @@ class Attention(AttentionBase):
             q, k, v = self.qkv(x).split(D, dim=-1)  # one GEMM when keys come from x
         else:
             kv = run_hook(self.hook_kv_in, kv)
-            W = self.qkv.weight
-            q = F.linear(x, W[:D])
-            k, v = F.linear(kv, W[D:]).split(D, dim=-1)
+            W, b = self.qkv.weight, self.qkv.bias
+            q = F.linear(x, W[:D], None if b is None else b[:D])
+            k, v = F.linear(kv, W[D:], None if b is None else b[D:]).split(D, dim=-1)
         H, dh = self.n_heads, self.head_dim
         q = q.view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
         k = k.view(k.shape[0], T, H, dh).transpose(1, 2)

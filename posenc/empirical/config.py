@@ -100,7 +100,12 @@ class ModelConfig:
     ``pe`` is a catalogue spec string (``posenc encodings``).  Paper-code
     switches: ``kv_source='input'`` computes keys and values of every layer from
     the input embeddings; ``mask_padding=False`` lets attention and pooling see
-    the padding tokens.
+    the padding tokens.  ``code='paper'`` builds the paper code's model exactly
+    (:mod:`posenc.empirical.paper_specs`; the other switches must then be the
+    ones that model fixes: :func:`~posenc.empirical.paper_specs.paper_code_fields`).
+
+    A ``paper-*`` preset name in ``pe`` is resolved to its spec string here, so a
+    run config records the spec it trained, not a name whose meaning may change.
     """
 
     pe: str = "rope"
@@ -113,6 +118,7 @@ class ModelConfig:
     kv_source: str = "previous"
     mask_padding: bool = True
     activation: str = "gelu"
+    code: str = "posenc"
 
     def __post_init__(self) -> None:
         for f in ("d_model", "n_heads", "n_layers", "d_ff"):
@@ -125,8 +131,16 @@ class ModelConfig:
                f"model.kv_source must be previous or input; got {self.kv_source!r}")
         _check(self.activation in ("gelu", "relu"),
                f"model.activation must be gelu or relu; got {self.activation!r}")
-        from ..encodings import parse_spec
-        parse_spec(self.pe)  # validate early: one clear line on a bad spec
+        from ..encodings import PRESETS, parse_spec
+        if not isinstance(self.pe, str):
+            raise PosencError(f"model.pe must be a PE spec string; got {self.pe!r}")
+        spec = parse_spec(self.pe)  # validate early: one clear line on a bad spec
+        if self.pe.strip() in PRESETS:
+            object.__setattr__(self, "pe", spec.to_string())
+        from .paper_specs import CODES, check_paper_config
+        _check(self.code in CODES, f"model.code must be one of {', '.join(CODES)}; got {self.code!r}")
+        if self.code == "paper":
+            check_paper_config(self)
 
     @property
     def head_dim(self) -> int:
@@ -201,6 +215,8 @@ class TrainConfig:
         for key, default in _LEFT_OUT_AT_DEFAULT.items():
             if data[key] == default:
                 del data[key]
+        if data["model"]["code"] == "posenc":  # configs written before the field stay valid
+            del data["model"]["code"]
         return data
 
     def to_json(self) -> str:
@@ -296,6 +312,32 @@ def config_from_dict(data: Any) -> TrainConfig:
     for key, value in _fields(TrainConfig, data, "").items():
         kwargs[key] = _build(sub[key], value, key + ".") if key in sub else value
     return TrainConfig(**kwargs)
+
+
+#: ``paper-*`` preset names whose meaning changed in presets version 2 (issue 14): a stored run
+#: config that holds one of these bare names was trained under the old meaning.
+CHANGED_PRESETS = {
+    "paper-rope": "rope:add_absolute=true", "paper-absolute-rope": "hybrid:additive=sinusoidal",
+    "paper-alibi": "alibi:slopes=exp", "paper-relative": "relative_bias:mode=table",
+    "paper-mla": "mla:absolute=learned",
+}
+
+
+def stored_config(data: Any, where: str) -> TrainConfig:
+    """:func:`config_from_dict` for a config read back from a run folder or a store.
+
+    New configs record the resolved spec of a ``paper-*`` preset; a stored config that holds a
+    bare preset name whose meaning has changed since (:data:`CHANGED_PRESETS`) was trained under
+    the old meaning, and is refused rather than loaded as the new model."""
+    pe = data.get("model", {}).get("pe") if isinstance(data, dict) and \
+        isinstance(data.get("model"), dict) else None
+    if isinstance(pe, str) and pe.strip() in CHANGED_PRESETS:
+        old = CHANGED_PRESETS[pe.strip()]
+        raise PosencError(f"{where} was made with PE preset {pe!r} before posenc's paper-* "
+                          f"presets were corrected to the paper's code (presets version 2); it "
+                          f"meant {old!r} then, and the preset is another model now: retrain it, "
+                          f"or edit its model.pe to {old!r} in both config and checkpoint")
+    return config_from_dict(data)
 
 
 def load_config(path: str) -> TrainConfig:

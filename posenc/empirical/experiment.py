@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import PosencError
-from .config import TrainConfig, config_from_dict
+from .config import TrainConfig, stored_config
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class ExperimentConfig:
         unknown = set(data) - known
         if unknown:
             raise PosencError(f"unknown experiment key(s): {', '.join(sorted(unknown))}")
-        return cls(train=config_from_dict(data["train"]),
+        return cls(train=stored_config(data["train"], "an experiment config"),
                    ablation_modes=tuple(data.get("ablation_modes", ("zero",))),
                    ablation_examples=int(data.get("ablation_examples", 1000)),
                    probe=bool(data.get("probe", True)),
@@ -120,6 +120,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     if probe is not None:
         (Path(folder) / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
+               "code": cfg.model.code,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
                "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,

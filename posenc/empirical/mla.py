@@ -13,6 +13,11 @@ serves every head, otherwise one per head.  Scores are scaled by
 ``1 / sqrt(head_dim + rope_dim)``.  Latent widths default to
 ``min(4 * head_dim, d_model)``.  No layer norm on the latents (DeepSeek-V2 has
 one; we leave it out so the logit is a plain bilinear form).
+
+``rope=paper_code`` is the paper code's MLA (``dis_gen/mla.py``): one ``W_qr``
+(rope_dim, q_latent) shared by every head (like ``W_kr``), ``rope_dim`` =
+head_dim by default, the "rotation" :class:`~posenc.empirical.pe.rotary.PaperCodeMix`
+(not a rotation), and no bias in the output projection.
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from ..encodings import MLA
 from .attention import AttentionBase, HeadAblation
 from .hooks import run_hook
 from .kernel import ScoreMask
-from .pe.rotary import mla_rotary
+from ..parts import structure
+from .pe.rotary import MLA_MODULES
 
 
 class MLAAttention(AttentionBase):
     def __init__(self, d_model: int, n_heads: int, spec: MLA, dropout: float = 0.0):
-        super().__init__(d_model, n_heads, dropout, bias=None, rotary_hooks=True)
+        paper = spec.rope == "paper_code"
+        super().__init__(d_model, n_heads, dropout, bias=None, rotary_hooks=True,
+                         out_bias=not paper)
         dh = self.head_dim
         self.q_latent = spec.q_latent or min(4 * dh, d_model)
         self.kv_latent = spec.kv_latent or min(4 * dh, d_model)
@@ -40,12 +48,12 @@ class MLAAttention(AttentionBase):
         H, r = n_heads, self.rope_dim
         self.q_down = nn.Linear(d_model, self.q_latent, bias=False)  # W_dq
         self.q_up = nn.Linear(self.q_latent, H * dh, bias=False)  # W_uq
-        self.q_rope = nn.Linear(self.q_latent, H * r, bias=False)  # W_qr
+        self.q_rope = nn.Linear(self.q_latent, r if paper else H * r, bias=False)  # W_qr
         self.kv_down = nn.Linear(d_model, self.kv_latent, bias=False)  # W_dkv
         self.k_up = nn.Linear(self.kv_latent, H * dh, bias=False)  # W_uk
         self.v_up = nn.Linear(self.kv_latent, H * dh, bias=False)  # W_uv
         self.k_rope = nn.Linear(d_model, r if self.shared_rope_key else H * r, bias=False)  # W_kr
-        self.rotary = mla_rotary(r, spec.base)
+        self.rotary = MLA_MODULES[structure(spec).mla.kind](spec, r)
 
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
@@ -56,7 +64,7 @@ class MLAAttention(AttentionBase):
         c_q = self.q_down(x)  # (B, T, q_latent)
         c_kv = self.kv_down(kv)  # (Bk, T, kv_latent)
         q_c = self.q_up(c_q).view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
-        q_r = self.q_rope(c_q).view(B, T, H, r).transpose(1, 2)  # (B, H, T, r)
+        q_r = self.q_rope(c_q).view(B, T, -1, r).transpose(1, 2).expand(B, H, T, r)  # (B, H, T, r)
         k_c = self.k_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
         k_r = self.k_rope(kv).view(Bk, T, -1, r).transpose(1, 2).expand(Bk, H, T, r)
         v = self.v_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
@@ -80,7 +88,7 @@ class MLAAttention(AttentionBase):
         Wkr = self.k_rope.weight.detach().reshape(-1, r, D).expand(H, r, D)
         return {"W_q": (self.q_up.weight.detach() @ Wdq).reshape(H, dh, D),
                 "W_k": (self.k_up.weight.detach() @ Wdkv).reshape(H, dh, D),
-                "W_qr": (self.q_rope.weight.detach() @ Wdq).reshape(H, r, D),
+                "W_qr": (self.q_rope.weight.detach() @ Wdq).reshape(-1, r, D).expand(H, r, D).clone(),
                 "W_kr": Wkr.clone(),
                 "W_v": (self.v_up.weight.detach() @ Wdkv).reshape(H, dh, D),
                 "W_o": self.out.weight.detach().reshape(D, H, dh).permute(1, 0, 2)}

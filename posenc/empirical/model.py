@@ -3,10 +3,18 @@
 Built from a :class:`~posenc.empirical.config.ModelConfig` and any catalogue
 PE spec (see :mod:`posenc.empirical.pe.plan` for how a spec maps to parts).
 Block l: ``h += Attn(LN1(h), LN1(kv_in)); h += MLP(LN2(h))`` with ``kv_in = h``
-(standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``,
-as the paper's code).  The input embedding ``x0 = E[token] + P[position]``.
+(standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``;
+the paper's code reads ``x0`` itself, without LN1: ``code='paper'`` below).  The input
+embedding ``x0 = E[token] + P[position]``.
 Padding (token 0) is masked out of attention keys and of the mean pooling when
 ``mask_padding``; otherwise it is an ordinary token.
+
+``cfg.code == 'paper'`` builds the paper code's models exactly (see
+:mod:`.paper_specs` and docs/reproduction.md "Paper-code mode"): for every PE but
+MLA, keys and values from the raw ``x0`` (no LayerNorm), biased Q/K/V, ReLU, no
+final LayerNorm; for MLA (``mla:rope=paper_code``) a dropout inside the MLP and
+none after the attention; both classify over the vocabulary (``n_classes`` is
+then ``vocab_size``).
 
 Hook points (TransformerLens's names and layouts; see docs/usage.md):
 ``hook_embed`` E[token] and ``hook_pos_embed`` P[position] (batch, pos,
@@ -37,14 +45,18 @@ from .tasks import PAD
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, attn: nn.Module):
+    def __init__(self, cfg: ModelConfig, attn: nn.Module, paper_mla: bool = False):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = attn
         act = nn.GELU() if cfg.activation == "gelu" else nn.ReLU()
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), act, nn.Linear(cfg.d_ff, cfg.d_model))
+        inner = [nn.Dropout(cfg.dropout)] if paper_mla else []  # the paper's MLA: after GELU
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), act, *inner,
+                                 nn.Linear(cfg.d_ff, cfg.d_model))
         self.drop = nn.Dropout(cfg.dropout)
+        self.drop_attn = nn.Dropout(0.0 if paper_mla else cfg.dropout)
         self.kv_from_input = cfg.kv_source == "input"
+        self.kv_norm = cfg.code != "paper"  # the paper's code: K, V from the raw embeddings
         for name in ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out",
                      "hook_resid_post"):
             setattr(self, name, HookPoint())
@@ -53,12 +65,12 @@ class Block(nn.Module):
                 ablation: Optional[HeadAblation]) -> torch.Tensor:
         h = run_hook(self.hook_resid_pre, h)
         a = self.ln1(h)
-        kv = self.ln1(x0) if self.kv_from_input else a
+        kv = (self.ln1(x0) if self.kv_norm else x0) if self.kv_from_input else a
         out = self.attn(a, kv, mask, offset, ablation)  # (B', T, D)
         out = run_hook(self.hook_attn_out, out)
         if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
             h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
-        h = run_hook(self.hook_resid_mid, h + self.drop(out))
+        h = run_hook(self.hook_resid_mid, h + self.drop_attn(out))
         m = run_hook(self.hook_mlp_out, self.mlp(self.ln2(h)))
         return run_hook(self.hook_resid_post, h + self.drop(m))
 
@@ -68,12 +80,20 @@ class Transformer(Hooked):
 
     def __init__(self, cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int):
         super().__init__()
+        paper = cfg.code == "paper"
+        if paper and n_classes > vocab_size:
+            raise PosencError(f"paper-code mode classifies over the vocabulary ({vocab_size} "
+                              f"tokens), which has fewer entries than the {n_classes} classes")
+        n_classes = vocab_size if paper else n_classes
         self.cfg, self.vocab_size, self.n_classes, self.max_len = cfg, vocab_size, n_classes, max_len
         self.spec = parse_spec(cfg.pe)
         self.plan = plan_for(self.spec)
         D, H = cfg.d_model, cfg.n_heads
         self.embed = nn.Embedding(vocab_size, D)
         self.pos_embed = self.plan.make_absolute(D, max_len)
+        paper_mla = paper and self.plan.mla is not None
+        if paper_mla and self.pos_embed is not None:
+            nn.init.zeros_(self.pos_embed.weight)  # the paper's MLA: a zero-initialised table
         blocks = []
         # Parameter-free parts (the rotation, a fixed bias) are one module shared by all layers:
         # one table cache, and one (mask + bias) per forward (see .kernel).  Their buffers are
@@ -82,13 +102,14 @@ class Transformer(Hooked):
         fixed_bias = None if self.plan.bias_learned else self.plan.make_bias(H)
         for _ in range(cfg.n_layers):
             if self.plan.mla is not None:
-                attn: nn.Module = MLAAttention(D, H, self.plan.mla, cfg.dropout)
+                # the paper's MLA has no dropout on the attention weights
+                attn: nn.Module = MLAAttention(D, H, self.plan.mla, 0.0 if paper_mla else cfg.dropout)
             else:
                 bias = self.plan.make_bias(H) if self.plan.bias_learned else fixed_bias
-                attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias)
-            blocks.append(Block(cfg, attn))
+                attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias, qkv_bias=paper)
+            blocks.append(Block(cfg, attn, paper_mla=paper_mla))
         self.blocks = nn.ModuleList(blocks)
-        self.ln_f = nn.LayerNorm(D)
+        self.ln_f = nn.Identity() if paper and not paper_mla else nn.LayerNorm(D)
         self.classifier = nn.Linear(D, n_classes)
         self.hook_embed, self.hook_pooled = HookPoint(), HookPoint()
         if self.pos_embed is not None:

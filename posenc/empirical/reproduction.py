@@ -14,10 +14,17 @@ The distance runs of RoPE and ALiBi also record their training dynamics
 (:mod:`posenc.proofs.dynamics_verdicts`): in the same training run, so they cost
 the recording's overhead (about 5% of those runs), not extra runs.
 
-The ``smoke`` and ``quick`` presets use the catalogue's clean encodings; the
-``paper`` preset uses the ``paper-*`` presets, i.e. the conventions of the
-paper's code (its RoPE also adds a sin/cos absolute embedding, its ALiBi uses
-exp(-h/H) slopes, its MLA adds a learned absolute embedding).
+The sweep runs in one of two modes.  *Standard* (the ``smoke`` and ``quick``
+default): posenc's model with the catalogue's clean encodings (:data:`CLEAN_PES`).
+*Paper-code* (``paper_code=True``, ``posenc reproduce --paper-code``; the default
+of the ``paper`` preset): the models of the paper's public code, exactly
+(``code='paper'``, :mod:`.paper_specs`), with the PE of each role as that code
+has it (:data:`PAPER_CODE_PES`): its ``rope`` model of ``dis_gen/trans.py`` (a
+cat[sin, cos] table added to the input) is the absolute+rope role, and
+``count_gen/partialrope.py`` with K = all, 1, 2 heads is the rope, rope-1head and
+rope-2heads roles.  The mode is part of every run's config, so the two never
+share a run; their default stores differ too (``posenc-out/PRESET`` and
+``posenc-out/PRESET-paper-code``).
 """
 
 from __future__ import annotations
@@ -40,12 +47,12 @@ CLEAN_PES = {
 }
 #: Roles a sweep runs only when asked for by name (--roles): not in the default reproduction.
 EXTRA_ROLES = ("xpos", "kerple")
-PAPER_PES = {
+PAPER_CODE_PES = {
     "nope": "paper-nope", "absolute": "paper-absolute", "relative": "paper-relative",
-    "alibi": "paper-alibi", "rope": "paper-rope", "mla": "paper-mla",
-    "absolute+rope": "paper-absolute-rope",
-    "rope-1head": "rope:heads=1,add_absolute=true", "rope-2heads": "rope:heads=2,add_absolute=true",
-    "xpos": "xpos", "kerple": "kerple_log",     # not in the paper's code: the same specs
+    "alibi": "paper-alibi", "rope": "rope", "mla": "paper-mla",
+    "absolute+rope": "paper-rope", "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2",
+    # not in the paper's code: paper-code mode refuses them with one line (paper_specs)
+    "xpos": "xpos", "kerple": "kerple_log",
 }
 DISTANCE_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla", "absolute+rope",
                   "rope-1head", "rope-2heads")
@@ -80,6 +87,8 @@ class ReproductionPlan:
     #: the first seed: a plan runs seeds first_seed, first_seed + 1, ... (calibration uses seeds
     #: the report never runs, e.g. 1000-1002; see docs/reproduction.md)
     first_seed: int = 0
+    #: the paper code's models (None: the default of the preset -- on for ``paper`` only)
+    paper_code: Optional[bool] = None
 
     def __post_init__(self) -> None:
         for role in self.distance_roles + self.count_roles:
@@ -146,8 +155,26 @@ class ReproductionPlan:
                                            **{f"{t}/{r}": n for (t, r), n in counts.items()}})
 
     @property
+    def in_paper_code(self) -> bool:
+        """Whether the sweep runs the paper code's models (the ``paper`` preset's default)."""
+        return self.preset == "paper" if self.paper_code is None else bool(self.paper_code)
+
+    @property
+    def mode(self) -> str:
+        return "paper-code" if self.in_paper_code else "standard"
+
+    @property
     def pes(self) -> dict[str, str]:
-        return PAPER_PES if self.preset == "paper" else CLEAN_PES
+        return PAPER_CODE_PES if self.in_paper_code else CLEAN_PES
+
+    def _config(self, task: str, role: str, seed: int):
+        if not self.in_paper_code:
+            return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed, **self.overrides)
+        from ..encodings import parse_spec
+        from .paper_specs import paper_code_fields
+        fields = paper_code_fields(parse_spec(self.pes[role]))
+        return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
+                            **{**fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
         from .dynamics import DynamicsConfig
@@ -161,8 +188,7 @@ class ReproductionPlan:
         for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
             for role in roles:
                 for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
-                    cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
-                                       **self.overrides)
+                    cfg = self._config(task, role, seed)
                     out.append(ExperimentConfig(
                         train=cfg, ablation_modes=self.ablation_modes, ablation_examples=size,
                         probe=True, probe_examples=probe_size, tags={"role": role},

@@ -28,7 +28,7 @@ import torch
 
 from ..errors import PosencError
 from ..atomic import atomic_write, atomic_write_text  # noqa: F401 (re-exported)
-from .config import TrainConfig, config_from_dict
+from .config import TrainConfig, stored_config
 from .model import Transformer, build_model
 from .tasks import Split, make_split
 
@@ -82,8 +82,11 @@ def check_checkpoint(ckpt: dict[str, Any], path: str | Path, config: TrainConfig
     came from, e.g. the folder's train_config.json)."""
     data = ckpt.get("config")
     try:
-        own = config_from_dict(data)
-    except PosencError:
+        own = stored_config(data, str(path))
+    except PosencError as exc:
+        if "presets version" in str(exc):
+            raise
+
         raise PosencError(f"checkpoint {path} does not record a valid config, so it cannot be "
                           f"checked against {against}") from None
     if not same_run(own, config):
@@ -119,7 +122,7 @@ def read_config(run_dir: str | Path) -> TrainConfig:
         raise PosencError(f"cannot read {path}: not UTF-8 text") from None
     except (OSError, ValueError) as exc:
         raise PosencError(f"cannot read {path}: {exc}") from None
-    return config_from_dict(data)
+    return stored_config(data, str(path))
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:

@@ -26,7 +26,8 @@ from ..errors import PosencError
 
 
 def alibi_slopes(n_heads: int, schedule: str = "press") -> np.ndarray:
-    """Slopes of heads h = 1..H: ``2^(-8h/H)`` (press) or ``exp(-h/H)`` (exp).
+    """Slopes of heads h = 1..H: ``2^(-8h/H)`` (press) or ``exp(-h/H)`` (exp); ``exp0``:
+    ``exp(-h/H)`` for h = 0..H-1.
 
     For H not a power of two the press schedule is that of the largest power of
     two P < H followed by the first H - P slopes of odd h (h = 1, 3, 5, ...) of
@@ -34,10 +35,11 @@ def alibi_slopes(n_heads: int, schedule: str = "press") -> np.ndarray:
     """
     if not is_int(n_heads) or n_heads < 1:
         raise PosencError(f"alibi: number of heads must be a positive integer; got {n_heads!r}")
-    if schedule == "exp":
-        return np.exp(-np.arange(1, n_heads + 1) / n_heads)
+    if schedule in ("exp", "exp0"):  # exp0: h = 0..H-1, the paper's code
+        first = 0 if schedule == "exp0" else 1
+        return np.exp(-np.arange(first, first + n_heads) / n_heads)
     if schedule != "press":
-        raise PosencError(f"alibi: slope schedule must be press or exp; got {schedule!r}")
+        raise PosencError(f"alibi: slope schedule must be press, exp or exp0; got {schedule!r}")
 
     def power_of_two(p: int) -> list[float]:
         return [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]
@@ -131,10 +133,14 @@ def sinusoidal_frequencies(width: int, base: float) -> np.ndarray:
     return base ** (-2.0 * np.arange(width // 2) / width)
 
 
-def sinusoidal_table(n: int, width: int, base: float = 10000.0) -> np.ndarray:
-    """PE[p, 2m] = sin(p omega_m), PE[p, 2m+1] = cos(p omega_m); shape (n, width)."""
+def sinusoidal_table(n: int, width: int, base: float = 10000.0,
+                     layout: str = "interleaved") -> np.ndarray:
+    """PE[p, 2m] = sin(p omega_m), PE[p, 2m+1] = cos(p omega_m); shape (n, width).
+    ``layout="half"``: PE[p, m] = sin(p omega_m), PE[p, D/2 + m] = cos(p omega_m)."""
     omega = sinusoidal_frequencies(width, base)
     angle = np.arange(n)[:, None] * omega[None, :]              # (n, D/2)
+    if layout == "half":
+        return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
     table = np.empty((n, width))
     table[:, 0::2] = np.sin(angle)
     table[:, 1::2] = np.cos(angle)

@@ -38,7 +38,7 @@ from scipy.sparse.linalg import LinearOperator
 from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
                          RoPE, Sinusoidal, XPos, parse_spec)
 from ..errors import PosencError
-from ..parts import Part, structure, unknown_part
+from ..parts import Part, not_toeplitz, structure, unknown_part
 from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int
 from . import conventions as cv
 from .operators import LowRankOperator, ToeplitzOperator
@@ -223,7 +223,7 @@ def absolute_table(spec: PESpec, n: int, width: int, values: Any = None, seed: i
                    ) -> tuple[np.ndarray, str, int | None]:
     """The absolute PE table P, shape (n, width): sinusoidal, or learned (given / seeded draw)."""
     if isinstance(spec, Sinusoidal):
-        return cv.sinusoidal_table(n, width, spec.base), "formula", None
+        return cv.sinusoidal_table(n, width, spec.base, spec.layout), "formula", None
     if not isinstance(spec, LearnedAbsolute):
         raise PosencError(f"{spec.name} has no absolute position table")
     if n > spec.max_len:
@@ -325,7 +325,7 @@ def _sinusoidal(spec: Sinusoidal, n: int, ctx: "_Context") -> Kernel:
     col = _cos_sum(n, omega, np.ones(omega.size))
     return Kernel(spec, n, "position-gram", ToeplitzOperator(col),
                   f"sinusoidal position Gram P P^T, width {width}: sum_m cos(omega_m (i-j))",
-                  factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base),
+                  factor_fn=lambda: cv.sinusoidal_table(n, width, spec.base, spec.layout),
                   notes=("the position-position logit term with W_q^T W_k = I; a generic "
                          "W_q^T W_k breaks the Toeplitz structure",), **ctx.common)
 
@@ -362,6 +362,11 @@ def _mla(spec: MLA, n: int, ctx: "_Context") -> Kernel:
                    f"MLA decoupled RoPE path kernel, rope_dim={2 * theta.size}",
                    notes=("MLA logit = content path (no position) + RoPE path; this is the "
                           "RoPE path's kernel",), **ctx.common)
+
+
+def _not_toeplitz(spec: MLA, n: int, ctx: "_Context") -> Kernel:
+    """mla:rope=paper_code: not a rotation, so no Toeplitz kernel (one line, posenc.parts)."""
+    raise not_toeplitz(spec)
 
 
 def _kerple_log(spec: KerpleLog, n: int, ctx: "_Context") -> Kernel:
@@ -415,7 +420,7 @@ class _Context:
 PART_KERNELS: dict[str, Callable[..., Kernel]] = {
     "sinusoidal": _sinusoidal, "learned": _learned,
     "alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
-    "rope": _rope, "frequencies": _frequencies, "mla": _mla,
+    "rope": _rope, "frequencies": _frequencies, "mla": _mla, "mla_paper_code": _not_toeplitz,
     "kerple_log": _kerple_log, "xpos": _xpos,
 }
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, XPos, parse_spec
 from ..errors import PosencError
-from ..parts import structure, unknown_part
+from ..parts import not_toeplitz, structure, unknown_part
 from . import conventions as cv
 from .kernels import absolute_table, part_context, part_kernel, xpos_decays
 from .operators import check_dense_size
@@ -108,9 +108,10 @@ def logits(spec: PESpec | str, x: np.ndarray, wq: np.ndarray, wk: np.ndarray, *,
         q, k = rotate_qk(rotary.spec, q, k, head, n_heads)
     out = q @ k.T                                                # (n, n)
     if parts.mla is not None:
-        if parts.mla.kind != "mla":
+        mla_path = MLA_PATHS.get(parts.mla.kind)
+        if mla_path is None:
             raise unknown_part("numerics.logits", parts.mla, spec)
-        out = out + _mla_path(parts.mla.spec, x, wq_rope, wk_rope)
+        out = out + mla_path(parts.mla.spec, x, wq_rope, wk_rope)
     if parts.bias is not None:
         ctx = part_context(head, n_heads, d, width, values, seed)
         out = out + part_kernel(parts.bias, spec, n, ctx).dense()
@@ -162,3 +163,12 @@ def _mla_path(spec: MLA, x: np.ndarray, wq_rope: np.ndarray | None, wk_rope: np.
                           f"{wqr.shape}, {wkr.shape}")
     theta = spec.base ** (-2.0 * np.arange(r // 2) / r)      # interleaved pairing
     return rotate(x @ wqr, theta) @ rotate(x @ wkr, theta).T
+
+
+def _not_toeplitz(spec: MLA, x: np.ndarray, wq_rope: Any, wk_rope: Any) -> np.ndarray:
+    """mla:rope=paper_code: not a rotation (one line, posenc.parts)."""
+    raise not_toeplitz(spec)
+
+
+#: mla part kind -> (spec, x, wq_rope, wk_rope) -> the decoupled path's logits.
+MLA_PATHS = {"mla": _mla_path, "mla_paper_code": _not_toeplitz}

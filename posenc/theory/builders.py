@@ -21,7 +21,7 @@ import sympy as sp
 
 from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
                          RoPE, XPos)
-from ..parts import Part, structure, unknown_part
+from ..parts import Part, not_toeplitz, structure, unknown_part
 from . import conventions as cv
 from .form import Definition
 from .heads import HeadModel, InputPE, Path
@@ -51,14 +51,25 @@ def _values(symbols: list[sp.Symbol], table: SymbolTable) -> tuple[str, str]:
     return text, latex
 
 
-def _input_pe(b: Build, kind: str, base: float = 10000.0, max_len: int = 0) -> None:
+def _input_pe(b: Build, kind: str, base: float = 10000.0, max_len: int = 0,
+              layout: str = "interleaved") -> None:
     D = b.c_i.shape[0]
     if kind == "sinusoidal":
         omegas = [b.table.parameter(f"omega_{m}", w)
                   for m, w in enumerate(cv.sinusoidal_frequencies(D, base))]
-        vec = lambda pos: sp.Matrix([f(w * pos) for w in omegas for f in (sp.sin, sp.cos)])  # noqa: E731
+        if layout == "half":  # every sine, then every cosine (the paper code's rope table)
+            vec = lambda pos: sp.Matrix([f(w * pos) for f in (sp.sin, sp.cos) for w in omegas])  # noqa: E731
+        else:
+            vec = lambda pos: sp.Matrix([f(w * pos) for w in omegas for f in (sp.sin, sp.cos)])  # noqa: E731
         b.pe = InputPE(vec(I_POS), vec(J_POS))
         text, latex = _values(omegas, b.table)
+        if layout == "half":
+            b.define(f"p_i[m] = sin(omega_m i), p_i[D/2+m] = cos(omega_m i), omega_m = "
+                     f"{base:g}^(-2m/{D}): " + text,
+                     rf"p_i[m] = \sin(\omega_m i),\; p_i[D/2+m] = \cos(\omega_m i),\; "
+                     rf"\omega_m = {base:g}^{{-2m/{D}}}:\; " + latex)
+            b.pe_kind = kind
+            return
         b.define(f"p_i[2m] = sin(omega_m i), p_i[2m+1] = cos(omega_m i), omega_m = {base:g}^(-2m/{D}): "
                  + text,
                  rf"p_i[2m] = \sin(\omega_m i),\; p_i[2m+1] = \cos(\omega_m i),\; "
@@ -234,9 +245,14 @@ def _xpos(b: Build, spec: XPos, head_dim: int, n_heads: int) -> None:
 ROTARY_BUILDERS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
 
 
+def _not_toeplitz(b: Build, spec: MLA, head_dim: int, n_heads: int) -> None:
+    """mla:rope=paper_code: not a rotation, so no Toeplitz form (one line, posenc.parts)."""
+    raise not_toeplitz(spec)
+
+
 def _absolute(b: Build, part: Part, spec: PESpec) -> None:
     if part.kind == "sinusoidal":
-        _input_pe(b, "sinusoidal", part.spec.base)
+        _input_pe(b, "sinusoidal", part.spec.base, layout=part.spec.layout)
     elif part.kind == "learned":
         _input_pe(b, "learned", max_len=(part.spec or LearnedAbsolute()).max_len)
     else:
@@ -252,8 +268,8 @@ def build(spec: PESpec, head_dim: int, model_dim: int, n_heads: int) -> Build:
         _standard_heads(b, head_dim, n_heads)
     rot = ""
     for part in parts.parts:
-        if part.role == "mla" and part.kind == "mla":
-            _mla(b, part.spec, head_dim, n_heads)
+        if part.role == "mla" and part.kind in MLA_BUILDERS:
+            MLA_BUILDERS[part.kind](b, part.spec, head_dim, n_heads)
         elif part.role == "absolute":
             _absolute(b, part, spec)
         elif part.role == "bias" and parts.mla is None:
@@ -304,3 +320,7 @@ def _mla(b: Build, spec: MLA, head_dim: int, n_heads: int) -> None:
              r"\tilde k_m(u) = (W_{kr}u)_{2m} + \mathrm{i}\,(W_{kr}u)_{2m+1}")
     text, latex = _values([s for _, _, s in syms], t)
     b.define(f"angles: {text}", rf"\text{{angles}}:\; {latex}")
+
+
+#: mla part kind -> builder (the heads' content and decoupled-RoPE paths).
+MLA_BUILDERS = {"mla": _mla, "mla_paper_code": _not_toeplitz}

@@ -76,9 +76,11 @@ def frequency_planes(frequencies: Sequence[float], head_dim: int) -> list[Plane]
 
 
 def alibi_slopes(n_heads: int, schedule: str) -> list[sp.Expr]:
-    """Exact slopes of heads h = 1..H: ``press`` 2^(-8h/H) (standard extension), ``exp`` e^(-h/H)."""
-    if schedule == "exp":
-        return [sp.exp(sp.Rational(-h, n_heads)) for h in range(1, n_heads + 1)]
+    """Exact slopes of heads h = 1..H: ``press`` 2^(-8h/H) (standard extension), ``exp`` e^(-h/H);
+    ``exp0``: e^(-h/H) for h = 0..H-1 (the paper's code)."""
+    if schedule in ("exp", "exp0"):
+        first = 0 if schedule == "exp0" else 1
+        return [sp.exp(sp.Rational(-h, n_heads)) for h in range(first, first + n_heads)]
 
     def power_of_two(count: int) -> list[sp.Expr]:
         return [sp.Integer(2) ** sp.Rational(-8 * h, count) for h in range(1, count + 1)]

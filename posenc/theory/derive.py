@@ -78,6 +78,7 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
                               f"derivation (its proofs grow steeply with the sizes)")
     from ..encodings import MLA
     if isinstance(spec, MLA):                        # latent widths size symbolic matrices too
+        spec.refuse_non_toeplitz()
         for name in ("kv_latent", "q_latent", "rope_dim"):
             value = getattr(spec, name)
             if value is not None and value > dim_limit:

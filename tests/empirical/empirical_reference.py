@@ -13,6 +13,8 @@ from posenc.encodings import MLA, ALiBi, Custom, Hybrid, KerpleLog, RelativeBias
 def alibi_slopes_ref(n: int, schedule: str) -> list[float]:
     if schedule == "exp":
         return [math.exp(-h / n) for h in range(1, n + 1)]
+    if schedule == "exp0":  # the paper's code: h = 0..H-1
+        return [math.exp(-h / n) for h in range(n)]
     P = 1
     while P * 2 <= n:
         P *= 2
@@ -55,6 +57,20 @@ def rotate_ref(vec: torch.Tensor, planes, pos: int) -> torch.Tensor:
         c, s = math.cos(pos * theta), math.sin(pos * theta)
         R[a, a], R[a, b], R[b, a], R[b, b] = c, -s, s, c
     return R @ vec
+
+
+def paper_mix_ref(vec: torch.Tensor, base: float, pos: int) -> torch.Tensor:
+    """The paper code's MLA "RoPE" of a float64 vector, from the catalogue docstring: the table
+    [sin(p f_0) .. sin(p f_{r/2-1}), cos(p f_0) .. cos(p f_{r/2-1})] read at 2m as s_m and at
+    2m+1 as c_m; out[m] = a_m c_m - b_m s_m, out[r/2 + m] = a_m s_m + b_m c_m."""
+    r = len(vec)
+    f = [base ** (-2.0 * m / r) for m in range(r // 2)]
+    table = [math.sin(pos * w) for w in f] + [math.cos(pos * w) for w in f]
+    out = torch.zeros(r, dtype=torch.float64)
+    for m in range(r // 2):
+        a, b, s, c = vec[2 * m], vec[2 * m + 1], table[2 * m], table[2 * m + 1]
+        out[m], out[r // 2 + m] = a * c - b * s, a * s + b * c
+    return out
 
 
 def sinusoidal_ref(T: int, D: int, base: float = 10000.0, offset: int = 0) -> torch.Tensor:
@@ -133,7 +149,10 @@ def scores_ref(spec, attn, x: torch.Tensor, y: torch.Tensor, offset: int = 0) ->
         for i in range(T):
             for j in range(T):
                 q, k = W["W_q"][h] @ x[i], W["W_k"][h] @ y[j]
-                if isinstance(spec, MLA):
+                if isinstance(spec, MLA) and spec.rope == "paper_code":
+                    s = q @ k + paper_mix_ref(W["W_qr"][h] @ x[i], spec.base, i + offset) @ \
+                        paper_mix_ref(W["W_kr"][h] @ y[j], spec.base, j + offset)
+                elif isinstance(spec, MLA):
                     s = q @ k + rotate_ref(W["W_qr"][h] @ x[i], mla_planes, i + offset) @ \
                         rotate_ref(W["W_kr"][h] @ y[j], mla_planes, j + offset)
                 elif isinstance(spec, XPos):

@@ -59,14 +59,18 @@ def test_masked_padding_is_invisible_and_unmasked_padding_is_not(pe):
 def test_paper_presets_differ_from_the_defaults_as_documented():
     tok = _tokens()
     rope, paper_rope = _model("rope"), _model("paper-rope")
-    assert rope.pos_embed is None and paper_rope.pos_embed is not None  # add_absolute
+    assert rope.pos_embed is None and paper_rope.pos_embed is not None  # trans.py's cat[sin, cos]
+    assert paper_rope.pos_embed.layout == "half"
     paper_rope.load_state_dict(rope.state_dict())
     with torch.no_grad():
         assert (rope(tok) - paper_rope(tok)).abs().max() > 1e-3
     press = _model("alibi").blocks[0].attn.bias.slopes.tolist()
     exp = _model("paper-alibi").blocks[0].attn.bias.slopes.tolist()
-    assert press == pytest.approx(alibi_slopes(2, "press")) and exp == pytest.approx(alibi_slopes(2, "exp"))
-    assert _model("paper-relative").blocks[0].attn.bias.weight.shape == (2, 257)  # per-offset table
+    # the paper's code: exp(-h/H) for h = 0..H-1, head 0 has slope 1 (issue 14: was h = 1..H)
+    assert press == pytest.approx(alibi_slopes(2, "press"))
+    assert exp == pytest.approx([1.0, 0.6065306597126334])
+    assert exp == pytest.approx(alibi_slopes(2, "exp0")) and exp != pytest.approx(alibi_slopes(2, "exp"))
+    assert _model("paper-relative").blocks[0].attn.bias.weight.shape == (2, 255)  # 2 * 128 - 1 offsets
     assert _model("relative_bias").blocks[0].attn.bias.weight.shape == (2, 32)  # t5 buckets
     assert _model("paper-mla").pos_embed.weight.shape == (16, 16)  # learned, model length
     assert _model("mla").pos_embed is None

@@ -41,12 +41,15 @@ def t5_bucket(relative: int, num_buckets: int, max_distance: int) -> int:
     return ret + min(large, num_buckets - 1)
 
 
-def sinusoidal_table(n: int, width: int, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_table(n: int, width: int, base: float = 10000.0,
+                     layout: str = "interleaved") -> np.ndarray:
+    """``half``: sines at dims m, cosines at dims width/2 + m (the paper code's rope table)."""
     pe = np.zeros((n, width))
     for p in range(n):
         for m in range(width // 2):
-            pe[p, 2 * m] = math.sin(p / base ** (2 * m / width))
-            pe[p, 2 * m + 1] = math.cos(p / base ** (2 * m / width))
+            a, b = (2 * m, 2 * m + 1) if layout == "interleaved" else (m, width // 2 + m)
+            pe[p, a] = math.sin(p / base ** (2 * m / width))
+            pe[p, b] = math.cos(p / base ** (2 * m / width))
     return pe
 
 
@@ -91,14 +94,15 @@ def logits(spec, values: dict, n: int, n_heads: int, head_dim: int, scale: float
         planes_fn = lambda h: [(2 * m, 2 * m + 1, f) for m, f in enumerate(freqs)]  # noqa: E731
     pe = np.zeros_like(x)
     if isinstance(additive, Sinusoidal):
-        pe = sinusoidal_table(n, width, additive.base)
+        pe = sinusoidal_table(n, width, additive.base, additive.layout)
     elif isinstance(additive, LearnedAbsolute):
         pe = np.asarray(values["P"], dtype=float)[:n]
     inp = x + pe
     slopes = None
     if isinstance(additive, ALiBi):
         slopes = (alibi_slopes(n_heads) if additive.slopes == "press"
-                  else [math.exp(-h / n_heads) for h in range(1, n_heads + 1)])
+                  else [math.exp(-h / n_heads) for h in range(1, n_heads + 1)]
+                  if additive.slopes == "exp" else [math.exp(-h / n_heads) for h in range(n_heads)])
     out = np.zeros((n_heads, n, n))
     for h in range(n_heads):
         planes = planes_fn(h) if planes_fn else []

@@ -2,7 +2,8 @@
 
 * Sinusoidal (Vaswani et al. 2017): ``PE[p, 2m] = sin(p / base^(2m/D))``,
   ``PE[p, 2m+1] = cos(p / base^(2m/D))`` for model width D (an odd D ends with
-  a sin column); computed in float64, then cast.
+  a sin column); computed in float64, then cast.  ``layout="half"``: all sines,
+  then all cosines (``PE[p, m]``, ``PE[p, D/2 + m]``), the paper code's rope table.
 * Learned absolute (GPT-2, BERT): a table of ``max_len`` learned vectors.
 
 ``forward(seq, offset)`` returns the (seq, D) embedding of positions
@@ -17,11 +18,16 @@ from torch import nn
 from ...errors import PosencError
 
 
-def sinusoidal_table(positions: torch.Tensor, d_model: int, base: float) -> torch.Tensor:
-    """(len(positions), d_model) float64 sinusoidal embedding."""
+def sinusoidal_table(positions: torch.Tensor, d_model: int, base: float,
+                     layout: str = "interleaved") -> torch.Tensor:
+    """(len(positions), d_model) float64 sinusoidal embedding (``half``: sines, then cosines)."""
     p = positions.to(torch.float64)[:, None]
     m = torch.arange(0, d_model, 2, dtype=torch.float64, device=positions.device)  # 2m
     angle = p / torch.tensor(float(base), dtype=torch.float64) ** (m / d_model)  # (T, ceil(D/2))
+    if layout == "half":
+        if d_model % 2:
+            raise PosencError(f"sinusoidal:layout=half needs an even model width; got {d_model}")
+        return torch.cat([angle.sin(), angle.cos()], dim=1)
     out = torch.empty(len(positions), d_model, dtype=torch.float64, device=positions.device)
     out[:, 0::2] = angle.sin()
     out[:, 1::2] = angle.cos()[:, : d_model // 2]
@@ -31,9 +37,9 @@ def sinusoidal_table(positions: torch.Tensor, d_model: int, base: float) -> torc
 class SinusoidalAbsolute(nn.Module):
     learned = False
 
-    def __init__(self, d_model: int, base: float = 10000.0):
+    def __init__(self, d_model: int, base: float = 10000.0, layout: str = "interleaved"):
         super().__init__()
-        self.d_model, self.base = d_model, base
+        self.d_model, self.base, self.layout = d_model, base, layout
         self.register_buffer("_probe", torch.zeros(0), persistent=False)
         self._cache: dict[tuple, torch.Tensor] = {}
 
@@ -44,7 +50,8 @@ class SinusoidalAbsolute(nn.Module):
                 self._cache.clear()
             with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable anywhere
                 pos = torch.arange(offset, offset + seq, device=self._probe.device)
-                self._cache[key] = sinusoidal_table(pos, self.d_model, self.base).to(dtype)
+                self._cache[key] = sinusoidal_table(pos, self.d_model, self.base,
+                                                  self.layout).to(dtype)
         return self._cache[key]
 
     def _apply(self, fn, recurse=True):

@@ -3,7 +3,7 @@
 * ALiBi (Press et al. 2022): slopes ``press`` -- 2^(-8h/H), h = 1..H; for H not
   a power of two, the slopes of the nearest lower power of two P followed by
   every other slope of 2P (the first H - P of them) -- or ``exp`` -- exp(-h/H),
-  the paper's code.  ``symmetric``: B = -slope |i - j|; ``causal``:
+  or ``exp0`` -- exp(-h/H) for h = 0..H-1, the paper's code.  ``symmetric``: B = -slope |i - j|; ``causal``:
   B = -slope (i - j) for j <= i and 0 above the diagonal.
 * T5 relative buckets (Raffel et al. 2020) of the relative position ``j - i``:
   bidirectional, half the buckets per sign (positive j - i in the upper half),
@@ -32,9 +32,11 @@ from ...expression import Expr
 
 
 def alibi_slopes(n_heads: int, schedule: str) -> list[float]:
-    """ALiBi slope of each head h = 1..n_heads (Python floats)."""
-    if schedule == "exp":
-        return [math.exp(-h / n_heads) for h in range(1, n_heads + 1)]
+    """ALiBi slope of each head h = 1..n_heads (Python floats); ``exp0``: exp(-h/H) for
+    h = 0..H-1 (the paper's code: head 0 has slope 1)."""
+    if schedule in ("exp", "exp0"):
+        first = 0 if schedule == "exp0" else 1
+        return [math.exp(-h / n_heads) for h in range(first, first + n_heads)]
 
     def power_of_two(n: int) -> list[float]:
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]

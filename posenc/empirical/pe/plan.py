@@ -43,6 +43,7 @@ class PEPlan:
     spec: PESpec
     absolute: Optional[str] = None  # "sinusoidal" or "learned" embedding added to the input
     absolute_base: float = 10000.0  # sinusoidal base
+    absolute_layout: str = "interleaved"  # sinusoidal layout: interleaved or half
     absolute_max_len: Optional[int] = None  # learned table length; None = the model's length
     bias: Optional[Part] = None  # the bias part (kind in BIAS_MODULES)
     rotary: Optional[Part] = None  # the rotary part (kind in ROTARY_MODULES)
@@ -57,7 +58,7 @@ class PEPlan:
         if self.absolute is None:
             return None
         if self.absolute == "sinusoidal":
-            return absolute.SinusoidalAbsolute(d_model, self.absolute_base)
+            return absolute.SinusoidalAbsolute(d_model, self.absolute_base, self.absolute_layout)
         length = self.absolute_max_len if self.absolute_max_len is not None else max_len
         if length < max_len:
             raise PosencError(f"learned_absolute: max_len {length} is shorter than the "
@@ -77,6 +78,9 @@ class PEPlan:
 #: n_heads) -> module.  Each table lives beside its modules (bias.py, rotary.py).
 BIAS_MODULES: dict[str, Callable[..., nn.Module]] = bias.MODULES
 ROTARY_MODULES: dict[str, Callable[..., nn.Module]] = rotary.MODULES
+#: mla part kind -> the rotation of MLA's decoupled path (mla.MLAAttention builds it from the
+#: spec; mla_paper_code is the paper code's PaperCodeMix, not a rotation).
+MLA_KINDS: dict[str, Callable[..., nn.Module]] = rotary.MLA_MODULES
 
 
 def plan_for(spec: PESpec) -> PEPlan:
@@ -84,7 +88,8 @@ def plan_for(spec: PESpec) -> PEPlan:
     fields: dict = {}
     for part in structure(spec).parts:
         if part.role == "absolute" and part.kind == "sinusoidal":
-            fields.update(absolute="sinusoidal", absolute_base=part.spec.base)
+            fields.update(absolute="sinusoidal", absolute_base=part.spec.base,
+                          absolute_layout=part.spec.layout)
         elif part.role == "absolute" and part.kind == "learned":
             fields.update(absolute="learned",
                           absolute_max_len=None if part.spec is None else part.spec.max_len)
@@ -92,7 +97,7 @@ def plan_for(spec: PESpec) -> PEPlan:
             fields["bias"] = part
         elif part.role == "rotary" and part.kind in ROTARY_MODULES:
             fields["rotary"] = part
-        elif part.role == "mla" and part.kind == "mla":
+        elif part.role == "mla" and part.kind in MLA_KINDS:
             fields["mla"] = part.spec
         else:
             raise unknown_part("empirical", part, spec)

@@ -191,3 +191,57 @@ MODULES = {
     "frequencies": lambda r, head_dim, n_heads: frequency_rotary(r.frequencies, head_dim, n_heads),
     "xpos": xpos_rotary,
 }
+
+
+class PaperCodeMix(nn.Module):
+    """The paper code's MLA "RoPE" (``mla:rope=paper_code``): not a rotation.
+
+    With ``f_m = base^(-2m/r)`` (m = 0 .. r/2-1) and the table
+    ``T[p] = [sin(p f_0), .., sin(p f_{r/2-1}), cos(p f_0), .., cos(p f_{r/2-1})]``
+    the code reads ``s = T[p][0::2]`` as sines and ``c = T[p][1::2]`` as cosines, so
+    both halves mix frequencies (and a plane can get sin and cos of different
+    angles, or two sines).  With ``a = x[0::2]``, ``b = x[1::2]`` the output is
+    ``[a c - b s, a s + b c]`` (the first halves, then the second halves).  Tables
+    in float64, then cast; ``rotary_dims`` for the hooks that expect a Rotary.
+    """
+
+    def __init__(self, rope_dim: int, base: float):
+        super().__init__()
+        if rope_dim % 2:
+            raise PosencError(f"mla:rope=paper_code needs an even rope_dim; got {rope_dim}")
+        self.rotary_dims, self.head_dim, self.base = rope_dim, rope_dim, float(base)
+        self.register_buffer("_probe", torch.zeros(0), persistent=False)
+        self._cache: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def tables(self, seq: int, offset: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """The code's "cos" and "sin" (seq, r/2) for positions offset .. offset+seq-1."""
+        key = (seq, offset, dtype, self._probe.device)
+        if key not in self._cache:
+            if len(self._cache) > 8:
+                self._cache.clear()
+            with torch.inference_mode(False), torch.no_grad():
+                r, dev = self.rotary_dims, self._probe.device
+                f = torch.tensor(self.base, dtype=torch.float64) ** (
+                    -torch.arange(0, r, 2, dtype=torch.float64) / r)
+                ang = torch.arange(offset, offset + seq, dtype=torch.float64, device=dev)[:, None] \
+                    * f.to(dev)[None, :]
+                table = torch.cat([ang.sin(), ang.cos()], dim=-1)  # (T, r)
+                self._cache[key] = (table[:, 1::2].to(dtype), table[:, 0::2].to(dtype))
+        return self._cache[key]
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (batch, heads, seq, r) -> the code's mixed output, same shape."""
+        cos, sin = self.tables(x.shape[-2], offset, x.dtype)
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+    def _apply(self, fn, recurse=True):
+        self._cache = {}
+        return super()._apply(fn, recurse)
+
+
+#: mla part kind (posenc.parts) -> (MLA spec, rope_dim) -> the decoupled path's position module.
+MLA_MODULES = {
+    "mla": lambda spec, rope_dim: mla_rotary(rope_dim, spec.base),
+    "mla_paper_code": lambda spec, rope_dim: PaperCodeMix(rope_dim, spec.base),
+}

@@ -17,7 +17,8 @@ has a special rule for the latter):
   on the whole matrix; a bias that is ALiBi below the diagonal and grows with distance above it
   (−s·(i − j) everywhere: a forgotten ``abs``) fails;
 * slope schedule: the recovered slopes s_h equal press 2^(−8h/H) (Press et al. 2022, with the
-  non-power-of-two rule) or exp e^(−h/H) (the paper's code) for every H, with hints for the
+  non-power-of-two rule) or exp e^(−h/H), h = 1..H, for every H (the paper's code starts at
+  h = 0 -- ``alibi:slopes=exp0`` -- which is reported as exp's off-by-one), with hints for the
   usual slips (head index off by one, slopes computed for H ± 1 heads).  Reference slopes come
   from :func:`posenc.numerics.conventions.alibi_slopes`;
 * expected (``--expect slopes=...,direction=...``): see :mod:`.expect`.

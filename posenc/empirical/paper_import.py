@@ -1,0 +1,218 @@
+"""Import a ``state_dict`` saved by the paper's scripts as a posenc run folder (paper-code mode).
+
+The paper's scripts (Qihuai27/Deposit-Pattern-Research) end with
+``torch.save(model.state_dict(), '.../model.pth')``.  :func:`import_checkpoint` reads
+such a file (``weights_only``), checks its key names and shapes against the model of
+``pe``, maps every tensor onto the paper-code model of :mod:`.model` (``code='paper'``)
+and writes a run folder (``train_config.json`` + ``checkpoint.pt``) that
+:func:`posenc.load_run`, ``posenc ablate`` and the probe read like a trained run.
+
+``pe`` names the paper's model: ``nope``, ``absolute``, ``alibi``, ``relative``,
+``random``, ``rope`` (``dis_gen/trans.py``'s ``position_encoding_type``),
+``partialrope:K`` (``count_gen/partialrope.py`` with ``k_rope_heads = K``) or ``mla``
+(``dis_gen/mla.py``).  The mapping (paper key -> posenc key):
+
+* ``embedding.weight`` -> ``embed.weight``; ``fc_out`` -> ``classifier``;
+* ``layers.L.{norm1,norm2}`` -> ``blocks.L.{ln1,ln2}``; ``layers.L.ffn.*`` -> ``blocks.L.mlp.*``;
+* ``layers.L.{q,k,v}_linear`` -> ``blocks.L.attn.qkv`` (rows stacked q, k, v), ``out_linear`` -> ``out``;
+* ``layers.L.relative_bias_table`` (2M+1, H), row (j - i) + M -> ``attn.bias.weight`` (H, 2M+1),
+  column (i - j) + M: flipped and transposed;
+* ``position_encoding.position_embeddings.weight`` (random) and ``pos_embed`` (MLA, (1, N, D))
+  -> ``pos_embed.weight``;
+* MLA: ``layers.L.attn.W_{DQ,UQ,QR,DKV,UK,UV,KR}`` -> ``q_down, q_up, q_rope, kv_down, k_up,
+  v_up, k_rope``; ``out_proj`` -> ``out``; ``ln_f`` -> ``ln_f``;
+* the fixed tables the code stores as buffers (``inv_freq``, partialrope's ``cos``/``sin``) are
+  checked against the values they must have and dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import PosencError
+
+TRANS_PES = ("nope", "absolute", "alibi", "relative", "random", "rope")
+PAPER_PE_NAMES = TRANS_PES + ("partialrope:K", "mla")
+
+
+def _spec_for(pe: str, sd: dict[str, torch.Tensor], n_heads: int) -> str:
+    if pe == "relative":
+        rows = sd["layers.0.relative_bias_table"].shape[0]
+        return f"relative_bias:mode=table,max_distance={(rows - 1) // 2}"
+    if pe == "random":
+        return f"learned_absolute:max_len={sd['position_encoding.position_embeddings.weight'].shape[0]}"
+    if pe.startswith("partialrope:"):
+        k = int(pe.split(":", 1)[1])
+        return "rope" if k >= n_heads else f"rope:heads={k}"
+    latent = sd["layers.0.attn.W_DQ.weight"].shape[0] if pe == "mla" else 0
+    return {"nope": "nope", "absolute": "sinusoidal", "alibi": "alibi:slopes=exp0",
+            "rope": "hybrid:additive=sinusoidal,additive.layout=half",
+            "mla": f"mla:kv_latent={latent},q_latent={latent},absolute=learned,rope=paper_code"}[pe]
+
+
+def _expected_keys(pe: str, n_layers: int) -> set[str]:
+    per: list[str]
+    if pe == "mla":
+        per = [f"attn.W_{w}.weight" for w in ("DKV", "DQ", "UK", "UV", "UQ", "KR", "QR")] + \
+            ["attn.out_proj.weight", "ffn.0.weight", "ffn.0.bias", "ffn.3.weight", "ffn.3.bias"]
+        top = ["embedding.weight", "pos_embed", "ln_f.weight", "ln_f.bias", "fc_out.weight",
+               "fc_out.bias"]
+    else:
+        per = [f"{n}.{p}" for n in ("q_linear", "k_linear", "v_linear", "out_linear", "ffn.0", "ffn.2")
+               for p in ("weight", "bias")]
+        per += {"relative": ["relative_bias_table"], "rope": ["rope.inv_freq"]}.get(pe, [])
+        if pe.startswith("partialrope:"):
+            per += ["rope.cos", "rope.sin"]
+        top = ["embedding.weight", "fc_out.weight", "fc_out.bias"]
+        top += {"random": ["position_encoding.position_embeddings.weight"],
+                "rope": ["position_encoding.inv_freq"]}.get(pe, [])
+    per += [f"{n}.{p}" for n in ("norm1", "norm2") for p in ("weight", "bias")]
+    return set(top) | {f"layers.{l}.{k}" for l in range(n_layers) for k in per}
+
+
+def _check_buffers(pe: str, sd: dict[str, torch.Tensor], d_model: int, head_dim: int) -> None:
+    """The code's fixed tables must have the values its PE computes (else: another PE/size)."""
+    def close(key: str, want: torch.Tensor) -> None:
+        got = sd[key]
+        if got.shape != want.shape or not torch.allclose(got.double(), want, atol=1e-5):
+            raise PosencError(f"{key} is not the table of the paper code's {pe} model "
+                              f"(another PE or head count?)")
+    def f(w: int) -> torch.Tensor:
+        return 1.0 / 10000 ** (torch.arange(0, w, 2, dtype=torch.float64) / w)
+    for key in sd:
+        if key.endswith("rope.inv_freq"):
+            close(key, f(d_model if key.startswith("position_encoding") else head_dim))
+        elif key.endswith(("rope.cos", "rope.sin")):
+            n = sd[key].shape[0]
+            ang = torch.arange(n, dtype=torch.float64)[:, None] * f(head_dim)[None, :]
+            close(key, (ang.cos() if key.endswith("cos") else ang.sin()).repeat_interleave(2, 1))
+
+
+def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, int], dict[str, torch.Tensor]]:
+    """(spec string, dims, posenc state dict) of a paper-code state dict; PosencError on a
+    state dict that is not the paper code's ``pe`` model."""
+    if pe not in TRANS_PES and pe != "mla" and not re.fullmatch(r"partialrope:[1-9][0-9]*", pe):
+        raise PosencError(f"unknown paper PE {pe!r}; known: {', '.join(PAPER_PE_NAMES)}")
+    if not isinstance(sd, dict) or not sd or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
+        raise PosencError("the file does not hold a state_dict (a mapping of names to tensors)")
+    if "embedding.weight" not in sd or sd["embedding.weight"].dim() != 2:
+        raise PosencError("the state_dict has no embedding.weight: not a checkpoint of the paper's code")
+    layers = sorted({int(m.group(1)) for k in sd if (m := re.match(r"layers\.(\d+)\.", k))})
+    n_layers = len(layers)
+    if n_layers == 0 or layers != list(range(n_layers)):
+        raise PosencError("the state_dict has no layers.0 .. layers.N-1: not the paper code's model")
+    want = _expected_keys(pe, n_layers)
+    if set(sd) != want:
+        missing, extra = sorted(want - set(sd)), sorted(set(sd) - want)
+        raise PosencError(f"the state_dict is not the paper code's {pe} model: "
+                          + (f"missing {', '.join(missing[:3])}" if missing else "")
+                          + ("; " if missing and extra else "")
+                          + (f"unexpected {', '.join(extra[:3])}" if extra else ""))
+    vocab, D = sd["embedding.weight"].shape
+    if pe == "mla":
+        head_dim = sd["layers.0.attn.W_KR.weight"].shape[0]
+        if D % head_dim:
+            raise PosencError(f"W_KR is {head_dim} wide, which does not divide d_model {D}")
+        n_heads = D // head_dim
+        d_ff = sd["layers.0.ffn.0.weight"].shape[0]
+    else:
+        if pe == "relative":
+            n_heads = sd["layers.0.relative_bias_table"].shape[1]
+        if D % n_heads or (D // n_heads) % 2:
+            raise PosencError(f"d_model {D} is not divisible into {n_heads} heads of even width "
+                              f"(give the checkpoint's --heads)")
+        head_dim, d_ff = D // n_heads, sd["layers.0.ffn.0.weight"].shape[0]
+    _check_buffers(pe, sd, D, head_dim)
+    out: dict[str, torch.Tensor] = {"embed.weight": sd["embedding.weight"],
+                                    "classifier.weight": sd["fc_out.weight"],
+                                    "classifier.bias": sd["fc_out.bias"]}
+    for l in range(n_layers):
+        p, q = f"layers.{l}.", f"blocks.{l}."
+        for a, b in (("norm1", "ln1"), ("norm2", "ln2")):
+            out[q + b + ".weight"], out[q + b + ".bias"] = sd[p + a + ".weight"], sd[p + a + ".bias"]
+        if pe == "mla":
+            for a, b in (("DQ", "q_down"), ("UQ", "q_up"), ("QR", "q_rope"), ("DKV", "kv_down"),
+                         ("UK", "k_up"), ("UV", "v_up"), ("KR", "k_rope")):
+                out[q + f"attn.{b}.weight"] = sd[p + f"attn.W_{a}.weight"]
+            out[q + "attn.out.weight"] = sd[p + "attn.out_proj.weight"]
+            for i in (0, 3):
+                for t in ("weight", "bias"):
+                    out[q + f"mlp.{i}.{t}"] = sd[p + f"ffn.{i}.{t}"]
+            continue
+        for t in ("weight", "bias"):
+            out[q + f"attn.qkv.{t}"] = torch.cat([sd[p + f"{n}_linear.{t}"] for n in "qkv"])
+            out[q + f"attn.out.{t}"] = sd[p + f"out_linear.{t}"]
+            for i in (0, 2):
+                out[q + f"mlp.{i}.{t}"] = sd[p + f"ffn.{i}.{t}"]
+        if pe == "relative":
+            out[q + "attn.bias.weight"] = sd[p + "relative_bias_table"].flip(0).t().contiguous()
+    if pe == "mla":
+        out["pos_embed.weight"] = sd["pos_embed"].reshape(sd["pos_embed"].shape[-2:])
+        out["ln_f.weight"], out["ln_f.bias"] = sd["ln_f.weight"], sd["ln_f.bias"]
+    elif pe == "random":
+        out["pos_embed.weight"] = sd["position_encoding.position_embeddings.weight"]
+    dims = {"vocab_size": vocab, "d_model": D, "n_heads": n_heads, "n_layers": n_layers, "d_ff": d_ff}
+    return _spec_for(pe, sd, n_heads), dims, out
+
+
+def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
+                      n_heads: int = 16, preset: str = "paper",
+                      seq_len: int | None = None) -> Path:
+    """Write the run folder ``out`` for the paper-code checkpoint ``file`` (see the module
+    doc).  The task is ``preset``'s ``task`` with the checkpoint's vocabulary (and
+    ``seq_len`` when given).  Nothing is written unless everything checks out."""
+    from ..encodings import parse_spec
+    from .config import apply_overrides
+    from .config import preset as make_preset
+    from .paper_specs import paper_code_fields
+    from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
+
+    file, out = Path(file), Path(out)
+    if out.exists():
+        raise PosencError(f"{out} already exists; give a new folder for the imported run")
+    if not file.is_file():
+        raise PosencError(f"checkpoint {file} does not exist")
+    try:
+        sd = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # any unreadable file: one line
+        raise PosencError(f"cannot read {file} as a torch state_dict "
+                          f"({type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:100] if str(exc) else ''})") from None
+    spec, dims, state = convert(sd, pe, n_heads)
+    cfg = make_preset(preset, task=task, pe=spec)
+    changes: dict[str, Any] = {f"model.{k}": v for k, v in dims.items() if k != "vocab_size"}
+    changes["task.vocab_size"] = dims["vocab_size"]
+    if seq_len is not None:
+        changes["task.seq_len"] = seq_len
+    changes.update(paper_code_fields(parse_spec(spec)))
+    cfg = apply_overrides(cfg, changes)
+    model = model_for(cfg)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        raise PosencError(f"the checkpoint's tensors do not fit the paper-code {pe} model of "
+                          f"this task ({str(exc).splitlines()[-1].strip()[:140]})") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (tmp / CONFIG).write_text(cfg.to_json() + "\n", encoding="utf-8")
+        atomic_torch_save({"format": FORMAT, "model": model.state_dict(), "epoch": 0, "metrics": [],
+                           "config": cfg.to_dict(),
+                           "imported": {"file": str(file), "pe": pe}}, tmp / CHECKPOINT)
+        (tmp / "imported.json").write_text(json.dumps(
+            {"source": str(file.resolve()), "paper_pe": pe, "spec": spec, **dims}, indent=2) + "\n",
+            encoding="utf-8")
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

@@ -1,0 +1,87 @@
+"""Paper-code mode: which PEs the paper's code has, and the model fields each one implies.
+
+``ModelConfig(code="paper")`` builds the models of the paper's public code
+(Qihuai27/Deposit-Pattern-Research) exactly; see :mod:`.paper_code` for the
+quirks and docs/reproduction.md ("Paper-code mode").  Two model families:
+
+* ``dis_gen/trans.py`` and ``count_gen/partialrope.py`` (every PE but MLA): keys
+  and values of every layer from the raw input embeddings (no LayerNorm),
+  ReLU, no final LayerNorm, mean pooling over all positions including padding,
+  no padding or causal mask, Q/K/V/O projections with biases;
+* ``dis_gen/mla.py``: keys and values from the layer-normed residual stream,
+  GELU, a final LayerNorm, padding masked out of attention and pooling, no
+  projection biases.
+
+Both classify over the vocabulary (the logits have ``vocab_size`` entries).
+This module imports no torch: the config layer validates with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
+from ..errors import PosencError
+
+CODES = ("posenc", "paper")
+
+_PLAIN_ROPE = RoPE()
+
+
+def _plain_rope(spec: PESpec) -> bool:
+    """RoPE as the paper code has it: interleaved, base 10000, whole head, any first-k heads."""
+    return isinstance(spec, RoPE) and spec == RoPE(heads=spec.heads)
+
+
+def paper_code_problem(spec: PESpec) -> str | None:
+    """Why the paper's code has no model for ``spec`` (None: it has one)."""
+    if isinstance(spec, NoPE) or (isinstance(spec, Sinusoidal) and spec == Sinusoidal()):
+        return None
+    if isinstance(spec, LearnedAbsolute):
+        return None  # the code's "random": a learned table of max_len rows
+    if isinstance(spec, ALiBi):
+        return None if spec == ALiBi(slopes="exp0") else \
+            "its alibi has slopes exp(-h/H) for h = 0..H-1 and no causal direction (alibi:slopes=exp0)"
+    if isinstance(spec, RelativeBias):
+        return None if spec.mode == "table" else \
+            "its relative bias is one learned value per offset (relative_bias:mode=table)"
+    if isinstance(spec, RoPE):
+        return None if _plain_rope(spec) else \
+            "its RoPE is interleaved, base 10000, on whole heads (rope or rope:heads=K)"
+    if isinstance(spec, Hybrid):
+        ok = spec.additive == Sinusoidal(layout="half") and spec.rope == _PLAIN_ROPE
+        return None if ok else ("its only absolute+RoPE model adds a cat[sin, cos] table "
+                                "(hybrid:additive=sinusoidal,additive.layout=half) to plain rope")
+    if isinstance(spec, MLA):
+        return None if spec.rope == "paper_code" and spec.absolute == "learned" else \
+            "its MLA is mla:rope=paper_code,absolute=learned (preset paper-mla)"
+    return "it has no such model"
+
+
+def check_paper_spec(spec: PESpec) -> None:
+    problem = paper_code_problem(spec)
+    if problem is not None:
+        raise PosencError(f"paper-code mode has no model for PE {spec.to_string()!r}: {problem}")
+
+
+def paper_code_fields(spec: PESpec) -> dict[str, Any]:
+    """The model-config fields the paper's code fixes for ``spec`` (dotted keys)."""
+    check_paper_spec(spec)
+    if isinstance(spec, MLA):
+        fields = {"kv_source": "previous", "mask_padding": True, "activation": "gelu"}
+    else:
+        fields = {"kv_source": "input", "mask_padding": False, "activation": "relu"}
+    return {"model.code": "paper", "model.causal": False,
+            **{f"model.{k}": v for k, v in fields.items()}}
+
+
+def check_paper_config(model: Any) -> None:
+    """A ModelConfig with ``code='paper'``: its PE has a paper-code model and its fields are
+    the ones that model fixes (one PosencError naming the first wrong field)."""
+    from ..encodings import parse_spec
+    spec = parse_spec(model.pe)
+    for key, want in paper_code_fields(spec).items():
+        name = key.split(".", 1)[1]
+        if getattr(model, name) != want:
+            raise PosencError(f"paper-code mode with PE {model.pe!r} has model.{name} = {want!r} "
+                              f"(the paper's code); got {getattr(model, name)!r}")

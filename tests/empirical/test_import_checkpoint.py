@@ -1,0 +1,85 @@
+"""``posenc import-checkpoint``: a state_dict saved as the paper's scripts save theirs becomes a
+run folder whose model gives the reference's logits, that ablate and the probe read; bad input
+is one line, exit 2, and no folder."""
+
+import math
+
+import pytest
+import torch
+from test_paper_code import TOL, reference, tokens
+
+import posenc
+from posenc.cli import main
+from posenc.empirical.probe import position_probe
+
+
+def _import(tmp_path, pe, ckpt, out, task="distance", heads=4):
+    return main(["import-checkpoint", str(ckpt), "--paper-code", "--pe", pe, "--task", task,
+                 "--out", str(out), "--heads", str(heads), "--preset", "smoke"])
+
+
+@pytest.mark.parametrize("pe,task", [("alibi", "distance"), ("relative", "count"),
+                                     ("rope", "distance"), ("partialrope:1", "count"),
+                                     ("random", "distance"), ("mla", "distance")])
+def test_imported_run_gives_the_reference_logits(tmp_path, pe, task):
+    ref = reference(pe, seed=3)
+    torch.save(ref.state_dict(), tmp_path / "model.pth")
+    assert _import(tmp_path, pe, tmp_path / "model.pth", tmp_path / "run", task) == 0
+    run = posenc.load_run(tmp_path / "run")
+    assert run.config.model.code == "paper"
+    tok = tokens(task)
+    with torch.no_grad():
+        diff = (run.model(tok) - ref(tok)).abs().max().item()
+    assert diff <= TOL
+
+
+def test_imported_run_can_be_ablated_and_probed(tmp_path, capsys):
+    ref = reference("alibi", seed=1)
+    torch.save(ref.state_dict(), tmp_path / "model.pth")
+    run_dir = tmp_path / "run"
+    assert posenc.import_checkpoint(tmp_path / "model.pth", "alibi", "distance", run_dir, heads=4,
+                                    preset="smoke").config.model.pe == "alibi:slopes=exp0"
+    assert main(["ablate", str(run_dir), "--examples", "40"]) == 0
+    assert "deposit" in capsys.readouterr().out
+    run = posenc.load_run(run_dir)
+    probe = position_probe(run.model, run.data().test, max_examples=60)
+    assert len(probe["sites"]) >= 3 and all(math.isfinite(v) for v in probe["probe_r2"].values())
+
+
+def _fails(tmp_path, capsys, pe, ckpt, match):
+    out = tmp_path / "out"
+    assert _import(tmp_path, pe, ckpt, out) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("posenc: error:") and match in err and err.count("\n") == 1, err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_bad_files_wrong_pe_and_key_mismatch_are_one_clear_error(tmp_path, capsys):
+    (tmp_path / "junk.pth").write_bytes(b"not a torch file")
+    _fails(tmp_path, capsys, "alibi", tmp_path / "junk.pth", "cannot read")
+    _fails(tmp_path, capsys, "alibi", tmp_path / "missing.pth", "does not exist")
+    sd = reference("relative").state_dict()
+    torch.save(sd, tmp_path / "rel.pth")
+    _fails(tmp_path, capsys, "alibi", tmp_path / "rel.pth", "unexpected layers.0.relative_bias_table")
+    _fails(tmp_path, capsys, "transformer-xl", tmp_path / "rel.pth", "unknown paper PE")
+    torch.save(reference("partialrope:2").state_dict(), tmp_path / "partial.pth")
+    _fails(tmp_path, capsys, "rope", tmp_path / "partial.pth", "missing")
+    del sd["layers.1.norm2.bias"]
+    torch.save(sd, tmp_path / "cut.pth")
+    _fails(tmp_path, capsys, "relative", tmp_path / "cut.pth", "missing layers.1.norm2.bias")
+    torch.save({"a": 1}, tmp_path / "dict.pth")
+    _fails(tmp_path, capsys, "nope", tmp_path / "dict.pth", "not hold a state_dict")
+    # a partial-RoPE checkpoint with 4 heads read as 2 heads: its cos/sin tables say otherwise
+    torch.save(reference("partialrope:2").state_dict(), tmp_path / "p2.pth")
+    out = tmp_path / "out"
+    assert main(["import-checkpoint", str(tmp_path / "p2.pth"), "--paper-code", "--pe",
+                 "partialrope:2", "--task", "distance", "--out", str(out), "--heads", "2",
+                 "--preset", "smoke"]) == 2
+    assert "not the table" in capsys.readouterr().err and not out.exists()
+
+
+def test_an_existing_folder_is_not_overwritten(tmp_path, capsys):
+    torch.save(reference("nope").state_dict(), tmp_path / "m.pth")
+    (tmp_path / "out").mkdir()
+    assert _import(tmp_path, "nope", tmp_path / "m.pth", tmp_path / "out") == 2
+    assert "already exists" in capsys.readouterr().err
