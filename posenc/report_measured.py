@@ -47,7 +47,8 @@ def measured_markdown(results: list[dict[str, Any]]) -> tuple[list[str], dict[st
              "(position means, centred) in the span of the absolute PE table's principal "
              "directions (90% of its energy); chance for a random direction k / d_model.", ""]
     if shares:
-        sites = list(next(iter(shares.values()))[0])
+        sites = sorted(next(iter(shares.values()))[0],
+                       key=lambda x: -1 if x == "embed" else int(x[5:]))  # embed, block0, ...
         lines += ["| PE (role) | chance | " + " | ".join(sites) + " |",
                   "|---|---|" + "---|" * len(sites)]
         for role, per_seed in sorted(shares.items()):
