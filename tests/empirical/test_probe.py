@@ -38,6 +38,14 @@ def test_basis_is_orthonormal_and_spans_the_tables_directions():
     assert float(basis[4:].abs().max()) < 1e-10  # nothing outside dims 0..3
 
 
+def test_basis_ignores_the_tables_constant_part():
+    t = sinusoid_table()
+    t[:, 5] = 10.0  # the same vector at every position: no positional direction
+    basis = table_basis(t, torch.ones(12, dtype=torch.float64))
+    assert float(basis[5].abs().max()) < 1e-10
+    assert span_share(*stream(t), basis) == pytest.approx(1.0, abs=1e-9)
+
+
 def test_share_is_one_inside_zero_outside_and_a_half_in_between():
     t = sinusoid_table()
     basis = table_basis(t, torch.ones(12, dtype=torch.float64))

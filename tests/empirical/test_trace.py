@@ -62,6 +62,9 @@ def test_loss_spikes_both_ways():
     tiny_loss[30] = 0.05  # 50 x the median, but only 0.049 nats: not a spike
     assert loss_spikes(tiny_loss, 5, 0)[0] == 0
     assert loss_spikes(spiked, 5, 31) == (0, 19)  # the skipped steps are not tested
+    bump = list(flat)
+    bump[30] = 1.5  # 0.5 nats above the median but less than twice it: not a spike
+    assert loss_spikes(bump, 5, 0)[0] == 0
 
 
 def test_steps_to_90_percent():
@@ -149,6 +152,28 @@ def test_a_resumed_run_records_the_same_trace(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         train(cfg, tmp_path / "cut", on_step=interrupt)
     assert len(read_trace(tmp_path / "cut", cfg.run_id())[1]) == 1
+    train(cfg, tmp_path / "cut")
+    assert (tmp_path / "cut" / TRACE).read_text() == (tmp_path / "full" / TRACE).read_text()
+
+
+def test_a_crash_saving_the_checkpoint_after_the_trace_drops_the_extra_epoch(tmp_path,
+                                                                              monkeypatch):
+    import sys
+    train_mod = sys.modules["posenc.empirical.train"]  # the module (the package exports train())
+    cfg = tiny()
+    train(cfg, tmp_path / "full")
+    real, calls = train_mod.atomic_torch_save, []
+
+    def save(obj, path):
+        calls.append(path)
+        if len(calls) == 2:  # epoch 2's checkpoint: its trace epoch is already written
+            raise OSError("disk full")
+        real(obj, path)
+    monkeypatch.setattr(train_mod, "atomic_torch_save", save)
+    with pytest.raises(OSError):
+        train(cfg, tmp_path / "cut")
+    monkeypatch.setattr(train_mod, "atomic_torch_save", real)
+    assert len(read_trace(tmp_path / "cut", cfg.run_id())[1]) == 2  # one past the checkpoint
     train(cfg, tmp_path / "cut")
     assert (tmp_path / "cut" / TRACE).read_text() == (tmp_path / "full" / TRACE).read_text()
 
