@@ -29,7 +29,8 @@ from .report_measured import SECTION as MEASURED_SECTION
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
             "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
             "## Partial RoPE (Fig. 6)", "## Absolute+RoPE: position probe per layer",
-            DYNAMICS_SECTION, MEASURED_SECTION, "## Theory claims (posenc verify)", "## Spectral contraction vs expansion (posenc bound)",
+            DYNAMICS_SECTION, MEASURED_SECTION, "## Theory claims (posenc verify)",
+            "## Spectral contraction vs expansion (posenc bound)",
             "## Setup")
 THEORY_EXAMPLES = 10  # Hypothesis examples per theory claim in the report (posenc verify has more)
 FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)

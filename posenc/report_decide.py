@@ -3,8 +3,8 @@
 Round k runs the plan's jobs (finished runs are skipped: the store is content-addressed),
 judges every empirical claim on the results of exactly those jobs, and for each part that is
 still ``inconclusive`` -- and measured on at least one seed of runs the plan has -- raises
-the seeds of the part's configurations (its task and roles, or its ``configs`` when it spans
-tasks) to its common seed count plus
+the seeds of the part's configurations (its task and roles, or its ``configs`` when it
+spans tasks) to its common seed count plus
 ``batch``, at most ``max_seeds``.  It stops when no undecided part has room to grow.  ``confirmed``, ``refuted``
 and ``ceiling`` are decided: more seeds are not what a ceiling needs.
 

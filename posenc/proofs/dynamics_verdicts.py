@@ -69,7 +69,8 @@ class DynamicsRuns:
 def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
           stat: Callable[[int], Optional[float]], threshold: float, predicted: str,
           bounds: Optional[tuple[float, float]] = None,
-          missing_note: str = "the statistic is undefined on every seed (no signal or a zero margin)") -> dict:
+          missing_note: str = "the statistic is undefined on every seed (no signal or a zero "
+                              "margin)") -> dict:
     seeds = runs.seeds(*roles)
     values = [(s, stat(s)) for s in seeds]
     missing = [s for s, v in values if v is None]
