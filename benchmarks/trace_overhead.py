@@ -4,8 +4,9 @@ The trace is always on, so instead of two trainings this times, on one model and
 preset's size, (a) a training step (forward, backward, AdamW step) and (b) what the trace adds
 to it: the gradient norm (``grad_norm``, or the norm ``clip_grad_norm_`` returns anyway) and
 ``TraceRecorder.step``; plus (c) ``TraceRecorder.end_epoch`` per epoch amortised over the
-epoch's steps.  Prints each per step and the ratio (a + b + c) / a.  Target: < 1.05 (measured 2026-11-30, 1 thread, machine under load: 1.028 at the smoke size,
-1.008 at the quick size).  Run:
+epoch's steps.  Prints each per step and the ratio (a + b + c) / a.  Target: < 1.05
+(measured 2026-11-30, 1 thread, machine under load: 1.028 at the smoke size, 1.008 at the
+quick size).  Run:
 
     python benchmarks/trace_overhead.py [--preset smoke] [--pe relative_bias:mode=table]
                                         [--steps 200] [--threads 1]
