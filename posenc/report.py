@@ -24,11 +24,12 @@ from typing import Any, Callable, Optional
 
 from .errors import PosencError, WriteError
 from .report_dynamics import FIGURE as DYNAMICS_FIGURE, SECTION as DYNAMICS_SECTION
+from .report_measured import SECTION as MEASURED_SECTION
 
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
             "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
             "## Partial RoPE (Fig. 6)", "## Absolute+RoPE: position probe per layer",
-            DYNAMICS_SECTION, "## Theory claims (posenc verify)",
+            DYNAMICS_SECTION, MEASURED_SECTION, "## Theory claims (posenc verify)",
             "## Spectral contraction vs expansion (posenc bound)",
             "## Setup")
 THEORY_EXAMPLES = 10  # Hypothesis examples per theory claim in the report (posenc verify has more)
@@ -295,15 +296,18 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
     dyn = dynamics_results(results)
     dynamics_figure([r["run_dir"] for r in dyn], tmp / DYNAMICS_FIGURE)
     dyn_lines, dyn_payload = dynamics_markdown(dyn)
+    from .report_measured import measured_markdown
+    measured_lines, measured_payload = measured_markdown(results)
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
     md = _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra,
-                   dyn_lines)
+                   dyn_lines + measured_lines)
     (tmp / "report.md").write_text(md)
     payload = {"preset": preset, "model_code": report_mode(results),
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
-               "spectra": spectra, "dynamics": dyn_payload}
+               "spectra": spectra, "dynamics": dyn_payload,
+               "measured": measured_payload}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
@@ -383,14 +387,15 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
               "Held-out R² of a linear ridge probe predicting each token's absolute position from "
               "the residual stream at the input embedding and after each block (distance task). "
               "It measures whether absolute position stays linearly decodable, not which "
-              "directions carry it. See verdict EH.", ""]
+              "directions carry it (the residual stream carries x0 forward), so it does not decide "
+              "EH; the PE-span share below does.", ""]
     if probes:
         sites = list(next(iter(probes.values()))[0])
         lines += ["| PE (role) | " + " | ".join(sites) + " |", "|---|" + "---|" * len(sites)]
         for role, per_seed in probes.items():
             lines.append(f"| {role} | " + " | ".join(
                 f"{sum(p[s] for p in per_seed) / len(per_seed):.2f}" for s in sites) + " |")
-    lines += [""] + dyn_lines + [SECTIONS[7], ""]
+    lines += [""] + dyn_lines + [SECTIONS[8], ""]
     if claims is None:
         lines += ["(skipped: the report was built with --no-theory; run `posenc verify`)", ""]
     else:
@@ -404,7 +409,7 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
                          f"{holds} ({c['examples']}) | {c['counterexamples_found']} / "
                          f"{c['counterexamples_expected']} |")
         lines.append("")
-    lines += [SECTIONS[8], "",
+    lines += [SECTIONS[9], "",
               "A seeded rank-8 content Gram A (n x n) coupled with each PE's positional matrix: "
               "additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, head 0 of 8, press slopes) and "
               "multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel K, head dim 64: PSD with unit "
@@ -414,7 +419,7 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
     for r in spectra:
         lines.append(f"| {r['n']} | {r['alibi_norm']:.4g} | {r['rope_norm']:.4g} | "
                      f"{r['ratio_additive']:.4g} | {r['ratio_multiplicative']:.4g} |")
-    lines += ["", SECTIONS[9], "",
+    lines += ["", SECTIONS[10], "",
               f"- preset `{preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
               f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
               f"{first['n_test']} test examples per run;",

@@ -3,9 +3,9 @@
 Round k runs the plan's jobs (finished runs are skipped: the store is content-addressed),
 judges every empirical claim on the results of exactly those jobs, and for each part that is
 still ``inconclusive`` -- and measured on at least one seed of runs the plan has -- raises
-the seeds of the part's configurations (its task and roles) to its common seed count plus
-``batch``, at most ``max_seeds``.  It stops when no undecided part has room to grow.
-``confirmed``, ``refuted``
+the seeds of the part's configurations (its task and roles, or its ``configs`` when it
+spans tasks) to its common seed count plus ``batch``, at most ``max_seeds``.  It stops when no
+undecided part has room to grow.  ``confirmed``, ``refuted``
 and ``ceiling`` are decided: more seeds are not what a ceiling needs.
 
 Each round's decision is a function of the results of that round's runs, which are deterministic
@@ -40,7 +40,8 @@ def grow(verdicts: Sequence[Any], counts: Counts, batch: int, max_seeds: int) ->
         for part in v.parts:
             if part["verdict"] != "inconclusive" or "task" not in part or not part["n"]:
                 continue  # decided, or nothing measured (missing runs, undefined statistic)
-            keys = [(part["task"], role) for role in part["roles"]]
+            keys = ([tuple(c) for c in part["configs"]] if part.get("configs")
+                    else [(part["task"], role) for role in part["roles"]])
             if not all(k in counts for k in keys):
                 continue  # a PE the plan does not run: more seeds cannot decide it
             have = min(counts[k] for k in keys)

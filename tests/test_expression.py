@@ -101,7 +101,10 @@ def _reference(text: str) -> float | None:
         if isinstance(node.op, ast.Pow):
             if abs(b) > MAX_EXPONENT:
                 raise OverflowError
-            return a ** b
+            power = a ** b
+            if isinstance(power, complex):  # a negative base to a fractional power: not real
+                raise ValueError            # (math.exp etc. of it would be a TypeError)
+            return power
         return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}.get(type(node.op)) \
             if not isinstance(node.op, ast.Div) else a / b
     try:

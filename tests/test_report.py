@@ -48,7 +48,8 @@ def test_smoke_report_is_complete(smoke_store):
         assert f"({fig})" in report
     data = json.loads((smoke_store / "report" / "report.json").read_text())
     claims = {v["claim"] for v in data["verdicts"]}
-    assert claims == {"E10", "E11", "E12", "E13", "E14", "EH", "Prop 6.1", "Prop 6.2", "Thm 6.1"}
+    assert claims == {"E10", "E11", "E12", "E13", "E14", "EH", "Prop 6.1", "Prop 6.2", "Thm 6.1",
+                      "NC1", "NC2", "NC3", "S", "RA"}
     for v in data["verdicts"]:
         assert v["verdict"] in VERDICTS
         assert f"**{v['verdict']}**" in report
@@ -63,7 +64,15 @@ def test_smoke_report_is_complete(smoke_store):
         assert f"| {role} | " in report.split("## Training dynamics")[1]
     by = {v["claim"]: v for v in data["verdicts"]}
     assert by["Prop 6.1"]["seeds"] == 2 and by["Thm 6.1"]["seeds"] == 2
-    assert len(data["accuracy"]["distance"]) == 9 and len(data["accuracy"]["count"]) == 6
+    from posenc.empirical.reproduction import COUNT_ROLES, DISTANCE_ROLES
+    assert len(data["accuracy"]["distance"]) == len(DISTANCE_ROLES)
+    assert len(data["accuracy"]["count"]) == len(COUNT_ROLES)
+    # the new measurements are recorded by a fresh sweep: every part measured on both seeds
+    for claim in ("EH", "NC1", "NC2", "S", "RA", "Prop 6.2"):
+        assert all(p["n"] == 2 for p in by[claim]["parts"]), by[claim]
+    assert by["Prop 6.2"]["parts"][0]["null"][0]["n"] >= 1
+    assert set(data["measured"]["pe_span_share"]) >= {"absolute", "absolute+rope"}
+    assert "## Claims measured as the paper states them" in report
     from posenc.proofs.registry import all_claims
     assert [c["claim"] for c in data["theory_claims"]] == [c.id for c in all_claims()]
     assert all(c["holds"] and c["counterexamples_found"] == c["counterexamples_expected"]
@@ -82,7 +91,9 @@ def test_report_rebuilds_identically_without_training(smoke_store):
 def test_runs_lists_the_store(smoke_store):
     proc = posenc("runs", str(smoke_store))
     assert proc.returncode == 0
-    assert "30 done, 0 pending, 0 running, 0 failed" in proc.stdout
+    from posenc.empirical.reproduction import COUNT_ROLES, DISTANCE_ROLES
+    n = 2 * (len(DISTANCE_ROLES) + len(COUNT_ROLES))  # the smoke preset's 2 seeds
+    assert f"{n} done, 0 pending, 0 running, 0 failed" in proc.stdout
 
 
 def _finished(store: Path) -> dict[str, tuple[bytes, int]]:

@@ -31,7 +31,8 @@ def world(task, role, seed):
     else:
         lift = NOPE_MINUS_ROPE[seed] / 100  # MLA keeps a steady 25-point lead over NoPE
         acc = {"nope": 0.70 + lift, "rope": 0.70, "mla": 0.95 + lift}.get(role, 0.5)
-    drop, index = DEPOSIT.get(role, (0.1, 0.3))
+    # no deposit on the count task (negative control NC1 decided)
+    drop, index = DEPOSIT.get(role, (0.1, 0.3)) if task == "distance" else (0.1, 0.3)
     return result(task, role, seed, acc, drop=drop, index=index)
 
 

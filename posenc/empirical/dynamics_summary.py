@@ -135,6 +135,10 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         "prediction": _predict(window, deposit), "curve": curve,
         "advantage_step": advantage, "advantage_share": advantage_share,
         "chance": {"hit": 1 / (L * H), "head_hit": 1 / H},
+        # the shape of the signals (Prop. 6.2's random-sign null): examples per record, heads
+        "probe_examples": header.get("probe_examples"),
+        "signal_heads": (sum(bool(x) for x in header["signal_layers"]) * H
+                         if "signal_layers" in header else None),
     }
     if has_signal:
         coh = _mean_grid(window, "coherence")

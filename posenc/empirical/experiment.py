@@ -13,6 +13,9 @@ loading any model:
 ``ablation``  {mode: AblationTable.to_dict()} on ``ablation_examples`` test examples
 ``probe``     position probe R^2 and positional energy per residual site
 ``metrics``   per-epoch training metrics
+``trace``     the training trace's statistics (:func:`~posenc.empirical.trace.summarize_trace`:
+              gradient-norm jitter, loss spikes, steps to 90% accuracy, relative-table
+              magnitudes); absent for a run trained before the trace was recorded
 ``dynamics``  only when the config asks for it (``dynamics``: a
               :class:`~posenc.empirical.dynamics.DynamicsConfig` as a dict): the run's
               training-dynamics summary (:func:`~posenc.empirical.dynamics_summary.summarize`,
@@ -128,6 +131,10 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
+    from .trace import read_trace, summarize_trace
+    trace = read_trace(folder, cfg.run_id())
+    if trace is not None:
+        out["trace"] = summarize_trace(*trace)
     if dyn is not None:
         from .dynamics_summary import summarize
         header, records = read_dynamics_file(Path(folder))

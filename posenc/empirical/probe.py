@@ -14,6 +14,16 @@ then the output of each block):
   position alone: with mu_i the mean residual at position i over examples and
   mu the overall mean, ``sum_i n_i |mu_i - mu|^2 / sum_{b,i} |h_bi - mu|^2``.
 
+* **PE-span share** (models with an absolute PE table) -- which *directions* carry position,
+  not whether it is decodable: with M the position-mean residuals centred over positions (as
+  above, weighted by the tokens per position) and V_k the top-k right singular vectors of the
+  absolute PE table over the same positions, centred the same way, k the fewest that hold 90%
+  of the table's centred energy, the share ``sum_i n_i |V_k V_k^T (mu_i - mu)|^2 /
+  sum_i n_i |mu_i - mu|^2`` of the residual's positional energy that lies in the span of the
+  table's additive directions (chance for a random direction: k / d_model).  A linear probe
+  cannot see this: the residual stream carries x0 forward, so position stays decodable whether
+  or not the additive directions are displaced.
+
 Sites are named ``embed`` and ``block{l}`` (output of block l).
 """
 
@@ -72,6 +82,36 @@ def positional_energy(h: torch.Tensor, valid: torch.Tensor) -> float:
     return between / total if total > 0 else 0.0
 
 
+def _position_means(h: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n_i (T,), position means centred by the token-weighted grand mean (T, D)), float64."""
+    w = valid.double()[:, :, None]  # (B, T, 1)
+    n_i = w.sum(0)[:, 0]  # (T,)
+    mu_i = (h.double() * w).sum(0) / n_i.clamp(min=1)[:, None]
+    mu = (mu_i * n_i[:, None]).sum(0) / n_i.sum().clamp(min=1)
+    return n_i, (mu_i - mu) * (n_i > 0).double()[:, None]
+
+
+def table_basis(table: torch.Tensor, n_i: torch.Tensor,
+                energy: float = 0.9) -> torch.Tensor:
+    """(D, k) orthonormal top-k right singular vectors of the PE table (T, D), rows weighted by
+    sqrt(n_i) and centred by the n_i-weighted mean; k the fewest holding ``energy`` of it."""
+    t = table.double()
+    n = n_i.double()
+    t = t - (t * n[:, None]).sum(0) / n.sum().clamp(min=1)
+    _, s, vh = torch.linalg.svd(t * n.sqrt()[:, None], full_matrices=False)
+    e = s ** 2
+    k = int((torch.cumsum(e, 0) < energy * e.sum() - 1e-12 * e.sum()).sum()) + 1
+    return vh[:k].T
+
+
+def span_share(h: torch.Tensor, valid: torch.Tensor, basis: torch.Tensor) -> float:
+    """Share of the positional energy of h (B, T, D) in the span of ``basis`` (D, k)."""
+    n_i, m = _position_means(h, valid)
+    total = float((n_i[:, None] * m ** 2).sum())
+    inside = float((n_i[:, None] * (m @ basis.double()) ** 2).sum())
+    return inside / total if total > 0 else 0.0
+
+
 def position_probe(model: Transformer, data: TaskData, max_examples: int = 1000) -> dict[str, Any]:
     """Probe R^2 and positional energy at every site, on up to ``max_examples`` examples."""
     model.eval()
@@ -87,4 +127,15 @@ def position_probe(model: Transformer, data: TaskData, max_examples: int = 1000)
         r2[name] = ridge_r2(h[:half][fit_mask], positions[:half][fit_mask],
                             h[half:][test_mask], positions[half:][test_mask])
         energy[name] = positional_energy(h, valid)
-    return {"sites": list(sites), "probe_r2": r2, "positional_energy": energy, "n_examples": B}
+    out = {"sites": list(sites), "probe_r2": r2, "positional_energy": energy, "n_examples": B}
+    if model.pos_embed is not None:
+        T2 = sites["embed"].shape[1]
+        v2 = valid[:, :T2]
+        with torch.inference_mode():
+            table = model.pos_embed(T2, 0, torch.float32)  # (T, D)
+        basis = table_basis(table, v2.double().sum(0))
+        out["pe_span_share"] = {name: span_share(h, valid[:, :h.shape[1]], basis)
+                                for name, h in sites.items()}
+        out["pe_span_k"] = int(basis.shape[1])
+        out["pe_span_chance"] = basis.shape[1] / table.shape[1]
+    return out

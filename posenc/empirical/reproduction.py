@@ -6,7 +6,8 @@ per (task, PE, seed).  The PE lists follow the paper's Fig. 2 / Fig. 4 / Fig. 6
 
 * ``distance`` (position-sensitive): NoPE, sinusoidal absolute, per-offset
   relative bias, ALiBi, RoPE, MLA, Absolute+RoPE, and partial RoPE on 1 and
-  2 heads (Fig. 6);
+  2 heads (Fig. 6), and the learned absolute PE (the paper code's "random" PE; one line,
+  :data:`LEARNED_ROLES`, includes or excludes it);
 * ``count`` (position-agnostic): NoPE, sinusoidal, relative, ALiBi, RoPE, MLA.
 
 The distance runs of RoPE and ALiBi also record their training dynamics
@@ -42,7 +43,7 @@ from .sweep import Job
 CLEAN_PES = {
     "nope": "nope", "absolute": "sinusoidal", "relative": "relative_bias:mode=table",
     "alibi": "alibi", "rope": "rope", "mla": "mla", "absolute+rope": "hybrid:additive=sinusoidal",
-    "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2",
+    "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2", "learned": "learned_absolute",
     "xpos": "xpos", "kerple": "kerple_log",
 }
 #: Roles a sweep runs only when asked for by name (--roles): not in the default reproduction.
@@ -51,11 +52,14 @@ PAPER_CODE_PES = {
     "nope": "paper-nope", "absolute": "paper-absolute", "relative": "paper-relative",
     "alibi": "paper-alibi", "rope": "rope", "mla": "paper-mla",
     "absolute+rope": "paper-rope", "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2",
+    "learned": "paper-random",  # the paper code's "random" PE: a learned table
     # not in the paper's code: paper-code mode refuses them with one line (paper_specs)
     "xpos": "xpos", "kerple": "kerple_log",
 }
+#: the learned absolute PE (negative control NC3) in the distance sweep; () leaves it out
+LEARNED_ROLES: tuple[str, ...] = ("learned",)
 DISTANCE_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla", "absolute+rope",
-                  "rope-1head", "rope-2heads")
+                  "rope-1head", "rope-2heads") + LEARNED_ROLES
 COUNT_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla")
 ADDITIVE_ROLES = ("absolute", "relative", "alibi")
 #: distance-task roles whose runs record training dynamics (Prop. 6.1 / 6.2, Thm. 6.1)

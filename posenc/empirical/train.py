@@ -151,7 +151,8 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     except OSError as exc:
         raise PosencError(f"cannot create the run folder {out}: {exc.strerror or exc}") from None
     if not resume:  # starting over: no file of the previous attempt may survive to mislead
-        for name in (RESULT, CHECKPOINT, METRICS):
+        from .trace import TRACE
+        for name in (RESULT, CHECKPOINT, METRICS, TRACE):
             (out / name).unlink(missing_ok=True)
     atomic_write_text(out / CONFIG, config.to_json() + "\n")
     threads = torch.get_num_threads()
@@ -206,6 +207,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         recorder = DynamicsRecorder(dynamics, out, config, train_data, test_data, total,
                                     steps_per_epoch)
         recorder.start(model, start_epoch * steps_per_epoch)
+    from .trace import TraceRecorder, grad_norm
+    trace = TraceRecorder(out, config.run_id(), steps_per_epoch, int(train_data.tokens.shape[1]))
+    trace.start(model, start_epoch)
     tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
     t_start, epoch_seconds = time.perf_counter(), []
     bar = tqdm(total=total, initial=start_epoch * steps_per_epoch, disable=None if progress is None
@@ -232,11 +236,15 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 loss = F.cross_entropy(logits, labels[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
-                if config.grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                if config.grad_clip is not None:  # the norm before clipping
+                    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                else:
+                    norm = grad_norm(model.parameters())
                 opt.step()
                 loss_sum += float(loss.detach()) * len(idx)
-                correct += int((logits.argmax(-1) == labels[idx]).sum())
+                hits = int((logits.argmax(-1) == labels[idx]).sum())
+                correct += hits
+                trace.step(loss, norm, hits / len(idx))
                 bar.update(1)
                 if on_step is not None:
                     on_step(step, float(loss.detach()))
@@ -253,6 +261,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if recorder is not None:  # before the checkpoint: a resume re-records past it
                 recorder.flush()
+            trace.end_epoch(epoch + 1, model)
             atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
                                "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
                                **({"cuda_rng": torch.cuda.get_rng_state(device)}

@@ -1,4 +1,4 @@
-"""Empirical claims 10-14 of the design (and the Absolute+RoPE probe), judged on stored runs.
+"""Empirical claims 10-14 of the design (and those of :mod:`.measured_claims`), judged on stored runs.
 
 Each claim is evaluated on the results of a reproduction sweep (one result per
 task x role x seed, see :mod:`posenc.empirical.reproduction`): a per-seed
@@ -18,8 +18,10 @@ Statistics, all computed on the same seed (runs of one seed share data):
     accuracy, ``acc(mla) - acc(rope)`` > -10 points.
 14. Partial RoPE on ``distance``: ``acc(rope on k heads) - acc(rope)`` > -5 points for
     k = 1 and k = 2.
-H.  Absolute+RoPE: the linear position probe's held-out R^2 after block 2 is below half
-    its value at the input embedding: ``R2(block1) - R2(embed) / 2`` < 0.
+
+Then the claims measured as the paper states them (:mod:`posenc.proofs.measured_claims`: the
+Absolute+RoPE direction claim EH, the negative controls, optimisation stability, the relative
+table's attenuation).
 
 A part whose runs are missing is ``inconclusive`` with the reason stated.  An ordering of
 accuracies (10, 11) whose compared PEs all average >= 98% is ``ceiling`` instead
@@ -69,20 +71,39 @@ class Runs:
 
 
 def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
-          stat: Callable[[int], float], threshold: float, predicted: str,
-          ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS) -> dict[str, Any]:
+          stat: Callable[[int], Optional[float]], threshold: float, predicted: str,
+          ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS,
+          configs: Optional[list[tuple[str, str]]] = None,
+          missing_note: str = "undefined on every seed") -> dict[str, Any]:
     """``ordering``: the statistic orders the accuracies of ``roles`` (the ceiling rule applies);
-    ``bounds``: its range (default: a difference of percentages), the shown interval's limits."""
-    seeds = runs.seeds(task, roles)
-    where = {"task": task, "roles": list(roles)}
+    ``bounds``: its range (default: a difference of percentages), the shown interval's limits;
+    ``configs``: the (task, role) runs a seed needs when they span tasks (default: ``task`` x
+    ``roles``).  ``stat`` may return None (not recorded on that seed): such seeds are left out
+    and named; with none left the part is inconclusive with ``missing_note``."""
+    cross = configs is not None
+    configs = list(configs) if cross else [(task, r) for r in roles]
+    sets = [set(runs.by.get(c, {})) for c in configs]
+    seeds = sorted(set.intersection(*sets)) if sets else []
+    where: dict[str, Any] = {"task": task, "roles": list(roles)}
+    if cross:
+        where["configs"] = [list(c) for c in configs]
     if not seeds:
-        missing = [r for r in roles if not runs.by.get((task, r))]
+        missing = [f"{r}" if t == task else f"{t}/{r}" for t, r in configs
+                   if not runs.by.get((t, r))]
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
                 "interval": None, "note": f"no runs for {', '.join(missing) or 'a common seed'}",
                 **where}
-    out = {"part": name, **judge([stat(s) for s in seeds], threshold, predicted, bounds=bounds),
-           **where}
-    if ordering and at_ceiling({r: [runs.acc(task, r, s) for s in seeds] for r in roles}):
+    values = [(s, stat(s)) for s in seeds]
+    undefined = [s for s, v in values if v is None]
+    values = [(s, v) for s, v in values if v is not None]
+    if not values:
+        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
+                "interval": None, "note": missing_note, **where}
+    out = {"part": name, **judge([v for _, v in values], threshold, predicted, bounds=bounds),
+           "seeds": [s for s, _ in values], **where}
+    if undefined:
+        out["note"] = f"{missing_note} on seed(s) {undefined}"
+    if ordering and at_ceiling({r: [runs.acc(task, r, s) for s, _ in values] for r in roles}):
         out["verdict"], out["note"] = "ceiling", "every compared PE averages >= 98%"
     return out
 
@@ -150,17 +171,8 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                (lambda role: lambda s: runs.acc(D, role, s) - runs.acc(D, "rope", s))(role),
                -5.0, "above") for k, role in ((1, "rope-1head"), (2, "rope-2heads"))]))
 
-    def probe_stat(s: int) -> float:
-        r2 = runs.by[(D, "absolute+rope")][s]["probe"]["probe_r2"]
-        return r2.get("block1", r2[list(r2)[-1]]) - 0.5 * r2["embed"]
-
-    out.append(_verdict(
-        "EH", "Absolute+RoPE: the absolute positional information fades after layer 2",
-        "probe R2(after block 2) - R2(embedding)/2 < 0; distance; linear ridge probe of position",
-        "additive positional directions vanish after layer 2",
-        [_part("R2 after block 2 - half of R2 at input", runs, D, ("absolute+rope",),
-               probe_stat, 0.0, "below", bounds=None)]))
-    return out
+    from .measured_claims import evaluate_measured
+    return out + evaluate_measured(runs, mode)
 
 
 def accuracy_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:

@@ -41,6 +41,8 @@ def test_reproduce_plan_seeds_per_task():
                                                              "count": set(range(n))}
     plan = ReproductionPlan.for_command("quick")
     assert len(plan.experiments()) == n * (len(plan.distance_roles) + len(plan.count_roles))
+    from posenc.empirical.reproduction import LEARNED_ROLES
+    assert ("learned" in plan.distance_roles) == bool(LEARNED_ROLES)
     assert seeds(ReproductionPlan.for_command("quick", 2, count_seeds=3)) == \
         {"distance": {0, 1}, "count": {0, 1, 2}}
     # a calibration sweep: the same plan shifted to seeds the report never uses

@@ -13,6 +13,7 @@ from posenc.empirical import load_run, preset, train
 from posenc.empirical.config import (TaskConfig, TrainConfig, ModelConfig, apply_overrides,
                                      config_from_dict, load_config)
 from posenc.empirical.runs import CHECKPOINT, CONFIG, METRICS, RESULT
+from posenc.empirical.trace import TRACE
 from posenc.empirical.train import lr_factor
 from posenc.errors import PosencError
 
@@ -60,7 +61,7 @@ def test_interrupted_run_leaves_a_whole_checkpoint_and_resumes_to_the_same_metri
         train(tiny(), tmp_path / "cut", on_step=interrupt)
     folder = tmp_path / "cut"
     assert not (folder / RESULT).exists()
-    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, METRICS, CHECKPOINT])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, METRICS, CHECKPOINT, TRACE])
     assert load_run(folder).epoch == 1
     resumed = train(tiny(), folder)
     assert resumed.metrics == full.metrics
@@ -76,7 +77,8 @@ def test_a_crash_while_saving_leaves_no_half_written_checkpoint(tmp_path, monkey
     with pytest.raises(OSError):
         train(tiny(epochs=1), tmp_path / "r")
     monkeypatch.setattr(torch, "save", real_save)
-    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [CONFIG]
+    # the trace is written before the checkpoint (a resume drops its epochs past the checkpoint)
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == sorted([CONFIG, TRACE])
 
 
 def test_load_run_errors(tmp_path):

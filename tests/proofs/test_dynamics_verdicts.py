@@ -1,20 +1,23 @@
 """Verdicts for Prop 6.1 / 6.2 / Thm 6.1 from dynamics results: the stated statistics, the
 verdict words against hand-computed intervals, missing runs, and the prediction table."""
 
+import math
+
 import pytest
 
-from posenc.proofs.dynamics_verdicts import evaluate_dynamics, prediction_table
+from posenc.proofs.dynamics_verdicts import evaluate_dynamics, prediction_table, random_sign_null
 from posenc.proofs.verdicts import t_interval
 
 
-def result(role, seed, coherence, imp_gain=0.5, sig_gain=0.3, hit=True, task="distance"):
+def result(role, seed, coherence, imp_gain=0.5, sig_gain=0.3, hit=True, task="distance",
+           n=64, m=32):
     pred = {"predicted": [0, 1], "hit": hit, "head_hit": hit}
     dyn = {"coherence_max": coherence, "importance_mean_log_gain": imp_gain,
            "signal_mean_log_gain": sig_gain, "early_steps": 50, "deposit": [0, 1],
            "prediction": {"signal": pred, "attribution": dict(pred, hit=False, head_hit=False),
                           "importance": {"predicted": None, "hit": None, "head_hit": None}},
            "chance": {"hit": 1 / 32, "head_hit": 1 / 8}, "advantage_step": 100,
-           "total_steps": 500}
+           "total_steps": 500, "probe_examples": n, "signal_heads": m}
     return {"summary": {"task": task, "pe": role, "seed": seed, "tags": {"role": role}},
             "dynamics": dyn}
 
@@ -36,11 +39,45 @@ def test_statistics_and_verdicts():
     assert p61["interval"] == pytest.approx([max(iv.low, -1.0), min(iv.high, 1.0)])
     assert v["Prop 6.1"].verdict == ("confirmed" if iv.low > 0 else "inconclusive")
     assert v["Prop 6.1"].seeds == 2
-    assert v["Prop 6.2"].parts[0]["values"] == pytest.approx([0.20, 0.21])
-    assert v["Prop 6.2"].verdict == "confirmed"  # 0.205 + 12.71 * 0.00707 / sqrt(2) = 0.27 < 0.5
-    thm = v["Thm 6.1"]
-    assert [p["values"] for p in thm.parts] == [[0.5, 0.5], [0.3, 0.3]]
-    assert thm.verdict == "confirmed"  # zero spread: a degenerate interval above 0
+    q = random_sign_null(64, 32)["quantile"]  # 0.375: 24 net signs of 64, see test below
+    assert v["Prop 6.2"].parts[0]["values"] == pytest.approx([0.20 - q, 0.21 - q])
+    assert v["Prop 6.2"].verdict == "confirmed"  # 0.205 + 12.71 * 0.00707 / sqrt(2) = 0.27 < q
+    assert v["Prop 6.2"].parts[0]["null"][0]["quantile"] == q
+    thm = v["Thm 6.1"]  # (a) gradient-margin log-gain rope - alibi, (b) rope's
+    assert [p["values"] for p in thm.parts] == [[0.0, 0.0], [0.3, 0.3]]
+    assert thm.verdict == "inconclusive"  # equal gains under RoPE and ALiBi: no contrast
+    contrast = [result("rope", s, 0.6, sig_gain=0.5 + 0.01 * s) for s in (0, 1)] + \
+        [result("alibi", s, 0.2, sig_gain=-0.2) for s in (0, 1)]
+    thm = by_claim(evaluate_dynamics(contrast))["Thm 6.1"]
+    assert thm.parts[0]["values"] == pytest.approx([0.7, 0.71]) and thm.verdict == "confirmed"
+
+
+def test_prop_6_2_is_judged_against_the_random_sign_null_of_the_same_shape():
+    # a coherence of 0.45 is below the old fixed 0.5, but above what random signs give for
+    # 64 examples x 32 heads (q95 = 0.375): refuted now; with 8 examples per head random signs
+    # give more (q95 = 1.0 for 8 x 32), so the same coherence is confirmed to cancel
+    v = by_claim(evaluate_dynamics([result("alibi", s, 0.45 + 0.001 * s) for s in (0, 1)]))
+    assert v["Prop 6.2"].verdict == "refuted"
+    v = by_claim(evaluate_dynamics([result("alibi", s, 0.45 + 0.001 * s, n=8) for s in (0, 1)]))
+    assert v["Prop 6.2"].verdict == "confirmed"
+    old = [result("alibi", s, 0.2, n=None, m=None) for s in (0, 1)]  # a summary without the shape
+    p = by_claim(evaluate_dynamics(old))["Prop 6.2"]
+    assert p.verdict == "inconclusive" and "not recorded" in p.parts[0]["note"]
+
+
+@pytest.mark.parametrize("n,m", [(1, 1), (2, 3), (5, 1), (4, 3), (7, 2), (12, 1)])
+def test_random_sign_null_equals_enumeration(n, m):
+    """Every one of the 2^(n m) sign patterns, weighted equally: the exact mean and quantile."""
+    import itertools
+    vals = []
+    for signs in itertools.product((-1, 1), repeat=n * m):
+        vals.append(max(abs(sum(signs[h * n:(h + 1) * n])) / n for h in range(m)))
+    vals.sort()
+    null = random_sign_null(n, m)
+    assert null["mean"] == pytest.approx(math.fsum(vals) / len(vals), abs=1e-12)
+    # the smallest attained c with P(max <= c) >= 0.95
+    q = next(c for c in sorted(set(vals)) if sum(v <= c for v in vals) >= 0.95 * len(vals) - 1e-9)
+    assert null["quantile"] == q
 
 
 def test_refuted_and_inconclusive():
@@ -48,13 +85,15 @@ def test_refuted_and_inconclusive():
              [result("alibi", s, 0.9 + 0.01 * s) for s in (0, 1, 2)]
     v = by_claim(evaluate_dynamics(refute))
     assert v["Prop 6.1"].verdict == "refuted" and v["Prop 6.2"].verdict == "refuted"
-    assert v["Thm 6.1"].verdict == "refuted"  # part (a) is refuted
+    refute_thm = [result("rope", s, 0.5, sig_gain=-0.5 - 0.01 * s) for s in (0, 1, 2)] + \
+        [result("alibi", s, 0.2, sig_gain=0.4) for s in (0, 1, 2)]
+    assert by_claim(evaluate_dynamics(refute_thm))["Thm 6.1"].verdict == "refuted"
     only_rope = [result("rope", 0, 0.5)]
     v = by_claim(evaluate_dynamics(only_rope))
     assert v["Prop 6.1"].verdict == "inconclusive" and "no dynamics runs for alibi" in \
         v["Prop 6.1"].measured
     assert v["Thm 6.1"].verdict == "inconclusive"  # one seed: no interval
-    undefined = [result("rope", s, 0.5, imp_gain=None) for s in (0, 1)]
+    undefined = [result(r, s, 0.5, sig_gain=None) for s in (0, 1) for r in ("rope", "alibi")]
     v = by_claim(evaluate_dynamics(undefined))
     assert "undefined" in v["Thm 6.1"].parts[0]["note"]
     assert v["Thm 6.1"].verdict == "inconclusive"

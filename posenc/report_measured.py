@@ -1,0 +1,90 @@
+"""The report's section on the claims measured as the paper states them (issue 14, section 2).
+
+The verdicts EH, NC1-NC3, S and RA (:mod:`posenc.proofs.measured_claims`) join the verdict
+table; this section shows the numbers behind them, means over seeds per PE role: the PE-span
+share of the positional energy per residual site (EH), the training-trace statistics (S) and
+the learned relative table's head-centred RMS over training (RA).  Runs trained before these
+were recorded have none and are left out of the tables.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+SECTION = "## Claims measured as the paper states them"
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def _f(v: Any, fmt: str = ".3f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def measured_markdown(results: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """(markdown lines, JSON payload) of the section."""
+    shares: dict[str, list[dict[str, float]]] = defaultdict(list)
+    chance: dict[str, float] = {}
+    traces: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    tables: dict[str, list[list[float]]] = defaultdict(list)
+    for res in results:
+        s = res["summary"]
+        role, task = s["tags"]["role"], s["task"]
+        probe = res.get("probe") or {}
+        if task == "distance" and probe.get("pe_span_share"):
+            shares[role].append(probe["pe_span_share"])
+            chance[role] = probe["pe_span_chance"]
+        if res.get("trace"):
+            traces[(task, role)].append(res["trace"])
+            if res["trace"].get("tables"):
+                tables[task].append(res["trace"]["tables"]["centred_rms"])
+    lines = [SECTION, "",
+             "Numbers behind verdicts EH, S and RA (definitions: `posenc.proofs.measured_claims`, "
+             "`posenc.empirical.probe`, `posenc.empirical.trace`), means over seeds.", "",
+             "**PE-span share** (EH): the share of the residual stream's positional energy "
+             "(position means, centred) in the span of the absolute PE table's principal "
+             "directions (90% of its energy); chance for a random direction k / d_model.", ""]
+    if shares:
+        sites = sorted(next(iter(shares.values()))[0],
+                       key=lambda x: -1 if x == "embed" else int(x[5:]))  # embed, block0, ...
+        lines += ["| PE (role) | chance | " + " | ".join(sites) + " |",
+                  "|---|---|" + "---|" * len(sites)]
+        for role, per_seed in sorted(shares.items()):
+            lines.append(f"| {role} | {chance[role]:.2f} | " + " | ".join(
+                f"{_mean([p[s] for p in per_seed]):.3f}" for s in sites) + " |")
+    else:
+        lines.append("(not recorded in these runs)")
+    lines += ["", "**Training trace** (S): gradient-norm CV = mean over windows of W steps of "
+              "sd / mean; a loss spike = a step whose loss exceeds twice the median of the W "
+              "steps before it and that median by 0.1 nats; steps to 90% = share of training "
+              "until the W-step mean batch accuracy reaches 90% of its final value (the first "
+              "10% of steps are left out of CV and spikes).", ""]
+    keys = ("grad_norm_cv", "spike_rate", "steps_to_90")
+    if traces:
+        lines += ["| task | PE (role) | seeds | grad-norm CV | spike rate | steps to 90% |",
+                  "|---|---|---|---|---|---|"]
+        for (task, role), per_seed in sorted(traces.items()):
+            cells = []
+            for k in keys:
+                vals = [t[k] for t in per_seed if t.get(k) is not None]
+                cells.append(_f(_mean(vals)) if vals else "-")
+            lines.append(f"| {task} | {role} | {len(per_seed)} | " + " | ".join(cells) + " |")
+    else:
+        lines.append("(not recorded in these runs)")
+    lines += ["", "**Relative table** (RA): head-centred RMS of the learned per-offset table "
+              "(mean over layers and seeds) at the initialisation and after each epoch.", ""]
+    if tables:
+        for task, curves in sorted(tables.items()):
+            n = min(len(c) for c in curves)
+            lines.append(f"- {task}: " + " → ".join(
+                f"{_mean([c[i] for c in curves]):.3g}" for i in range(n)))
+    else:
+        lines.append("(not recorded in these runs)")
+    lines.append("")
+    payload = {"pe_span_share": {r: [dict(p) for p in v] for r, v in shares.items()},
+               "trace": {f"{t}/{r}": [{k: x.get(k) for k in keys} for x in v]
+                         for (t, r), v in traces.items()},
+               "relative_table": dict(tables)}
+    return lines, payload

@@ -1,0 +1,136 @@
+"""Verdicts of the claims measured as the paper states them (posenc.proofs.measured_claims), on
+constructed results: each statistic comes out both ways, and runs without the new recordings
+give "inconclusive (not recorded)" instead of an error."""
+
+import pytest
+
+from posenc.proofs.empirical_claims import Runs, evaluate
+from posenc.proofs.measured_claims import evaluate_measured, span_drop
+
+
+def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None):
+    layers = [{"layer": l, "largest_drop": d, "deposit_index": index, "runner_up_gap": 0.0,
+               "deposit_head": 0, "baseline_acc": acc} for l, d in enumerate(drops)]
+    res = {"summary": {"task": task, "pe": role, "seed": seed, "preset": "smoke",
+                       "test_acc": acc, "n_test": 900, "tags": {"role": role}},
+           "ablation": {"zero": {"layers": layers}},
+           "probe": {"probe_r2": {"embed": 1.0}, **({"pe_span_share": share} if share else {})}}
+    if trace is not None:
+        res["trace"] = trace
+    return res
+
+
+def verdicts(results):
+    return {v.claim: v for v in evaluate_measured(Runs(results))}
+
+
+def shares(embed, after):
+    return {"embed": embed, "block0": embed, **{f"block{l}": a for l, a in enumerate(after, 1)}}
+
+
+def test_span_drop_is_the_input_share_minus_the_mean_after_layer_2():
+    assert span_drop(run("distance", "x", 0, share=shares(0.9, [0.5, 0.3]))) == pytest.approx(0.5)
+    assert span_drop(run("distance", "x", 0)) is None  # an old probe without the share
+
+
+@pytest.mark.parametrize("hybrid_after,expected", [(0.2, "confirmed"), (0.85, "refuted")])
+def test_eh_compares_the_hybrid_with_the_sinusoidal_baseline(hybrid_after, expected):
+    results = []
+    for s in range(3):
+        results.append(run("distance", "absolute", s, share=shares(0.9, [0.6 + 0.01 * s] * 3)))
+        results.append(run("distance", "absolute+rope", s,
+                           share=shares(0.9, [hybrid_after + 0.02 * s] * 3)))
+    v = verdicts(results)["EH"]
+    assert v.verdict == expected
+    assert v.parts[0]["values"][0] == pytest.approx((0.9 - hybrid_after) - (0.9 - 0.6))
+
+
+def test_eh_on_runs_without_the_share_is_not_recorded():
+    results = [run("distance", r, s) for r in ("absolute", "absolute+rope") for s in (0, 1)]
+    v = verdicts(results)["EH"]
+    assert v.verdict == "inconclusive" and "not recorded" in v.parts[0]["note"]
+    # and the whole evaluation (E10-E14 too) does not fail on such runs
+    assert {x.claim for x in evaluate(results)} >= {"EH", "NC1", "NC2", "NC3", "S", "RA"}
+
+
+@pytest.mark.parametrize("count_index,expected", [(0.2, "confirmed"), (0.95, "refuted")])
+def test_nc1_count_deposit(count_index, expected):
+    results = []
+    for s in range(3):
+        results.append(run("distance", "rope", s, drops=(0.6 + 0.01 * s,), index=0.8 + 0.01 * s))
+        results.append(run("count", "rope", s, drops=(0.6 + count_index - 0.5 + 0.02 * s,),
+                           index=count_index))
+    v = verdicts(results)["NC1"]
+    assert v.parts[0]["verdict"] == expected
+    assert v.parts[0]["configs"] == [["distance", "rope"], ["count", "rope"]]
+    # seeds only on one task: nothing to compare
+    lone = verdicts([run("distance", "rope", 0), run("count", "rope", 1)])["NC1"]
+    assert lone.verdict == "inconclusive" and lone.parts[0]["n"] == 0
+
+
+@pytest.mark.parametrize("drops,expected", [((0.7, 0.1, 0.05), "confirmed"),
+                                            ((0.05, 0.6, 0.1), "refuted")])
+def test_nc2_deposit_depth(drops, expected):
+    results = [run("distance", "rope", s, drops=tuple(d + 0.01 * s * (i == 0)
+                                                      for i, d in enumerate(drops)))
+               for s in range(3)]
+    v = verdicts(results)["NC2"]
+    assert v.verdict == expected
+    assert v.parts[0]["values"][0] == pytest.approx(100 * (drops[0] - max(drops[1:])))
+
+
+@pytest.mark.parametrize("learned_acc,learned_index,expected",
+                         [(0.6, 0.3, "confirmed"), (0.99, 0.95, "refuted")])
+def test_nc3_learned_absolute(learned_acc, learned_index, expected):
+    results = []
+    for s in range(3):
+        results.append(run("distance", "rope", s, acc=0.9 + 0.01 * s, index=0.8 + 0.01 * s))
+        results.append(run("distance", "learned", s, acc=learned_acc, index=learned_index))
+    assert verdicts(results)["NC3"].verdict == expected
+
+
+def trace(cv, spikes, t90, att=None):
+    out = {"grad_norm_cv": cv, "spike_rate": spikes, "steps_to_90": t90}
+    if att is not None:
+        out["tables"] = {"log_attenuation": att, "centred_rms": [1.0, 1.0]}
+    return out
+
+
+@pytest.mark.parametrize("rope,expected", [((0.1, 0.0, 0.2), "confirmed"),
+                                           ((0.9, 0.5, 0.9), "refuted")])
+def test_stability_rope_against_every_additive_pe(rope, expected):
+    results = []
+    for s in range(3):
+        e = 0.01 * s
+        results.append(run("distance", "rope", s, trace=trace(rope[0] + e, rope[1] + e, rope[2] + e)))
+        for i, r in enumerate(("absolute", "relative", "alibi")):
+            results.append(run("distance", r, s, trace=trace(0.4 + 0.1 * i, 0.1 + 0.1 * i, 0.5)))
+    v = verdicts(results)["S"]
+    assert [p["verdict"] for p in v.parts] == [expected] * 3 and v.verdict == expected
+    # (a) is against the additive PE with the smallest CV (0.4), not their mean
+    assert v.parts[0]["values"][0] == pytest.approx(0.4 - rope[0])
+
+
+def test_stability_without_a_trace_is_not_recorded():
+    results = [run("distance", r, s) for r in ("rope", "absolute", "relative", "alibi")
+               for s in (0, 1)]
+    v = verdicts(results)["S"]
+    assert v.verdict == "inconclusive"
+    assert all("not recorded" in p["note"] for p in v.parts)
+
+
+@pytest.mark.parametrize("count,distance,expected", [(-0.5, 1.0, "confirmed"),
+                                                     (1.5, 0.2, "refuted")])
+def test_relative_table_attenuation(count, distance, expected):
+    results = []
+    for s in range(3):
+        results.append(run("count", "relative", s, trace=trace(0.1, 0, 0.5, count + 0.01 * s)))
+        results.append(run("distance", "relative", s, trace=trace(0.1, 0, 0.5, distance)))
+    v = verdicts(results)["RA"]
+    assert [p["verdict"] for p in v.parts] == [expected, expected]
+    assert v.parts[1]["values"][0] == pytest.approx(count - distance)
+    # a trace without tables (a relative PE that is not a learned table): not recorded
+    bare = [run(t, "relative", s, trace=trace(0.1, 0, 0.5)) for t in ("count", "distance")
+            for s in (0, 1)]
+    v = verdicts(bare)["RA"]
+    assert v.verdict == "inconclusive" and "not recorded" in v.parts[0]["note"]
