@@ -95,7 +95,7 @@ def table_basis(table: torch.Tensor, n_i: torch.Tensor,
                 energy: float = 0.9) -> torch.Tensor:
     """(D, k) orthonormal top-k right singular vectors of the PE table (T, D), rows weighted by
     sqrt(n_i) and centred by the n_i-weighted mean; k the fewest holding ``energy`` of it."""
-    t = table.double()
+    t = table.detach().double()  # a learned table is a parameter: no graph through the SVD
     n = n_i.double()
     t = t - (t * n[:, None]).sum(0) / n.sum().clamp(min=1)
     _, s, vh = torch.linalg.svd(t * n.sqrt()[:, None], full_matrices=False)
