@@ -43,6 +43,9 @@ def test_reproduce_plan_seeds_per_task():
     assert len(plan.experiments()) == n * (len(plan.distance_roles) + len(plan.count_roles))
     from posenc.empirical.reproduction import LEARNED_ROLES
     assert ("learned" in plan.distance_roles) == bool(LEARNED_ROLES)
+    # an extra role runs when named
+    named = ReproductionPlan.for_command("quick", 1, roles=["rope", "learned"], tasks=["distance"])
+    assert named.distance_roles == ("rope", "learned")
     assert seeds(ReproductionPlan.for_command("quick", 2, count_seeds=3)) == \
         {"distance": {0, 1}, "count": {0, 1, 2}}
     # a calibration sweep: the same plan shifted to seeds the report never uses
