@@ -280,7 +280,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
     figs.deposit_heatmap(deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
     probes: dict[str, list[dict[str, float]]] = {}
     strips = []
-    first_seed = min(r["summary"]["seed"] for r in results)  # 0, or a calibration sweep's first
+    first_seed = _figure_seed(results)
     for res in results:
         s = res["summary"]
         role = s["tags"]["role"]
@@ -323,6 +323,12 @@ def _fmt_iv(row: dict[str, Any]) -> str:
     return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
 
 
+def _figure_seed(results: list[dict[str, Any]]) -> int:
+    """The seed whose runs the per-run figures show: the store's lowest (0, or a calibration
+    sweep's first, ``--first-seed``)."""
+    return min(r["summary"]["seed"] for r in results)
+
+
 def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, spectra,
               dyn_lines) -> str:
     first = results[0]["summary"]
@@ -357,7 +363,7 @@ def _markdown(preset, verdicts, acc, deposits, strips, probes, results, claims, 
             lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {vals} |")
     lines += ["", SECTIONS[2], "",
               "Accuracy after zeroing each head's output (`hook_z`) in turn, seed "
-              f"{min(r['summary']['seed'] for r in results)}, distance task; "
+              f"{_figure_seed(results)}, distance task; "
               "the red star marks each layer's deposit head (largest drop).", ""]
     for role, name, res in strips:
         lines.append(f"**{role}** ![{role}]({name})")

@@ -107,8 +107,7 @@ class ReproductionPlan:
             _check_seeds("--count-seeds", self.count_seeds)
         for key, n in self.config_seeds.items():
             _check_seeds(f"seeds of {key}", n)
-        if not isinstance(self.first_seed, int) or isinstance(self.first_seed, bool) \
-                or not 0 <= self.first_seed <= 2**31 - 1:
+        if not is_int(self.first_seed) or not 0 <= self.first_seed <= 2**31 - 1:
             raise PosencError(f"--first-seed must be an integer in 0..2147483647; "
                               f"got {self.first_seed!r}")
 
