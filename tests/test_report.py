@@ -155,6 +155,8 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     (["--first-seed", "-1"], "--first-seed must be an integer"),
     (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
      "cannot reach the Ray cluster"),
+    # the quick tasks have 42 / 61 classes, the vocabulary 32: refused before any run starts
+    (["--paper-code"], "paper-code mode classifies over the vocabulary (32 tokens)"),
 ])
 def test_bad_reproduce_input(tmp_path, args, fragment):
     proc = posenc("reproduce", *args, "--out", str(tmp_path / "s"))

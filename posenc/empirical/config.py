@@ -204,6 +204,12 @@ class TrainConfig:
             _pos_int("patience", self.patience)
         _check(isinstance(self.val_frac, (int, float)) and 0 < self.val_frac < 1,
                f"val_frac must be in (0, 1); got {self.val_frac!r}")
+        # refused here, when the config is made (a sweep validates every config before it runs
+        # one), not first when the model is built (the Transformer checks it too)
+        _check(self.model.code != "paper" or self.task.n_classes <= self.task.vocab_size,
+               f"paper-code mode classifies over the vocabulary ({self.task.vocab_size} tokens), "
+               f"which has fewer entries than the {self.task.n_classes} classes; raise "
+               f"task.vocab_size (e.g. --set task.vocab_size={self.task.n_classes})")
 
     @property
     def early_stopping(self) -> bool:
@@ -240,9 +246,10 @@ class TrainConfig:
 _LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1}
 
 NOTES = {
-    "paper": "vocab_size 100, gradient clipping 1.0 and GELU are our choices (not given by the "
-             "paper); the distance task's longest example is L+G+R+2 = 122 tokens (the paper "
-             "quotes 120).",
+    "paper": "vocab_size 100 (distance) / 128 (count: it must hold the 101 classes, which the "
+             "paper code's classifier over the vocabulary needs), gradient clipping 1.0 and "
+             "GELU are our choices (not given by the paper); the distance task's longest "
+             "example is L+G+R+2 = 122 tokens (the paper quotes 120).",
 }
 
 
@@ -278,7 +285,11 @@ def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
         cfg = TrainConfig(task=t, model=m, seed=seed, epochs=2, batch_size=16, lr=1e-3,
                           warmup_frac=0.06, preset=name)
     else:
-        t = TaskConfig(name=task, n_samples=100000, vocab_size=100, max_left=25, max_gap=70,
+        # count: 101 classes (k = 0..100) need a vocabulary of >= 101 tokens in paper-code mode,
+        # which classifies over the vocabulary (the paper's count data come from a trained
+        # tokenizer of up to 5,000 tokens); distance keeps 100 (72 classes)
+        t = TaskConfig(name=task, n_samples=100000, vocab_size=100 if task == "distance" else 128,
+                       max_left=25, max_gap=70,
                        max_right=25, n_triggers=30, max_count=100,
                        seq_len=None if task == "distance" else 120)
         m = ModelConfig(pe=pe, d_model=256, n_heads=16, n_layers=6, d_ff=512, dropout=0.1)

@@ -58,3 +58,15 @@ def test_a_store_never_mixes_modes(tmp_path):
     check_store_mode(store, "standard")
     with pytest.raises(PosencError, match="holds standard runs"):
         check_store_mode(store, "paper-code")
+
+
+def test_paper_code_configs_whose_classes_exceed_the_vocabulary_are_refused_when_made():
+    """The paper code classifies over the vocabulary: a config with more classes is refused when
+    it is made (a sweep validates every config before it runs one), and every paper preset fits."""
+    with pytest.raises(PosencError, match="fewer entries than the 42 classes"):
+        ReproductionPlan.for_command("quick", 1, paper_code=True).jobs()
+    assert ReproductionPlan.for_command("quick", 1, paper_code=True,
+                                        overrides={"task.vocab_size": 64}).jobs()
+    for task in ("distance", "count"):
+        cfg = preset("paper", task=task, pe="paper-nope", seed=0)
+        assert cfg.task.n_classes <= cfg.task.vocab_size
