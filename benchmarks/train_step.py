@@ -35,6 +35,7 @@ from paper_baseline import PaperModel
 from posenc.empirical.config import preset
 from posenc.empirical.runs import dataset_for, model_for
 from posenc.empirical.tasks import PAD
+from posenc.empirical.train import make_optimizer
 
 PAPER_PE = {"rope": "rope", "alibi": "alibi", "sinusoidal": "absolute", "nope": "nope"}
 
@@ -86,9 +87,10 @@ def eager_forward(model, tokens: torch.Tensor) -> torch.Tensor:
     return model.classifier((h * w).sum(1) / w.sum(1))
 
 
-def make_step(forward, model, tokens, labels, amp: bool = False):
-    """A function doing one step and returning its (wall, CPU) seconds."""
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+def make_step(forward, model, tokens, labels, amp: bool = False, opt=None):
+    """A function doing one step and returning its (wall, CPU) seconds.  ``opt``: the optimiser
+    (default: torch's default AdamW, what the paper's code uses)."""
+    opt = opt if opt is not None else torch.optim.AdamW(model.parameters(), lr=1e-4)
     sync = torch.cuda.synchronize if tokens.is_cuda else (lambda: None)
 
     def step() -> tuple[float, float]:
@@ -134,7 +136,8 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
     with torch.no_grad():
         err = (ours(tokens) - eager_forward(eager, tokens)).abs().max().item()
     assert err < 1e-4, f"implementations disagree: {err}"
-    steps = {"posenc": make_step(lambda t: ours(t), ours, tokens, labels),
+    steps = {"posenc": make_step(lambda t: ours(t), ours, tokens, labels,
+                                 opt=make_optimizer(ours, cfg)),
              "paper-code": make_step(lambda t: paper(t), paper, tokens, labels),
              "eager": make_step(lambda t: eager_forward(eager, t), eager, tokens, labels)}
     for extra in also:

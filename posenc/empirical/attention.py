@@ -138,7 +138,8 @@ class AttentionBase(nn.Module):
 
     def finish(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
                offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
-        """q, k (post-rotation), v (B, H, T, d); attention; hook_z; ablation; W_O -> (B', T, D)."""
+        """q, k (post-rotation), v (B, H, T, d); attention; hook_z; ablation; W_O -> (B', T, D),
+        or (N, D) for a packed forward (``mask.packing``)."""
         B, _, T, _ = q.shape
         if k.shape[0] != B:  # keys/values from a shared (un-ablated) input: broadcast over variants
             k, v = k.repeat(B // k.shape[0], 1, 1, 1), v.repeat(B // v.shape[0], 1, 1, 1)
@@ -146,7 +147,16 @@ class AttentionBase(nn.Module):
         z = run_hook(self.hook_z, heads_last(self.attend(q, k, v, mask, bias)))  # (B, T, H, dh)
         if ablation is not None:
             z = ablation.apply(z)  # (V * B, T, H, dh)
-        return self.out(z.reshape(z.shape[0], T, -1))
+        z = z.reshape(z.shape[0], T, -1)
+        return self.out(z if mask.packing is None else mask.packing.pack(z))
+
+    @staticmethod
+    def padded(mask: ScoreMask, x: torch.Tensor, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inputs in the (B, T, D) layout: unpacked (zeros at padding) in a packed forward."""
+        if mask.packing is None:
+            return x, kv
+        xp = mask.packing.unpack(x)
+        return xp, (xp if kv is x else mask.packing.unpack(kv))
 
 
 class Attention(AttentionBase):
@@ -162,16 +172,18 @@ class Attention(AttentionBase):
 
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
-        """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input."""
-        B, T, D = x.shape
+        """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input; in a
+        packed forward (``mask.packing``) both (N, D) and the output (N, D)."""
         x = run_hook(self.hook_q_in, x)
+        D, unpack = self.d_model, (lambda t: t) if mask.packing is None else mask.packing.unpack
         if kv is x and not self.hook_kv_in.active:
-            q, k, v = self.qkv(x).split(D, dim=-1)  # one GEMM when keys come from x
+            q, k, v = unpack(self.qkv(x)).split(D, dim=-1)  # one GEMM when keys come from x
         else:
             kv = run_hook(self.hook_kv_in, kv)
             W, b = self.qkv.weight, self.qkv.bias
-            q = F.linear(x, W[:D], None if b is None else b[:D])
-            k, v = F.linear(kv, W[D:], None if b is None else b[D:]).split(D, dim=-1)
+            q = unpack(F.linear(x, W[:D], None if b is None else b[:D]))
+            k, v = unpack(F.linear(kv, W[D:], None if b is None else b[D:])).split(D, dim=-1)
+        B, T, _ = q.shape
         H, dh = self.n_heads, self.head_dim
         q = q.view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
         k = k.view(k.shape[0], T, H, dh).transpose(1, 2)

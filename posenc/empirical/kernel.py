@@ -42,6 +42,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from .packing import Packing
+
 # Smallest d_qk from which SDPA is used on a CPU (measured, see the module doc).
 CPU_SDPA_MIN_HEAD_DIM = 32
 
@@ -54,17 +56,24 @@ def use_sdpa(device: torch.device, d_qk: int) -> bool:
 class ScoreMask:
     """Additive mask M (0 / -inf) of one forward: padding keys and the causal triangle.
 
-    ``keys``: (batch, T) additive key mask or None; ``causal``: (T, T) or None.
+    ``keys``: (batch, T) additive key mask or None; ``causal``: (T, T) or None; ``packing``: the
+    real tokens when the token-wise parts run packed (:mod:`.packing`), else None; ``blocks``:
+    (rows, T, T) additive mask of merged rows (each query on its own segment's keys; it replaces
+    ``keys``), else None.
     """
 
-    def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int):
-        self.keys, self.causal, self.seq = keys, causal, seq
+    def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int,
+                 packing: Optional[Packing] = None, blocks: Optional[torch.Tensor] = None):
+        self.keys, self.causal, self.seq, self.packing = keys, causal, seq, packing
+        self.blocks = blocks
         self._memo: dict[tuple[int, int], tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
 
     @classmethod
     def build(cls, keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
-              device: torch.device) -> "ScoreMask":
-        """keep (B, T) bool (False = padding key) or None; causal: mask j > i."""
+              device: torch.device, pack: bool = False, merge: bool = False) -> "ScoreMask":
+        """keep (B, T) bool (False = padding key) or None; causal: mask j > i; pack: run the
+        token-wise parts on the real tokens only (when there is padding to skip); merge: let
+        short examples share attention rows (:mod:`.packing`; only for PEs that see i - j)."""
         keys = None
         if keep is not None:
             keys = torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
@@ -72,10 +81,15 @@ class ScoreMask:
         if causal:
             tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
                 torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
-        return cls(keys, tri, seq)
+        packing = Packing(keep, merge) if pack and keep is not None and not bool(keep.all()) else None
+        if packing is not None and packing.merged:
+            return cls(None, tri, seq, packing, packing.block_mask(dtype))
+        return cls(keys, tri, seq, packing)
 
     def repeat(self, times: int) -> "ScoreMask":
         """The mask of a batch repeated ``times`` (ablation variants, variant-major)."""
+        if self.packing is not None:
+            raise ValueError("a packed forward has no ablation variants")
         if self.keys is None:
             return self
         return ScoreMask(self.keys.repeat(times, 1), self.causal, self.seq)
@@ -89,10 +103,13 @@ class ScoreMask:
     def additive(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """The whole M + B, broadcastable to (B, H, T, T) (for SDPA), or None."""
         small = self.small(bias)
-        if self.keys is None:
+        if self.keys is not None:
+            base: Optional[torch.Tensor] = self.keys[:, None, None, :]
+        else:
+            base = None if self.blocks is None else self.blocks[:, None]
+        if base is None:
             return None if small is None else small[None]
-        keys = self.keys[:, None, None, :]
-        return keys if small is None else keys + small[None]
+        return base if small is None else base + small[None]
 
     def flat(self, bias: Optional[torch.Tensor], batch: int, heads: int) -> Optional[torch.Tensor]:
         """M + B as (batch * heads, T, T) (or (1, T, T) when the same for all), or None."""
@@ -126,7 +143,7 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     ``scores_hook`` / ``pattern_hook``: functions of the (B, H, T, T) scores / pattern, or None.
     """
     B, H, T, d = q.shape
-    if bias is None and mask.causal is None:
+    if bias is None and mask.causal is None and mask.blocks is None:
         q = q * d ** -0.5
         if mask.keys is not None:
             q = torch.cat([q, q.new_ones(B, H, T, 1)], dim=-1)

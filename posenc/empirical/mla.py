@@ -57,6 +57,7 @@ class MLAAttention(AttentionBase):
 
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        x, kv = self.padded(mask, x, kv)  # a packed forward: MLA's projections run padded
         B, T, _ = x.shape
         H, dh, r = self.n_heads, self.head_dim, self.rope_dim
         x, kv = run_hook(self.hook_q_in, x), run_hook(self.hook_kv_in, kv)

@@ -35,6 +35,7 @@ from torch import nn
 
 from ..encodings import parse_spec
 from ..errors import PosencError
+from ..parts import NOT_TOEPLITZ
 from .attention import Attention, HeadAblation
 from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
@@ -88,6 +89,11 @@ class Transformer(Hooked):
         self.cfg, self.vocab_size, self.n_classes, self.max_len = cfg, vocab_size, n_classes, max_len
         self.spec = parse_spec(cfg.pe)
         self.plan = plan_for(self.spec)
+        # Packed forwards (.packing): the token-wise parts on the real tokens only; rows shared by
+        # short examples when the attention sees positions only through i - j.  False: always
+        # the padded layout (the reference the tests compare with).
+        self.pack_tokens = True
+        self.relative_only = not any(p.kind in NOT_TOEPLITZ for p in self.spec.parts())
         D, H = cfg.d_model, cfg.n_heads
         self.embed = nn.Embedding(vocab_size, D)
         self.pos_embed = self.plan.make_absolute(D, max_len)
@@ -144,27 +150,35 @@ class Transformer(Hooked):
                               f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
                               f"{tuple(ablation.gate.shape)}")
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
-        if keep is not None and (ablation is None or ablation.replacement is None) \
-                and not any(p.fns for p in self._points):
+        unhooked = not any(p.fns for p in self._points)
+        if keep is not None and (ablation is None or ablation.replacement is None) and unhooked:
             # Padding columns at the end of the whole batch are masked keys and pooled with weight
             # 0: dropping them leaves every logit the same up to float rounding (summation order).
             # Not while hooks are attached: a hook sees the batch at the length it was given.
             tokens, keep = self._trim(tokens, keep)
             T = tokens.shape[1]
         x0 = self.input_embedding(tokens, offset)
-        mask = ScoreMask.build(keep, self.cfg.causal, T, x0.dtype, x0.device)  # once per forward
+        # once per forward; packed (the token-wise parts on the real tokens only, see .packing)
+        # when no hook and no ablation could see the layout
+        mask = ScoreMask.build(keep, self.cfg.causal, T, x0.dtype, x0.device,
+                               pack=self.pack_tokens and unhooked and ablation is None,
+                               merge=self.relative_only)
+        if mask.packing is not None:
+            x0 = mask.packing.from_batch(x0)  # (N, D)
         h = x0
         for l, block in enumerate(self.blocks):
             ab = ablation if ablation is not None and ablation.layer == l else None
             h = block(h, x0, mask, offset, ab)
-            if h.shape[0] != B:  # variants created at this layer
+            if ab is not None and h.shape[0] != B:  # variants created at this layer
                 rep = h.shape[0] // B
                 B = h.shape[0]
                 mask = mask.repeat(rep)
                 if keep is not None:
                     keep = keep.repeat(rep, 1)
         h = self.ln_f(h)
-        if keep is None:
+        if mask.packing is not None:
+            pooled = mask.packing.mean(h)
+        elif keep is None:
             pooled = h.mean(dim=1)
         else:
             w = keep.to(h.dtype)[:, :, None]  # (B, T, 1)

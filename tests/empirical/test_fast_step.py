@@ -146,6 +146,7 @@ def test_sdpa_kernel_equals_the_explicit_kernel_and_the_previous_forward(pe, cau
 def test_trailing_padding_is_dropped_only_without_hooks_and_replacements():
     from posenc.empirical.attention import HeadAblation
     model, tok = _model("rope").eval(), _tokens(trailing=True)
+    model.pack_tokens = False  # the token-wise parts in the (batch, T) layout (packed: test_packing)
     seen = []
     model.blocks[0].ln1.register_forward_hook(lambda m, i, o: seen.append(o.shape[1]))
     with torch.no_grad():

@@ -1,0 +1,158 @@
+"""Packed forwards (posenc.empirical.packing): the token-wise parts on the real tokens only, short
+examples sharing attention rows, compute what the padded forward computes -- logits and
+gradients, for every PE family and model switch, on random length patterns -- and the rows are
+a valid first-fit packing.  Rows are merged only for PEs that see positions through i - j."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from empirical_reference import old_model_logits
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from posenc.empirical.config import ModelConfig
+from posenc.empirical.kernel import ScoreMask
+from posenc.empirical.model import build_model
+from posenc.empirical.packing import Packing
+
+T = 13
+PES = ["rope", "rope:pairing=half,fraction=0.5", "rope:heads=1,keep=0.5", "alibi",
+       "relative_bias", "relative_bias:mode=table,max_distance=5", "sinusoidal",
+       "learned_absolute", "nope", "hybrid:additive=alibi", "custom:kernel=exp(-abs(k)/4)"]
+SWITCHES = [{}, {"causal": True}, {"kv_source": "input"}]
+lengths_st = st.lists(st.integers(1, T), min_size=2, max_size=8)
+
+
+def _model(pe, **kw):
+    torch.manual_seed(0)
+    cfg = ModelConfig(pe=pe, d_model=32, n_heads=4, n_layers=2, d_ff=48, **kw)
+    m = build_model(cfg, vocab_size=11, n_classes=5, max_len=30)
+    with torch.no_grad():  # larger than init, learned biases included: O(1) differences matter
+        for p in m.parameters():
+            p.normal_(0.0, 0.5)
+    return m
+
+
+def _tokens(lengths, seed=0):
+    tok = torch.randint(1, 11, (len(lengths), T), generator=torch.Generator().manual_seed(seed))
+    for b, n in enumerate(lengths):
+        tok[b, n:] = 0
+    return tok
+
+
+def _grads(model, logits, y):
+    return torch.autograd.grad(F.cross_entropy(logits, y), list(model.parameters()),
+                               allow_unused=True)
+
+
+def _assert_same(model, a, b, y):
+    # float32, logits O(1-10): summation order and shifted rotation angles, ~1e-7 relative
+    assert torch.allclose(a, b, rtol=0, atol=1e-5), (a - b).abs().max()
+    for (name, _), ga, gb in zip(model.named_parameters(), _grads(model, a, y), _grads(model, b, y)):
+        assert (ga is None) == (gb is None), name
+        if ga is not None:
+            assert torch.allclose(ga, gb, rtol=1e-4, atol=1e-5), (name, (ga - gb).abs().max())
+
+
+@pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(kw) or "default")
+@pytest.mark.parametrize("pe", PES)
+@settings(max_examples=8, deadline=None)
+@given(lengths=lengths_st)
+def test_packed_forward_equals_the_padded_reference(pe, kw, lengths):
+    model, tok = _model(pe, **kw), _tokens(lengths)
+    y = torch.arange(len(lengths)) % 5
+    _assert_same(model, model(tok, offset=1), old_model_logits(model, tok, offset=1), y)
+
+
+@pytest.mark.parametrize("pe", ["mla", "xpos", "kerple_log", "mla:rope=paper_code"])
+@settings(max_examples=8, deadline=None)
+@given(lengths=lengths_st)
+def test_packed_forward_equals_the_models_padded_layout(pe, lengths):
+    """PEs the pre-speed-up reference does not cover: against the model's own padded layout
+    (``pack_tokens = False``, itself checked against loops in test_pe / test_parity)."""
+    model, tok = _model(pe), _tokens(lengths, seed=1)
+    y = torch.arange(len(lengths)) % 5
+    packed = model(tok)
+    model.pack_tokens = False
+    _assert_same(model, packed, model(tok), y)
+
+
+def test_the_cases_above_merge_rows():
+    """The length patterns do share rows (else the tests above would not test merging)."""
+    keep = _tokens([3, 12, 5, 4, 13, 1]) != 0
+    p = Packing(keep, merge=True)
+    assert p.merged and p.rows == 3  # 13 | 12 + 1 | 5 + 4 + 3
+    assert not Packing(keep, merge=False).merged
+
+
+def test_a_non_toeplitz_pe_is_never_merged_and_would_be_wrong_merged():
+    """The paper code's MLA mix depends on absolute positions: merging it would shift them."""
+    model = _model("mla:rope=paper_code")
+    assert not model.relative_only and _model("mla").relative_only
+    tok = _tokens([3, 12, 5, 4, 13, 1])
+    right = model(tok)
+    model.relative_only = True
+    assert (model(tok) - right).abs().max() > 1e-3
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(0, T), min_size=1, max_size=12))
+def test_rows_are_a_first_fit_packing(lengths):
+    """Each example is one run of consecutive columns of one row, runs do not overlap, and the
+    number of rows is first-fit decreasing's (a plain loop)."""
+    keep = _tokens(lengths) != 0
+    p = Packing(keep, merge=True)
+    rows = []  # reference first-fit decreasing: the free columns of each row
+    for n in sorted(lengths, reverse=True):
+        for r, free in enumerate(rows):
+            if free >= n:
+                rows[r] -= n
+                break
+        else:
+            rows.append(T - n)
+    if not p.merged:
+        assert len(rows) == len(lengths) and p.rows == len(lengths)
+        return
+    assert p.rows == len(rows) < len(lengths)
+    slots = p.slots.tolist()
+    assert len(set(slots)) == len(slots) == sum(lengths)
+    for b in range(len(lengths)):
+        mine = [s for s, e in zip(slots, p.example.tolist()) if e == b]
+        assert mine == list(range(mine[0], mine[0] + lengths[b])) if mine else lengths[b] == 0
+        assert not mine or mine[0] // T == mine[-1] // T  # one row
+        for s in mine:
+            assert p.segments.view(-1)[s] == b
+
+
+def test_block_mask_and_mean_against_loops():
+    lengths = [3, 12, 5, 4, 13, 1]
+    keep = _tokens(lengths) != 0
+    p = Packing(keep, merge=True)
+    m, seg = p.block_mask(torch.float64), p.segments
+    for r in range(p.rows):
+        for i in range(T):
+            for j in range(T):
+                assert m[r, i, j] == (0.0 if seg[r, i] == seg[r, j] else float("-inf"))
+    y = torch.randn(p.n_tokens, 4, dtype=torch.float64)
+    mean = p.mean(y)
+    for b, n in enumerate(lengths):
+        assert torch.allclose(mean[b], y[p.example == b].mean(0), atol=1e-12)
+    x = torch.randn(p.rows, T, 4, dtype=torch.float64)
+    assert torch.equal(p.unpack(p.pack(x)).view(-1, 4)[p.slots], x.view(-1, 4)[p.slots])
+
+
+def test_prefix_padding_only():
+    """Interior padding (not a prefix of real tokens) is packed but never merged: shifting a
+    segment would change its distances."""
+    keep = torch.tensor([[True, False, True, False], [True, False, False, False]])
+    assert not Packing(keep, merge=True).merged
+    mask = ScoreMask.build(keep, False, 4, torch.float32, torch.device("cpu"), pack=True, merge=True)
+    assert mask.packing is not None and mask.blocks is None and mask.keys is not None
+
+
+def test_hooks_and_ablation_see_the_padded_layout():
+    model, tok = _model("rope"), _tokens([3, 12, 5, 4, 13, 1])
+    seen = []
+    model.blocks[1].hook_resid_pre.add_hook(lambda x, hook: seen.append(tuple(x.shape)))
+    model(tok)
+    assert seen == [(6, T, 32)]
