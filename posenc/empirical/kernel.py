@@ -26,8 +26,10 @@ head dim   1 thread    2 threads
 Hooking ``hook_attn_scores`` or ``hook_pattern`` always takes the explicit kernel.
 
 **Mask** (:class:`ScoreMask`): built once per forward and shared by every layer: the padding
-keys as a (batch, T) additive vector (0 / -inf) and the causal triangle (T, T).  The explicit
-kernel folds a padding-only mask into the score GEMM (no pass over the (B, H, T, T) scores);
+keys as a (batch, T) additive vector (0 / -inf) -- or, in a packed forward with merged rows
+(:mod:`.packing`), the (rows, T, T) block mask of the rows' segments -- and the causal triangle
+(T, T).  Without a bias or the causal triangle the explicit kernel folds the mask into the score
+GEMM as extra columns of q and k (:meth:`ScoreMask.score_columns`; no pass over the scores);
 with a PE bias or the causal triangle, M + B is materialised as (batch * heads, T, T) once per
 forward for a fixed bias (ALiBi, custom kernels: one module shared by all layers, so every layer
 hits the same entry) or per layer for a learned one, and added inside the GEMM (``baddbmm``).
@@ -67,6 +69,7 @@ class ScoreMask:
         self.keys, self.causal, self.seq, self.packing = keys, causal, seq, packing
         self.blocks = blocks
         self._memo: dict[tuple[int, int], tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
+        self._columns: dict[torch.dtype, Optional[tuple[torch.Tensor, torch.Tensor]]] = {}
 
     @classmethod
     def build(cls, keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
@@ -85,6 +88,21 @@ class ScoreMask:
         if packing is not None and packing.merged:
             return cls(None, tri, seq, packing, packing.block_mask(dtype))
         return cls(keys, tri, seq, packing)
+
+    def score_columns(self, dtype: torch.dtype) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
+        """The mask (without causal triangle) as extra columns of q and k, (B, 1, T, S) each, or
+        None without one: padding keys ``[1] . [m_j]``; merged rows
+        :meth:`.packing.Packing.score_columns`.  Built once per forward (memo)."""
+        if dtype not in self._columns:
+            cols: Optional[tuple[torch.Tensor, torch.Tensor]] = None
+            if self.blocks is not None:
+                assert self.packing is not None
+                cols = self.packing.score_columns(dtype)
+            elif self.keys is not None:
+                keys = self.keys.to(dtype)[:, None, :, None]  # (B, 1, T, 1)
+                cols = (torch.ones_like(keys), keys)
+            self._columns[dtype] = cols
+        return self._columns[dtype]
 
     def repeat(self, times: int) -> "ScoreMask":
         """The mask of a batch repeated ``times`` (ablation variants, variant-major)."""
@@ -140,14 +158,18 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     value (0 or -inf), so ``[q/sqrt(d), 1] . [k, m_j] = q.k/sqrt(d) + m_j`` and nothing of size
     (B, H, T, T) is materialised besides the scores.  (The extra column of dq is 0 * -inf at
     masked keys; it belongs to the constant 1 and is dropped, so no NaN reaches a gradient.)
+    Merged rows' block mask rides the same way, as one-hot segment columns
+    (:meth:`~posenc.empirical.packing.Packing.score_columns`).
     ``scores_hook`` / ``pattern_hook``: functions of the (B, H, T, T) scores / pattern, or None.
     """
     B, H, T, d = q.shape
-    if bias is None and mask.causal is None and mask.blocks is None:
+    if bias is None and mask.causal is None:
         q = q * d ** -0.5
-        if mask.keys is not None:
-            q = torch.cat([q, q.new_ones(B, H, T, 1)], dim=-1)
-            k = torch.cat([k, mask.keys.to(k.dtype)[:, None, :, None].expand(B, H, T, 1)], dim=-1)
+        columns = mask.score_columns(q.dtype)
+        if columns is not None:
+            qe, ke = columns
+            q = torch.cat([q, qe.expand(B, H, T, qe.shape[-1])], dim=-1)
+            k = torch.cat([k, ke.expand(B, H, T, ke.shape[-1])], dim=-1)
         scores = torch.matmul(q, k.transpose(-1, -2))  # (B, H, T, T)
     else:
         qf, kf = q.reshape(B * H, T, d), k.reshape(B * H, T, d)

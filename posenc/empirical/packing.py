@@ -34,6 +34,9 @@ from typing import Optional
 
 import torch
 
+#: How far below a same-segment score a cross-segment one is put (:meth:`Packing.score_columns`).
+SEGMENT_BIG = 1e4
+
 
 class Packing:
     """The real tokens of a (batch, T) batch: ``keep`` (batch, T) bool, False = padding."""
@@ -56,13 +59,17 @@ class Packing:
         with room; ``slots`` maps packed token n to row * T + column."""
         T = self.seq
         room: list[int] = []  # free columns of each row
-        start = [0] * self.batch  # (row, first column) of each example
+        used: list[int] = []  # segments placed in each row so far
+        start = [0] * self.batch  # row * T + first column of each example
+        rank = [0] * self.batch  # its segment's number within its row
         for b in sorted(range(self.batch), key=lambda i: (-lengths[i], i)):
             row = next((r for r, free in enumerate(room) if free >= lengths[b]), len(room))
             if row == len(room):
                 room.append(T)
-            start[b] = row * T + (T - room[row])
+                used.append(0)
+            start[b], rank[b] = row * T + (T - room[row]), used[row]
             room[row] -= lengths[b]
+            used[row] += 1
         if len(room) == self.batch:
             return  # nothing shares a row: the plain layout
         offsets = torch.tensor(start, dtype=torch.long, device=device)  # (batch,)
@@ -70,6 +77,11 @@ class Packing:
         self.rows, self.slots = len(room), offsets[self.example] + column
         segments = torch.full((self.rows * T,), -1, dtype=torch.long, device=device)
         self.segments = segments.index_copy(0, self.slots, self.example).view(self.rows, T)
+        # the segment's number within its row; the free columns at a row's end: one more
+        tail = torch.tensor(used, dtype=torch.long, device=device).repeat_interleave(T)
+        ranks = torch.tensor(rank, dtype=torch.long, device=device)[self.example]
+        self.local = tail.index_copy(0, self.slots, ranks).view(self.rows, T)  # (rows, T)
+        self.n_local = max(u + (f > 0) for u, f in zip(used, room))  # segments in the fullest row
 
     @property
     def merged(self) -> bool:
@@ -84,6 +96,16 @@ class Packing:
         assert self.segments is not None
         same = self.segments[:, :, None] == self.segments[:, None, :]
         return torch.zeros(same.shape, dtype=dtype, device=same.device).masked_fill(~same, float("-inf"))
+
+    def score_columns(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """The block mask as extra columns of q and k, (rows, 1, T, S) each (S segments in the
+        fullest row): ``[q, e_i] . [k, BIG (e_j - 1)] = q.k - BIG [segment(i) != segment(j)]``
+        with e the one-hot of a slot's segment number and BIG = 1e4.  exp(-1e4 + O(100)) is 0
+        in float32 and float64 (and bfloat16), so the softmax equals the -inf mask's exactly; a
+        same-segment score gets 1 * 0 and 0 * -BIG, exact zeros (no rounding)."""
+        assert self.segments is not None
+        one_hot = torch.nn.functional.one_hot(self.local, self.n_local).to(dtype)  # (rows, T, S)
+        return one_hot[:, None], ((one_hot - 1) * SEGMENT_BIG)[:, None]
 
     def pack(self, x: torch.Tensor) -> torch.Tensor:
         """(rows, T, *rest) -> (N, *rest): the real tokens, in batch-major order."""

@@ -7,7 +7,10 @@ order of epoch e from a generator seeded with ``(seed, e)``, and the global RNG
 (dropout) is saved with every checkpoint, so on CPU two runs of one config --
 or a run resumed after a kill -- give the same metrics bit for bit (for a
 fixed ``num_threads``).  ``metrics.jsonl`` holds only such reproducible
-numbers; wall-clock times go to ``train_summary.json``.
+numbers; wall-clock times go to ``train_summary.json``.  Bit-for-bit holds within one version of
+the step's arithmetic: a change that only reorders float operations (2026-11-30: packed forwards,
+:mod:`.packing`, and the fused AdamW of :func:`make_optimizer`) changes the rounding, and over
+thousands of steps training amplifies it into different per-seed numbers of the same distribution.
 
 Early stopping (``config.patience`` set, see :class:`~posenc.empirical.config.TrainConfig`):
 a validation split carved from the training split (:func:`~posenc.empirical.tasks.carve_validation`)

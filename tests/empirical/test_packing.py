@@ -156,3 +156,25 @@ def test_hooks_and_ablation_see_the_padded_layout():
     model.blocks[1].hook_resid_pre.add_hook(lambda x, hook: seen.append(tuple(x.shape)))
     model(tok)
     assert seen == [(6, T, 32)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_segment_columns_give_the_block_masks_softmax(dtype):
+    """The block mask as extra q/k columns (no (rows, T, T) mask in the GEMM) gives the same
+    pattern as adding the -inf block mask: on the block the extra products are exact zeros (the
+    scores can differ only by the GEMM's accumulation order for a longer K: 1e-6 relative in
+    float32), off it exp underflows to exactly 0; bfloat16 to its rounding."""
+    keep = _tokens([3, 12, 5, 4, 13, 1]) != 0
+    p = Packing(keep, merge=True)
+    R, H, d = p.rows, 2, 4
+    g = torch.Generator().manual_seed(3)
+    q, k = (torch.randn(R, H, T, d, generator=g).mul(3).to(dtype) for _ in range(2))
+    qe, ke = p.score_columns(dtype)
+    qx, kx = torch.cat([q, qe.expand(R, H, T, -1)], -1), torch.cat([k, ke.expand(R, H, T, -1)], -1)
+    scores = qx @ kx.transpose(-1, -2)
+    ref = q @ k.transpose(-1, -2) + p.block_mask(dtype)[:, None]
+    same = p.block_mask(dtype)[:, None].expand_as(ref) == 0
+    tol = {torch.float32: 1e-6, torch.float64: 1e-14, torch.bfloat16: 1e-2}[dtype]
+    assert torch.allclose(scores[same].double(), ref[same].double(), rtol=tol, atol=tol * 10)
+    assert torch.allclose(scores.softmax(-1).double(), ref.softmax(-1).double(), rtol=0, atol=tol)
+    assert (scores.softmax(-1)[~same] == 0).all() and (scores[~same] < -1e3).all()
