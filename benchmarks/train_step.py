@@ -11,13 +11,16 @@ sinusoidal.
   softmax(Q K^T / sqrt(d) + B + M) V, RoPE by (T, d, d) rotation matrices built every step,
   three separate Q, K, V matmuls.  Checked to give posenc's logits before timing.
 
-A step is forward + backward + AdamW on one batch.  The three models take single steps in turn
-(round-robin), so background load hits them alike; the best step of each is reported (least
-disturbed) with the median beside it, and the ratio paper / posenc -- by wall clock and by this
+A step is forward + backward + AdamW on one batch; every model steps through the same
+``--batches`` batches (the first of an epoch's seeded shuffle: the lengths, and so the padding, a
+run meets) ``--rounds`` times.  The models take single steps in turn (round-robin), so background
+load hits them alike; per batch the best step (least disturbed) and the median are taken and
+averaged over the batches, and the ratio paper / posenc is reported -- by wall clock and by this
 process's CPU time (``time.process_time``; on a shared, loaded machine the scheduler's gaps do not
 count in it; at 1 thread it is the step's own cost, at 2 the sum over both threads).  Run:
-python benchmarks/train_step.py [--pe rope,alibi,sinusoidal] [--threads 1,2] [--steps 20]
-[--preset quick|paper] [--device cpu|cuda] [--samples N] [--also compile,bf16] [--profile]
+python benchmarks/train_step.py [--pe rope,alibi,sinusoidal] [--threads 1,2] [--batches 10]
+[--rounds 3] [--task distance|count] [--preset quick|paper] [--device cpu|cuda] [--samples N]
+[--also compile,bf16] [--profile]
 """
 
 from __future__ import annotations
@@ -87,16 +90,18 @@ def eager_forward(model, tokens: torch.Tensor) -> torch.Tensor:
     return model.classifier((h * w).sum(1) / w.sum(1))
 
 
-def make_step(forward, model, tokens, labels, amp: bool = False, opt=None):
-    """A function doing one step and returning its (wall, CPU) seconds.  ``opt``: the optimiser
-    (default: torch's default AdamW, what the paper's code uses)."""
+def make_step(forward, model, batches, amp: bool = False, opt=None):
+    """A function doing step i on batch i mod len(batches) and returning its (wall, CPU) seconds.
+    ``opt``: the optimiser (default: torch's default AdamW, what the paper's code uses)."""
     opt = opt if opt is not None else torch.optim.AdamW(model.parameters(), lr=1e-4)
-    sync = torch.cuda.synchronize if tokens.is_cuda else (lambda: None)
+    device = batches[0][0].device
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
-    def step() -> tuple[float, float]:
+    def step(i: int = 0) -> tuple[float, float]:
+        tokens, labels = batches[i % len(batches)]
         sync()
         t0, c0 = time.perf_counter(), time.process_time()
-        with torch.autocast(tokens.device.type, dtype=torch.bfloat16, enabled=amp):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             loss = F.cross_entropy(forward(tokens), labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -126,7 +131,10 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
     cfg = preset(args.preset, args.task, pe, **over)
     data = dataset_for(cfg).train
     B = cfg.batch_size
-    tokens, labels = data.tokens[:B].to(args.device), data.labels[:B].to(args.device)
+    # the first batches of a training epoch (a seeded shuffle), in turn: the lengths a run meets
+    order = torch.randperm(len(data.tokens), generator=torch.Generator().manual_seed(0))
+    batches = [(data.tokens[idx].to(args.device), data.labels[idx].to(args.device))
+               for idx in order[:args.batches * B].split(B)]
     torch.manual_seed(0)
     ours, eager = model_for(cfg).to(args.device), model_for(cfg).to(args.device)
     eager.load_state_dict(ours.state_dict())
@@ -134,35 +142,36 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
     for m in (ours, eager, paper):
         m.train(not cfg.model.dropout)  # the paper preset's dropout would make forwards differ
     with torch.no_grad():
-        err = (ours(tokens) - eager_forward(eager, tokens)).abs().max().item()
+        err = max((ours(t) - eager_forward(eager, t)).abs().max().item() for t, _ in batches)
     assert err < 1e-4, f"implementations disagree: {err}"
-    steps = {"posenc": make_step(lambda t: ours(t), ours, tokens, labels,
-                                 opt=make_optimizer(ours, cfg)),
-             "paper-code": make_step(lambda t: paper(t), paper, tokens, labels),
-             "eager": make_step(lambda t: eager_forward(eager, t), eager, tokens, labels)}
+    steps = {"posenc": make_step(lambda t: ours(t), ours, batches, opt=make_optimizer(ours, cfg)),
+             "paper-code": make_step(lambda t: paper(t), paper, batches),
+             "eager": make_step(lambda t: eager_forward(eager, t), eager, batches)}
     for extra in also:
         m = model_for(cfg).to(args.device)
         m.load_state_dict(ours.state_dict())
         m.train(mode=ours.training)
         fwd = torch.compile(m) if extra == "compile" else m
-        steps[f"posenc+{extra}"] = make_step(lambda t, f=fwd: f(t), m, tokens, labels,
+        steps[f"posenc+{extra}"] = make_step(lambda t, f=fwd: f(t), m, batches,
                                              amp=extra == "bf16")
-    wall: dict[str, list[float]] = {k: [] for k in steps}
-    cpu: dict[str, list[float]] = {k: [] for k in steps}
-    for i in range(args.steps + 3):  # round-robin single steps: background load hits all alike
+    K = len(batches)
+    wall: dict[str, list[list[float]]] = {k: [[] for _ in range(K)] for k in steps}
+    cpu: dict[str, list[list[float]]] = {k: [[] for _ in range(K)] for k in steps}
+    for i in range(K * args.rounds + 3):  # round-robin single steps: load hits all alike
         for k, step in steps.items():
-            w, c = step()
+            w, c = step(i)
             if i >= 3:  # warm-up excluded
-                wall[k].append(w)
-                cpu[k].append(c)
-    T = tokens.shape[1]
-    print(f"\ntrain step, {args.preset} preset ({args.task}, pe {pe}): batch {B} x seq {T}, "
-          f"d_model {cfg.model.d_model}, {cfg.model.n_heads} heads of dim {cfg.model.head_dim}, "
-          f"{cfg.model.n_layers} layers, {threads} thread(s), {args.device}; posenc vs eager "
-          f"max |logit diff| {err:.1e}; load average {os.getloadavg()[0]:.1f}")
-    best = {k: min(v) for k, v in wall.items()}  # min: least disturbed by other processes
-    med = {k: statistics.median(v) for k, v in wall.items()}
-    cbest = {k: min(v) for k, v in cpu.items()}
+                wall[k][i % K].append(w)
+                cpu[k][i % K].append(c)
+    T = max(int((t != PAD).sum(1).max()) for t, _ in batches)
+    print(f"\ntrain step, {args.preset} preset ({args.task}, pe {pe}): {K} batches of {B} x seq "
+          f"<= {T} in turn, d_model {cfg.model.d_model}, {cfg.model.n_heads} heads of dim "
+          f"{cfg.model.head_dim}, {cfg.model.n_layers} layers, {threads} thread(s), {args.device}; "
+          f"posenc vs eager max |logit diff| {err:.1e}; load average {os.getloadavg()[0]:.1f}")
+    # per batch the best (least disturbed) / median step, averaged over the batches
+    best = {k: statistics.mean(min(b) for b in v) for k, v in wall.items()}
+    med = {k: statistics.mean(statistics.median(b) for b in v) for k, v in wall.items()}
+    cbest = {k: statistics.mean(min(b) for b in v) for k, v in cpu.items()}
     print(f"  {'':<14} {'wall best':>10} {'median':>8}   {'CPU best':>9}   "
           f"paper-code / this: wall best, median, CPU")
     for k in steps:
@@ -176,8 +185,8 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            for _ in range(5):
-                steps["posenc"]()
+            for i in range(5):
+                steps["posenc"](i)
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
     return wall
 
@@ -186,7 +195,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pe", default="rope,alibi,sinusoidal", help="comma list")
     ap.add_argument("--threads", default="1,2", help="comma list of thread counts")
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batches", type=int, default=10, help="distinct batches, stepped in turn "
+                    "(the first of an epoch's seeded shuffle; 1: one batch again and again)")
+    ap.add_argument("--rounds", type=int, default=3, help="steps per batch and model")
     ap.add_argument("--task", default="distance")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--heads", type=int, help="override the preset's number of heads")
