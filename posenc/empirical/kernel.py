@@ -55,6 +55,13 @@ def use_sdpa(device: torch.device, d_qk: int) -> bool:
     return device.type != "cpu" or d_qk >= CPU_SDPA_MIN_HEAD_DIM
 
 
+def use_packing(device: torch.device) -> bool:
+    """Whether forwards on ``device`` may run packed (:mod:`.packing`): measured on a CPU
+    (benchmarks/train_step.py); not on a GPU (none was available to measure it, and packing costs
+    host synchronisations there), so a GPU keeps the padded layout."""
+    return device.type == "cpu"
+
+
 class ScoreMask:
     """Additive mask M (0 / -inf) of one forward: padding keys and the causal triangle.
 
@@ -77,14 +84,14 @@ class ScoreMask:
         """keep (B, T) bool (False = padding key) or None; causal: mask j > i; pack: run the
         token-wise parts on the real tokens only (when there is padding to skip); merge: let
         short examples share attention rows (:mod:`.packing`; only for PEs that see i - j)."""
-        keys = None
-        if keep is not None:
+        keys, padded = None, keep is not None and not bool(keep.all())  # no padding: no mask
+        if padded:
             keys = torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
         tri = None
         if causal:
             tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
                 torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
-        packing = Packing(keep, merge) if pack and keep is not None and not bool(keep.all()) else None
+        packing = Packing(keep, merge) if pack and padded else None
         if packing is not None and packing.merged:
             return cls(None, tri, seq, packing, packing.block_mask(dtype))
         return cls(keys, tri, seq, packing)

@@ -39,7 +39,7 @@ from ..parts import NOT_TOEPLITZ
 from .attention import Attention, HeadAblation
 from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
-from .kernel import ScoreMask
+from .kernel import ScoreMask, use_packing
 from .mla import MLAAttention
 from .pe.plan import plan_for
 from .tasks import PAD
@@ -161,7 +161,8 @@ class Transformer(Hooked):
         # once per forward; packed (the token-wise parts on the real tokens only, see .packing)
         # when no hook and no ablation could see the layout
         mask = ScoreMask.build(keep, self.cfg.causal, T, x0.dtype, x0.device,
-                               pack=self.pack_tokens and unhooked and ablation is None,
+                               pack=(self.pack_tokens and unhooked and ablation is None
+                                     and use_packing(x0.device)),
                                merge=self.relative_only)
         if mask.packing is not None:
             x0 = mask.packing.from_batch(x0)  # (N, D)

@@ -178,3 +178,9 @@ def test_segment_columns_give_the_block_masks_softmax(dtype):
     assert torch.allclose(scores[same].double(), ref[same].double(), rtol=tol, atol=tol * 10)
     assert torch.allclose(scores.softmax(-1).double(), ref.softmax(-1).double(), rtol=0, atol=tol)
     assert (scores.softmax(-1)[~same] == 0).all() and (scores[~same] < -1e3).all()
+
+
+def test_packing_is_chosen_by_device():
+    """Measured on a CPU only: a GPU keeps the padded layout (kernel.use_packing)."""
+    from posenc.empirical.kernel import use_packing
+    assert use_packing(torch.device("cpu")) and not use_packing(torch.device("cuda"))
