@@ -15,7 +15,7 @@ from posenc.empirical.reproduction import ReproductionPlan
 from posenc.errors import PosencError
 from posenc.proofs.dynamics_verdicts import evaluate_dynamics
 from posenc.proofs.empirical_claims import evaluate
-from posenc.report_decide import grow, until_decided
+from posenc.report.decide import grow, until_decided
 
 # count task: NoPE minus RoPE per seed, in points -- undecided at 2 and 4 seeds (t interval
 # half-widths 25 and 3.0 around means 2.0 and 2.5), decided at 6 (2.67 +- 1.57)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .coerce import is_int
-from .errors import PosencError
+from ..coerce import is_int
+from ..errors import PosencError
 
 Counts = dict[tuple[str, str], int]
 

@@ -1,9 +1,9 @@
-"""The report section behind verdicts EH, S and RA (posenc.report_measured): means over seeds,
+"""The report section behind verdicts EH, S and RA (posenc.report.measured): means over seeds,
 sites in order, and runs stored before the recordings existed shown as not recorded."""
 
 import pytest
 
-from posenc.report_measured import SECTION, measured_markdown
+from posenc.report.measured import SECTION, measured_markdown
 
 
 def res(task, role, seed, share=None, trace=None):

@@ -29,7 +29,7 @@ def dynamics_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def dynamics_figure(run_dirs: list[Path], path: Path) -> Path:
     """Coherence and deposit-layer importance margin over training for every recorded run
     (:func:`~posenc.empirical.dynamics_summary.plot_comparison`), or a figure saying there is none."""
-    from .empirical.dynamics_summary import plot_comparison
+    from ..empirical.dynamics_summary import plot_comparison
     if run_dirs:
         return plot_comparison(run_dirs, path)
     import matplotlib
@@ -55,7 +55,7 @@ def _margins(values: Optional[list[Optional[float]]]) -> str:
 
 def dynamics_markdown(dyn_results: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload)."""
-    from .proofs.dynamics_verdicts import PREDICTORS, prediction_table
+    from ..proofs.dynamics_verdicts import PREDICTORS, prediction_table
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
              "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.dynamics`, "

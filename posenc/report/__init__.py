@@ -1,0 +1,22 @@
+"""report: assembles ``posenc reproduce``'s report; it asks proofs for verdicts and only assembles.
+
+* :mod:`.orchestrate`   -- ``posenc reproduce``: run (or resume) the sweep into a store, then
+  build the report (:func:`reproduce`, :func:`run_plan`, :func:`check_store_mode`);
+* :mod:`.decide`        -- ``--until-decided``: more seeds only where a claim is undecided;
+* :mod:`.build`         -- ``posenc report``: report.md, report.json, runs.csv and figures from
+  the stored runs (:func:`build_report`);
+* :mod:`.markdown`      -- report.md's sections over one :class:`ReportInputs`;
+* :mod:`.figures`       -- the report's summary figures;
+* :mod:`.dynamics`      -- the training-dynamics section (Sec. 6);
+* :mod:`.measured`      -- the section behind the claims measured as the paper states them;
+* :mod:`.theory_tables` -- the theory claims (proofs) and spectral table (numerics) it shows.
+
+Importing this package loads nothing heavy (no torch, matplotlib, sympy).
+"""
+
+from .build import FIGURES, build_report
+from .markdown import SECTIONS, ReportInputs, report_mode
+from .orchestrate import check_store_mode, reproduce, run_plan
+
+__all__ = ["FIGURES", "SECTIONS", "ReportInputs", "build_report", "check_store_mode",
+           "report_mode", "reproduce", "run_plan"]

@@ -1,0 +1,128 @@
+"""``posenc report``: the report of a results store, from its stored runs alone.
+
+:func:`build_report` reads only the stored results -- no model is loaded -- asks
+:mod:`posenc.proofs` for the verdicts and writes ``STORE/report/report.md``
+(:mod:`.markdown`), ``report.json``, ``runs.csv`` and the figures (:mod:`.figures`,
+:mod:`.dynamics`).  The report holds no wall-clock times, so a sweep interrupted and resumed
+writes the same report as an uninterrupted one (training is deterministic for a seed); timings
+go to ``runs.csv`` beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import PosencError, WriteError
+from .dynamics import FIGURE as DYNAMICS_FIGURE
+from .markdown import ReportInputs, figure_seed, render, report_mode
+from .theory_tables import spectral_table, theory_claims
+
+FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)
+
+
+def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from ..empirical.store import RunStore
+
+    store = RunStore(store_root, create=False)
+    results, rows = [], []
+    for rec in store.records():
+        if rec.kind != "experiment" or not store.is_done(rec.id):
+            continue
+        res = store.result(rec.id)
+        res["run_id"], res["run_dir"] = rec.id, store.run_dir(rec.id)
+        results.append(res)
+        s = res["summary"]
+        rows.append({"run": rec.id, "label": rec.label, "task": s["task"], "role": s["tags"]["role"],
+                     "pe": s["pe"], "seed": s["seed"], "test_acc": s["test_acc"],
+                     "epochs": s["epochs"], "train_seconds": round(s["seconds"], 2)})
+    return results, rows
+
+
+def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True) -> Path:
+    """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs
+    (built in a private temporary folder moved into place: a failure leaves the old report)."""
+    store_root = Path(store_root)
+    results, rows = _load_results(store_root)
+    if not results:
+        raise PosencError(f"no finished experiment runs in {store_root}")
+    out = store_root / "report"
+    try:  # a private folder: two reports at once (or one beside a sweep) never mix files
+        tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=store_root))
+        os.chmod(tmp, 0o755)
+    except OSError as exc:
+        raise WriteError.wrap(f"the report in {store_root}", exc) from None
+    try:
+        _write_report(tmp, store_root, results, rows, preset, theory)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, PosencError):
+            raise WriteError.wrap(f"the report in {store_root}", exc) from None
+        raise
+    return out / "report.md"
+
+
+def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
+                  rows: list[dict[str, Any]], preset: Optional[str], theory: bool) -> None:
+    from ..empirical.ablation import AblationTable
+    from ..empirical.plots import ablation_strip_plot
+    from ..proofs.dynamics_verdicts import evaluate_dynamics
+    from ..proofs.empirical_claims import accuracy_table, deposit_table, evaluate
+    from . import figures as figs
+    from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
+    from .measured import measured_markdown
+
+    results.sort(key=lambda r: (r["summary"]["task"], r["summary"]["tags"]["role"], r["summary"]["seed"]))
+    verdicts = evaluate(results) + evaluate_dynamics(results)
+    acc = accuracy_table(results)
+    deposits = deposit_table(results)
+    first = results[0]["summary"]
+    preset = preset or first["preset"]
+    figs.accuracy_figure(acc, tmp / "accuracy.png")
+    figs.partial_rope_figure(acc.get("distance", {}), first["n_heads"], tmp / "partial_rope.png")
+    figs.deposit_heatmap(deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
+    probes: dict[str, list[dict[str, float]]] = {}
+    strips = []
+    first_seed = figure_seed(results)
+    for res in results:
+        s = res["summary"]
+        role = s["tags"]["role"]
+        if s["task"] == "distance" and res.get("probe") and role in ("absolute", "absolute+rope", "rope"):
+            probes.setdefault(role, []).append(res["probe"]["probe_r2"])
+        if s["task"] == "distance" and s["seed"] == first_seed and "zero" in res["ablation"]:
+            name = f"ablation_{role.replace('+', '_')}.png"
+            ablation_strip_plot(AblationTable.from_dict(res["ablation"]["zero"]), tmp / name,
+                                title=f"{role} ({s['pe']}), distance, seed {first_seed}, "
+                                      "zero ablation")
+            strips.append((role, name, res))
+    figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
+    dyn = dynamics_results(results)
+    dynamics_figure([r["run_dir"] for r in dyn], tmp / DYNAMICS_FIGURE)
+    dyn_lines, dyn_payload = dynamics_markdown(dyn)
+    measured_lines, measured_payload = measured_markdown(results)
+    claims = theory_claims(store_root) if theory else None
+    spectra = spectral_table()
+    md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
+                             deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
+                             spectra=spectra, measured_sections=dyn_lines + measured_lines))
+    (tmp / "report.md").write_text(md)
+    payload = {"preset": preset, "model_code": report_mode(results),
+               "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
+               "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
+               "spectra": spectra, "dynamics": dyn_payload,
+               "measured": measured_payload}
+    (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    (tmp / "runs.csv").write_text(buf.getvalue())

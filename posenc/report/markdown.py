@@ -1,0 +1,214 @@
+"""The report's markdown: one function per section over one frozen :class:`ReportInputs`.
+
+:func:`render` lays the sections out in :data:`SECTIONS` order; the numbers come from the
+proofs (verdicts, accuracy and deposit tables), the runs (ablation strips, probes), the dynamics
+and measured sections (:mod:`.dynamics`, :mod:`.measured`, given as ready lines), the theory
+claims and the spectral table (:mod:`.theory_tables`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .dynamics import SECTION as DYNAMICS_SECTION
+from .measured import SECTION as MEASURED_SECTION
+from .theory_tables import THEORY_EXAMPLES
+
+SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
+            "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
+            "## Partial RoPE (Fig. 6)", "## Absolute+RoPE: position probe per layer",
+            DYNAMICS_SECTION, MEASURED_SECTION, "## Theory claims (posenc verify)",
+            "## Spectral contraction vs expansion (posenc bound)",
+            "## Setup")
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything the markdown shows, computed beforehand (:func:`posenc.report.build.build_report`).
+
+    ``strips``: (role, figure file, result) of each per-run ablation strip; ``theory_claims``:
+    None when the report is built with ``--no-theory``; ``measured_sections``: the ready lines
+    of the dynamics and measured sections."""
+
+    preset: str
+    results: list[dict[str, Any]]
+    verdicts: list[Any]
+    accuracy: dict[str, dict[str, dict[str, Any]]]
+    deposits: dict[str, list[list[float]]]
+    strips: list[tuple[str, str, dict[str, Any]]]
+    probes: dict[str, list[dict[str, float]]]
+    theory_claims: Optional[list[dict[str, Any]]]
+    spectra: list[dict[str, Any]]
+    measured_sections: list[str]
+
+
+def report_mode(results: list[dict[str, Any]]) -> str:
+    """'paper-code', 'standard' or 'mixed' from the runs' summaries."""
+    modes = {"paper-code" if r["summary"].get("code") == "paper" else "standard" for r in results}
+    return modes.pop() if len(modes) == 1 else "mixed"
+
+
+MODE_TEXT = {
+    "paper-code": "**Model code: paper-code.** Every run is the model of the paper's public code "
+                  "(Qihuai27/Deposit-Pattern-Research), exactly, quirks included (docs/reproduction.md, "
+                  "\"Paper-code mode\").",
+    "standard": "**Model code: standard.** posenc's own model (pre-LN, keys and values from the "
+                "residual stream, padding masked, final LayerNorm) with the catalogue's encodings.",
+    "mixed": "**Model code: mixed** (paper-code and standard runs in one store: read with care).",
+}
+
+
+def _fmt_iv(row: dict[str, Any]) -> str:
+    if not math.isfinite(row["low"]):
+        return f"{row['mean']:.1f}"
+    return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
+
+
+def figure_seed(results: list[dict[str, Any]]) -> int:
+    """The seed whose runs the per-run figures show: the store's lowest (0, or a calibration
+    sweep's first, ``--first-seed``)."""
+    return min(r["summary"]["seed"] for r in results)
+
+
+def render(inp: ReportInputs) -> str:
+    """report.md's text."""
+    first = inp.results[0]["summary"]
+    lines = _header(inp) + _verdicts(inp) + _accuracy(inp) + _ablation(inp) + _deposits(inp, first)
+    lines += _partial_and_probe(inp, first) + [""] + inp.measured_sections + _theory(inp)
+    lines += _spectra(inp) + _setup(inp, first)
+    return "\n".join(lines)
+
+
+def _header(inp: ReportInputs) -> list[str]:
+    seeds = sorted({r["summary"]["seed"] for r in inp.results})
+    mode = report_mode(inp.results)
+    return [f"# posenc reproduction report ({inp.preset} preset, {mode})", "",
+            MODE_TEXT[mode], "",
+            "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
+            f"{len(inp.results)} runs, seeds {seeds}. The paper's statements are as we read the "
+            "paper's public summaries (its full text is not available to us): a refuted verdict "
+            "refutes that reading. Each verdict is over seeds: the per-seed statistic's "
+            "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
+            "on one side of the threshold, ceiling when an ordering of accuracies compares PEs that "
+            "all average >= 98%, inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
+            "statistic lies on the predicted side; *resolves*: the interval's half-width, the "
+            "smallest distance from the threshold these seeds decide at the observed spread "
+            "(see posenc.proofs.verdicts).", ""]
+
+
+def _verdicts(inp: ReportInputs) -> list[str]:
+    lines = [SECTIONS[0], "", "| claim | statement | statistic | paper | measured: mean [95% CI] | "
+             "seeds | seeds agreeing | resolves | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    for v in inp.verdicts:
+        lines.append(f"| {v.claim} | {v.statement} | {v.statistic} | {v.paper} | {v.measured} | "
+                     f"{v.seeds} | {v.agreement} | {v.resolution} | **{v.verdict}** |")
+    return lines
+
+
+def _accuracy(inp: ReportInputs) -> list[str]:
+    lines = ["", SECTIONS[1], "", "![accuracy](accuracy.png)", "",
+             "Mean over seeds with a 95% Student-t interval on the logit scale (delta method; it "
+             "stays inside 0-100%); *test SE*: one run's test-set binomial standard error "
+             "(mean over seeds), the sampling error of a single accuracy.", "",
+             "| task | PE (role) | spec | test accuracy %: mean [95% CI] | test SE (points) | "
+             "per seed |", "|---|---|---|---|---|---|"]
+    for task, roles in inp.accuracy.items():
+        for role, row in roles.items():
+            vals = ", ".join(f"{v:.1f}" for v in row["values"])
+            se = "-" if row.get("test_se") is None else f"±{row['test_se']:.1f}"
+            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {vals} |")
+    return lines
+
+
+def _ablation(inp: ReportInputs) -> list[str]:
+    lines = ["", SECTIONS[2], "",
+             "Accuracy after zeroing each head's output (`hook_z`) in turn, seed "
+             f"{figure_seed(inp.results)}, distance task; "
+             "the red star marks each layer's deposit head (largest drop).", ""]
+    for role, name, res in inp.strips:
+        lines.append(f"**{role}** ![{role}]({name})")
+        lines.append("")
+        lines.append("| layer | baseline % | largest drop (points) | deposit head | deposit index | "
+                     "gap to runner-up | mean attended distance |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for la in res["ablation"]["zero"]["layers"]:
+            md = la.get("mean_distance")
+            dist = f"{min(md):.1f}..{max(md):.1f}" if md else "-"
+            lines.append(f"| {la['layer']} | {100 * la['baseline_acc']:.1f} | "
+                         f"{100 * la['largest_drop']:.1f} | {la['deposit_head']} | "
+                         f"{la['deposit_index']:.2f} | {100 * la['runner_up_gap']:.1f} | {dist} |")
+        lines.append("")
+    return lines
+
+
+def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
+    lines = [SECTIONS[3], "", "![deposit index](deposit_index.png)", "",
+             "Deposit index of a layer = largest single-head drop / sum of positive drops "
+             "(1: one head carries the layer; 1/H: evenly spread; 0: no head matters).", "",
+             "| PE (role) | " + " | ".join(f"layer {l}" for l in range(first["n_layers"])) + " |",
+             "|---|" + "---|" * first["n_layers"]]
+    for role, per_seed in inp.deposits.items():
+        means = [sum(s[l] for s in per_seed) / len(per_seed) for l in range(len(per_seed[0]))]
+        lines.append(f"| {role} | " + " | ".join(f"{m:.2f}" for m in means) + " |")
+    return lines
+
+
+def _partial_and_probe(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
+    lines = ["", SECTIONS[4], "", "![partial rope](partial_rope.png)", "",
+             "Distance accuracy with RoPE on the first k heads (the rest NoPE): k = 0 is NoPE, "
+             f"k = {first['n_heads']} is full RoPE. See verdict E14.", "",
+             SECTIONS[5], "", "![probe](probe.png)", "",
+             "Held-out R² of a linear ridge probe predicting each token's absolute position from "
+             "the residual stream at the input embedding and after each block (distance task). "
+             "It measures whether absolute position stays linearly decodable, not which "
+             "directions carry it (the residual stream carries x0 forward), so it does not decide "
+             "EH; the PE-span share below does.", ""]
+    if inp.probes:
+        sites = list(next(iter(inp.probes.values()))[0])
+        lines += ["| PE (role) | " + " | ".join(sites) + " |", "|---|" + "---|" * len(sites)]
+        for role, per_seed in inp.probes.items():
+            lines.append(f"| {role} | " + " | ".join(
+                f"{sum(p[s] for p in per_seed) / len(per_seed):.2f}" for s in sites) + " |")
+    return lines
+
+
+def _theory(inp: ReportInputs) -> list[str]:
+    lines = [SECTIONS[8], ""]
+    if inp.theory_claims is None:
+        return lines + ["(skipped: the report was built with --no-theory; run `posenc verify`)", ""]
+    lines += [f"Every registered claim, {THEORY_EXAMPLES} Hypothesis examples each (run "
+              "`posenc verify` for the full table with minimal counterexamples).", "",
+              "| claim | source | symbolic | holds on examples | counterexamples found / "
+              "expected |", "|---|---|---|---|---|"]
+    for c in inp.theory_claims:
+        holds = "yes" if c["holds"] else f"NO ({c['error']})" if c["error"] else "NO"
+        lines.append(f"| {c['claim']}: {c['title']} | {c['source']} | {c['symbolic']} | "
+                     f"{holds} ({c['examples']}) | {c['counterexamples_found']} / "
+                     f"{c['counterexamples_expected']} |")
+    return lines + [""]
+
+
+def _spectra(inp: ReportInputs) -> list[str]:
+    lines = [SECTIONS[9], "",
+             "A seeded rank-8 content Gram A (n x n) coupled with each PE's positional matrix: "
+             "additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, head 0 of 8, press slopes) and "
+             "multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel K, head dim 64: PSD with unit "
+             "diagonal, so ≤ 1 by the Schur product theorem).", "",
+             "| n | ‖B_ALiBi‖₂ | ‖K_RoPE‖₂ | additive ratio | multiplicative ratio |",
+             "|---|---|---|---|---|"]
+    for r in inp.spectra:
+        lines.append(f"| {r['n']} | {r['alibi_norm']:.4g} | {r['rope_norm']:.4g} | "
+                     f"{r['ratio_additive']:.4g} | {r['ratio_multiplicative']:.4g} |")
+    return lines
+
+
+def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
+    return ["", SECTIONS[10], "",
+            f"- preset `{inp.preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
+            f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
+            f"{first['n_test']} test examples per run;",
+            "- ablation: zero mode at `hook_z`, on the first test examples of each run;",
+            "- per-run timings: `runs.csv` (kept out of this file so that a resumed sweep "
+            "reproduces it exactly).", ""]

@@ -1,0 +1,137 @@
+"""``posenc reproduce``: run (or resume) the reproduction sweep, then write its report.
+
+:func:`reproduce` expands a :class:`~posenc.empirical.reproduction.ReproductionPlan`,
+runs it into a results store (resumably: finished runs are skipped; one store holds runs of
+one model-code mode, :func:`check_store_mode`) and calls
+:func:`~posenc.report.build.build_report`.  With ``--until-decided`` the rounds of
+:mod:`posenc.report.decide` add seeds where a claim is undecided.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..errors import PosencError
+from .build import build_report
+
+
+def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] = None,
+              seeds: Optional[int] = None, count_seeds: Optional[int] = None,
+              workers: int = 2, threads: int = 1,
+              ray_address: Optional[str] = None, device: Optional[str] = None,
+              overrides: Optional[dict[str, Any]] = None,
+              roles: Optional[list[str]] = None, tasks: Optional[list[str]] = None,
+              theory: bool = True, log: Callable[[str], None] = print, wait: bool = False,
+              until_decided: bool = False, max_seeds: Optional[int] = None,
+              seed_batch: Optional[int] = None, first_seed: int = 0,
+              paper_code: Optional[bool] = None) -> Path:
+    """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
+
+    ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
+    default store is then ``posenc-out/PRESET-paper-code``, and a store that holds runs of the
+    other mode is refused.
+
+    One writer per store: another sweep running into ``out`` is a PosencError naming its PID,
+    or (``wait=True``) waited for.  If any run failed, the report of the finished runs is still
+    written and the failures are logged, then a PosencError says how many failed.
+    ``until_decided``: then add ``seed_batch`` (default 2) seeds at a time to the configurations
+    of undecided claims until each is decided or has ``max_seeds`` seeds
+    (:mod:`posenc.report.decide`)."""
+    from ..empirical.config import check_threads
+    from ..empirical.reproduction import ReproductionPlan
+    from ..empirical.store import RunStore
+
+    check_threads(threads)
+    plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
+                                        overrides=dict(overrides or {}), first_seed=first_seed,
+                                        paper_code=paper_code)
+    if not until_decided and (max_seeds is not None or seed_batch is not None):
+        raise PosencError("--max-seeds and --seed-batch go with --until-decided")
+    seed_batch = 2 if seed_batch is None else seed_batch
+    if until_decided:
+        from .decide import check_limits
+        if max_seeds is None:
+            raise PosencError("--until-decided needs --max-seeds N")
+        check_limits(plan.seed_counts(), max_seeds, seed_batch)
+    plan.jobs(device=device)  # validates every config before anything is written
+    store = RunStore(out or f"posenc-out/{preset}" + ("-paper-code" if plan.in_paper_code else ""))
+    check_store_mode(store, plan.mode)
+    failed: dict[str, str] = {}
+    total = [0]
+    run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
+               device=device, log=log, wait=wait, failed=failed, total=total)
+    if until_decided:
+        from ..proofs.dynamics_verdicts import evaluate_dynamics
+        from ..proofs.empirical_claims import evaluate
+        from .decide import until_decided as rounds
+        rounds(plan.seed_counts(),
+               lambda counts: run_plan(plan.with_seed_counts(counts), store, **run),
+               lambda results: evaluate(results) + evaluate_dynamics(results),
+               seed_batch, max_seeds, log)
+    else:
+        run_plan(plan, store, **run)
+    if not failed:
+        return build_report(store.root, preset=plan.preset, theory=theory)
+    message = (f"{len(failed)} of {total[0]} runs failed (listed above; the first: "
+               f"{next(iter(failed.values()))[:200]})")
+    try:
+        path = build_report(store.root, preset=plan.preset, theory=theory)
+    except PosencError as exc:
+        raise PosencError(f"{message}; no report ({exc})") from None
+    raise PosencError(f"{message}; the report of the finished runs is at {path}")
+
+
+def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, threads: int = 1,
+             ray_address: Optional[str] = None, device: Optional[str] = None,
+             log: Callable[[str], None] = print, wait: bool = False,
+             failed: Optional[dict[str, str]] = None,
+             total: Optional[list[int]] = None) -> list[dict[str, Any]]:
+    """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
+    finished runs.  Failures are logged and added to ``failed`` (run id -> message), the number
+    of runs to ``total[0]``."""
+    from ..empirical.reproduction import WORKER
+    from ..empirical.store import run_id
+    from ..empirical.sweep import run_jobs
+
+    jobs = plan.jobs(device=device)
+    t0 = time.time()
+
+    def on_done(rid: str, job: Any, result: Optional[dict]) -> None:
+        state = "failed" if result is None else f"{100 * result['summary']['test_acc']:.1f}%"
+        log(f"  {job.label:<28} {state}")
+
+    counts = set(plan.seed_counts().values())
+    seeds_txt = (f"{plan.seeds} seed(s)" if plan.n_count_seeds == plan.seeds else
+                 f"{plan.seeds} seed(s) on distance, {plan.n_count_seeds} on count") \
+        if not plan.config_seeds else f"{min(counts)}" + (f"-{max(counts)}" if len(counts) > 1
+                                                             else "") + " seed(s) per configuration"
+    log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {seeds_txt}) "
+        f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
+    summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
+                       ray_address=ray_address, on_done=on_done, wait=wait,
+                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"))
+    log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
+        f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
+    for rid, msg in summary.failed.items():
+        log(f"  failed {rid}: {msg}")
+    if failed is not None:
+        failed.update(summary.failed)
+    if total is not None:
+        total[0] += summary.total
+    rids = [run_id(job.config) for job in jobs]
+    return [store.result(rid) for rid in rids if store.is_done(rid)]
+
+def _run_mode(config: dict[str, Any]) -> str:
+    train = config.get("train", config) if isinstance(config, dict) else {}
+    model = train.get("model", {}) if isinstance(train, dict) else {}
+    return "paper-code" if isinstance(model, dict) and model.get("code") == "paper" else "standard"
+
+
+def check_store_mode(store: Any, mode: str) -> None:
+    """Paper-code and standard runs never share a store (their reports would mix)."""
+    for rec in store.records():
+        if rec.kind == "experiment" and _run_mode(rec.config) != mode:
+            raise PosencError(f"the store {store.root} holds {_run_mode(rec.config)} runs; give "
+                              f"another --out for a {mode} sweep")
