@@ -2,6 +2,6 @@
 
 ``claims/`` (with :mod:`.claim`, :mod:`.registry` and :mod:`.runner`) states each theorem with
 its assumptions, symbolic proof and Hypothesis checks; ``conformance/`` checks other people's
-RoPE and bias code; :mod:`.verdicts`, :mod:`.empirical_claims` and :mod:`.dynamics_verdicts`
-turn stored training runs into verdicts.  Importing this package loads nothing heavy.
+RoPE and bias code; ``verdicts/`` turns stored training runs into verdicts on the empirical
+claims.  Importing this package loads nothing heavy.
 """

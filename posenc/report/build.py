@@ -75,8 +75,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
                   rows: list[dict[str, Any]], preset: Optional[str], theory: bool) -> None:
     from ..empirical.ablation import AblationTable
     from ..empirical.plots import ablation_strip_plot
-    from ..proofs.dynamics_verdicts import evaluate_dynamics
-    from ..proofs.empirical_claims import accuracy_table, deposit_table, evaluate
+    from ..proofs.verdicts.dynamics import evaluate_dynamics
+    from ..proofs.verdicts.empirical import accuracy_table, deposit_table, evaluate
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
     from .measured import measured_markdown

@@ -1,7 +1,7 @@
 """Claims of Gu et al. (arXiv 2505.13027) measured as the paper states them, and negative controls.
 
-Judged on the stored results of a reproduction sweep like :mod:`.empirical_claims` (a per-seed
-statistic ``d_s``, its Student-t interval over seeds, :func:`~posenc.proofs.verdicts.judge`).
+Judged on the stored results of a reproduction sweep like :mod:`.empirical` (a per-seed
+statistic ``d_s``, its Student-t interval over seeds, :func:`~.verdict.judge`).
 A statistic whose recording a run lacks (a run trained before it existed) leaves that seed
 out; with no seed left the part is ``inconclusive`` and says "not recorded".  The statistics:
 
@@ -33,18 +33,17 @@ RA   A relative PE "attenuates its bias toward zero" on the count task: with
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Optional
 
-from .empirical_claims import ADDITIVE, UNIT, Runs, _part
-from .verdicts import Verdict, verdict_from_parts
+from .empirical import ADDITIVE, UNIT, Runs, _part
+from .verdict import Verdict, verdict_from_parts
 
 D, C = "distance", "count"
 NOT_RECORDED = "not recorded: {what} (runs trained before it was recorded; re-run them)"
 
 
-def _v(claim: str, statement: str, statistic: str, paper: str, parts: list[dict[str, Any]],
-       digits: int = 3) -> Verdict:
-    return verdict_from_parts(claim, statement, statistic, paper, parts, digits=digits)
+_v = partial(verdict_from_parts, digits=3)
 
 
 def span_drop(result: dict[str, Any]) -> Optional[float]:

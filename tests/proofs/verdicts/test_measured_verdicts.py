@@ -1,11 +1,11 @@
-"""Verdicts of the claims measured as the paper states them (posenc.proofs.measured_claims), on
+"""Verdicts of the claims measured as the paper states them (posenc.proofs.verdicts.measured), on
 constructed results: each statistic comes out both ways, and runs without the new recordings
 give "inconclusive (not recorded)" instead of an error."""
 
 import pytest
 
-from posenc.proofs.empirical_claims import Runs, evaluate
-from posenc.proofs.measured_claims import evaluate_measured, span_drop
+from posenc.proofs.verdicts.empirical import Runs, evaluate
+from posenc.proofs.verdicts.measured import evaluate_measured, span_drop
 
 
 def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None):

@@ -6,8 +6,8 @@ import math
 import pytest
 from synthetic_runs import sweep
 
-from posenc.proofs.empirical_claims import accuracy_table, evaluate
-from posenc.proofs.verdicts import binomial_se
+from posenc.proofs.verdicts.empirical import accuracy_table, evaluate
+from posenc.proofs.verdicts.verdict import binomial_se
 
 D = "distance"
 OTHERS = ("nope", "absolute", "relative", "alibi")

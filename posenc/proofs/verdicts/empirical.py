@@ -1,9 +1,9 @@
-"""Empirical claims 10-14 of the design (and those of :mod:`.measured_claims`), judged on stored runs.
+"""Empirical claims 10-14 of the design (and those of :mod:`.measured`), judged on stored runs.
 
 Each claim is evaluated on the results of a reproduction sweep (one result per
 task x role x seed, see :mod:`posenc.empirical.reproduction`): a per-seed
 statistic ``d_s``, its seed-level Student-t interval and a verdict
-(:mod:`posenc.proofs.verdicts`).  Accuracies are in percentage points.
+(:mod:`posenc.proofs.verdicts.verdict`).  Accuracies are in percentage points.
 Statistics, all computed on the same seed (runs of one seed share data):
 
 10. ``acc(rope) - max(acc(nope), acc(absolute), acc(relative), acc(alibi))`` on
@@ -19,13 +19,13 @@ Statistics, all computed on the same seed (runs of one seed share data):
 14. Partial RoPE on ``distance``: ``acc(rope on k heads) - acc(rope)`` > -5 points for
     k = 1 and k = 2.
 
-Then the claims measured as the paper states them (:mod:`posenc.proofs.measured_claims`: the
+Then the claims measured as the paper states them (:mod:`.measured`: the
 Absolute+RoPE direction claim EH, the negative controls, optimisation stability, the relative
 table's attenuation).
 
 A part whose runs are missing is ``inconclusive`` with the reason stated.  An ordering of
 accuracies (10, 11) whose compared PEs all average >= 98% is ``ceiling`` instead
-(:func:`~posenc.proofs.verdicts.at_ceiling`); margins (13b, 14) stay decidable at the ceiling.
+(:func:`~.verdict.at_ceiling`); margins (13b, 14) stay decidable at the ceiling.
 Every part names its ``task`` and ``roles``: the runs it needs (``posenc reproduce
 --until-decided`` adds seeds to those of undecided parts).
 """
@@ -36,24 +36,15 @@ import math
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
-from .verdicts import Verdict, at_ceiling, bounded_interval, binomial_se, judge, verdict_from_parts
+from .runs import SeedRuns, judge_part
+from .verdict import Verdict, at_ceiling, bounded_interval, binomial_se, verdict_from_parts
 
 ADDITIVE = ("absolute", "relative", "alibi")
 POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
 
 
-class Runs:
-    """Results indexed by (task, role) -> {seed: result}."""
-
-    def __init__(self, results: Iterable[dict[str, Any]]) -> None:
-        self.by: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
-        for res in results:
-            s = res["summary"]
-            self.by[(s["task"], s["tags"]["role"])][int(s["seed"])] = res
-
-    def seeds(self, task: str, roles: Iterable[str]) -> list[int]:
-        sets = [set(self.by.get((task, r), {})) for r in roles]
-        return sorted(set.intersection(*sets)) if sets else []
+class Runs(SeedRuns):
+    """Results indexed by (task, role) -> {seed: result}, with the accuracy and deposit of a run."""
 
     def acc(self, task: str, role: str, seed: int) -> float:
         return 100.0 * self.by[(task, role)][seed]["summary"]["test_acc"]
@@ -66,51 +57,20 @@ class Runs:
                 "drop": 100.0 * best["largest_drop"], "index": best["deposit_index"],
                 "gap": 100.0 * best["runner_up_gap"], "head": best["deposit_head"]}
 
-    def roles(self, task: str) -> list[str]:
-        return sorted(r for (t, r) in self.by if t == task)
-
 
 def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
           stat: Callable[[int], Optional[float]], threshold: float, predicted: str,
           ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS,
           configs: Optional[list[tuple[str, str]]] = None,
           missing_note: str = "undefined on every seed") -> dict[str, Any]:
-    """``ordering``: the statistic orders the accuracies of ``roles`` (the ceiling rule applies);
-    ``bounds``: its range (default: a difference of percentages), the shown interval's limits;
-    ``configs``: the (task, role) runs a seed needs when they span tasks (default: ``task`` x
-    ``roles``).  ``stat`` may return None (not recorded on that seed): such seeds are left out
-    and named; with none left the part is inconclusive with ``missing_note``."""
-    cross = configs is not None
-    configs = list(configs) if cross else [(task, r) for r in roles]
-    sets = [set(runs.by.get(c, {})) for c in configs]
-    seeds = sorted(set.intersection(*sets)) if sets else []
-    where: dict[str, Any] = {"task": task, "roles": list(roles)}
-    if cross:
-        where["configs"] = [list(c) for c in configs]
-    if not seeds:
-        missing = [f"{r}" if t == task else f"{t}/{r}" for t, r in configs
-                   if not runs.by.get((t, r))]
-        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
-                "interval": None, "note": f"no runs for {', '.join(missing) or 'a common seed'}",
-                **where}
-    values = [(s, stat(s)) for s in seeds]
-    undefined = [s for s, v in values if v is None]
-    values = [(s, v) for s, v in values if v is not None]
-    if not values:
-        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
-                "interval": None, "note": missing_note, **where}
-    out = {"part": name, **judge([v for _, v in values], threshold, predicted, bounds=bounds),
-           "seeds": [s for s, _ in values], **where}
-    if undefined:
-        out["note"] = f"{missing_note} on seed(s) {undefined}"
-    if ordering and at_ceiling({r: [runs.acc(task, r, s) for s, _ in values] for r in roles}):
-        out["verdict"], out["note"] = "ceiling", "every compared PE averages >= 98%"
-    return out
-
-
-def _verdict(claim: str, statement: str, statistic: str, paper: str,
-             parts: list[dict[str, Any]]) -> Verdict:
-    return verdict_from_parts(claim, statement, statistic, paper, parts, digits=1)
+    """:func:`~.runs.judge_part` with ``ordering``: the statistic orders the accuracies of
+    ``roles`` (the ceiling rule applies); ``bounds``: its range (default: a difference of
+    percentages), the shown interval's limits."""
+    def ceiling(seeds: list[int]) -> bool:
+        return at_ceiling({r: [runs.acc(task, r, s) for s in seeds] for r in roles})
+    return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
+                      configs=configs, missing_note=missing_note,
+                      ceiling=ceiling if ordering else None)
 
 
 def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verdict]:
@@ -119,7 +79,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
     out = []
 
     others10 = ("nope",) + ADDITIVE
-    out.append(_verdict(
+    out.append(verdict_from_parts(
         "E10", "RoPE beats NoPE and the additive PEs on the position-sensitive task",
         "acc(rope) - max(acc(nope, absolute, relative, alibi)), distance, points",
         "RoPE 92.64% best",
@@ -128,7 +88,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                0.0, "above", ordering=True)]))
 
     count_others = [r for r in ("nope", "absolute", "relative", "alibi", "rope")]
-    out.append(_verdict(
+    out.append(verdict_from_parts(
         "E11", "On the position-agnostic task RoPE is below NoPE, and MLA is best",
         "(a) acc(nope) - acc(rope); (b) acc(mla) - max(acc(others)), count, points",
         "RoPE 69.43% < NoPE 77.69%; MLA 97.41% best",
@@ -139,7 +99,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                lambda s: runs.acc(C, "mla", s) - max(runs.acc(C, r, s) for r in count_others),
                0.0, "above", ordering=True)]))
 
-    out.append(_verdict(
+    out.append(verdict_from_parts(
         "E12", "Single-head deposit: with RoPE one head of a layer carries the position "
                "reasoning; additive PEs spread it",
         "(a) top single-head drop(rope) - max over additive; (b) deposit index(rope) - max "
@@ -153,7 +113,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                - max(runs.deposit(D, r, s, mode)["index"] for r in ADDITIVE), 0.0, "above",
                bounds=UNIT)]))
 
-    out.append(_verdict(
+    out.append(verdict_from_parts(
         "E13", "MLA removes the concentration at comparable accuracy",
         "(a) deposit index(rope) - deposit index(mla); (b) acc(mla) - acc(rope) > -10 points",
         "MLA 88.34%, no single-head deposit",
@@ -163,7 +123,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
          _part("acc: mla - rope", runs, D, ("rope", "mla"),
                lambda s: runs.acc(D, "mla", s) - runs.acc(D, "rope", s), -10.0, "above")]))
 
-    out.append(_verdict(
+    out.append(verdict_from_parts(
         "E14", "Partial RoPE: one or two RoPE heads suffice for near-full accuracy",
         "acc(rope on k heads) - acc(rope on all) > -5 points, k = 1, 2; distance",
         "1-2 RoPE heads reach RoPE's accuracy",
@@ -171,15 +131,15 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                (lambda role: lambda s: runs.acc(D, role, s) - runs.acc(D, "rope", s))(role),
                -5.0, "above") for k, role in ((1, "rope-1head"), (2, "rope-2heads"))]))
 
-    from .measured_claims import evaluate_measured
+    from .measured import evaluate_measured
     return out + evaluate_measured(runs, mode)
 
 
 def accuracy_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """task -> role -> {mean, low, high, values, test_se, pe} of test accuracy in points: the
     mean over seeds with a logit-scale 95% interval inside [0, 100]
-    (:func:`~posenc.proofs.verdicts.bounded_interval`), and ``test_se``, the mean over seeds of
-    one run's test-set binomial standard error (:func:`~posenc.proofs.verdicts.binomial_se`)."""
+    (:func:`~.verdict.bounded_interval`), and ``test_se``, the mean over seeds of one run's
+    test-set binomial standard error (:func:`~.verdict.binomial_se`)."""
     runs = Runs(results)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (task, role), by_seed in sorted(runs.by.items()):

@@ -4,7 +4,7 @@ Input: results of :func:`posenc.empirical.dynamics_summary.dynamics_worker` -- o
 seed) on the ``distance`` task, each with ``summary`` (task, pe, seed, tags.role) and ``dynamics``
 (the run's :func:`~posenc.empirical.dynamics_summary.summarize`).  Other results are ignored.
 Per seed s a statistic ``d_s``, its Student-t interval over seeds and a verdict
-(:mod:`posenc.proofs.verdicts`).  The statistics (fixed before any run was measured):
+(:mod:`.verdict`, through :mod:`.runs`).  The statistics (fixed before any run was measured):
 
 * **Prop. 6.1** (RoPE has a consistent positional seed): ``d_s = C(rope) - C(alibi)`` > 0, where
   C is the *coherence* of the early window (default: the first 10% of training), i.e. the
@@ -32,11 +32,11 @@ first N steps name the final deposit head (per predictor, exact and within the d
 
 from __future__ import annotations
 
-from collections import defaultdict
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Callable, Iterable, Optional
 
-from .verdicts import Verdict, judge, verdict_from_parts
+from .runs import SeedRuns, judge_part
+from .verdict import Verdict, verdict_from_parts
 
 TASK = "distance"
 PREDICTORS = ("signal", "attribution", "importance")
@@ -46,24 +46,21 @@ def _role(summary: dict[str, Any]) -> str:
     role = (summary.get("tags") or {}).get("role")
     if role:
         return str(role)
-    from ..encodings import parse_spec
+    from ...encodings import parse_spec
     return parse_spec(summary["pe"]).family
 
 
-class DynamicsRuns:
-    """Dynamics results indexed by role -> {seed: dynamics summary} (distance task only)."""
+class DynamicsRuns(SeedRuns):
+    """Dynamics results indexed by (distance, role) -> {seed: dynamics summary}."""
 
     def __init__(self, results: Iterable[dict[str, Any]]) -> None:
-        self.by: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
-        for res in results:
-            s = res.get("summary") or {}
-            if "dynamics" not in res or s.get("task") != TASK:
-                continue
-            self.by[_role(s)][int(s["seed"])] = res["dynamics"]
+        super().__init__(results, keep=lambda res: "dynamics" in res and
+                         (res.get("summary") or {}).get("task") == TASK,
+                         value=lambda res: res["dynamics"], role=_role)
 
-    def seeds(self, *roles: str) -> list[int]:
-        sets = [set(self.by.get(r, {})) for r in roles]
-        return sorted(set.intersection(*sets)) if sets else []
+    def of(self, role: str) -> dict[int, dict[str, Any]]:
+        """role's dynamics summaries by seed."""
+        return self.by.get((TASK, role), {})
 
 
 def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
@@ -71,24 +68,12 @@ def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
           bounds: Optional[tuple[float, float]] = None,
           missing_note: str = "the statistic is undefined on every seed (no signal or a zero "
                               "margin)") -> dict:
-    seeds = runs.seeds(*roles)
-    values = [(s, stat(s)) for s in seeds]
-    missing = [s for s, v in values if v is None]
-    values = [(s, v) for s, v in values if v is not None]
-    if not values:
-        why = (f"no dynamics runs for {', '.join(r for r in roles if not runs.by.get(r)) or 'a common seed'}"
-               if not seeds else missing_note)
-        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
-                "interval": None, "note": why, "task": TASK, "roles": list(roles)}
-    out = {"part": name, **judge([v for _, v in values], threshold, predicted, bounds=bounds),
-           "seeds": [s for s, _ in values], "task": TASK, "roles": list(roles)}
-    if missing:
-        out["note"] = f"undefined on seed(s) {missing}"
-    return out
+    return judge_part(name, runs, TASK, roles, stat, threshold, predicted, bounds=bounds,
+                      missing_note=missing_note, undefined_note="undefined",
+                      runs_word="dynamics runs")
 
 
-def _verdict(claim: str, statement: str, statistic: str, paper: str, parts: list[dict]) -> Verdict:
-    return verdict_from_parts(claim, statement, statistic, paper, parts, digits=3)
+_verdict = partial(verdict_from_parts, digits=3)
 
 
 def evaluate_dynamics(results: Iterable[dict[str, Any]], rope: str = "rope",
@@ -97,10 +82,10 @@ def evaluate_dynamics(results: Iterable[dict[str, Any]], rope: str = "rope",
     runs = DynamicsRuns(results)
 
     def get(role: str, key: str) -> Callable[[int], Optional[float]]:
-        return lambda s: runs.by[role][s].get(key)
+        return lambda s: runs.of(role)[s].get(key)
 
     def sg(role: str, s: int) -> Optional[float]:
-        return runs.by[role][s].get("signal_mean_log_gain")
+        return runs.of(role)[s].get("signal_mean_log_gain")
 
     coh = get(rope, "coherence_max")
     coh_add = get(additive, "coherence_max")
@@ -118,9 +103,9 @@ def evaluate_dynamics(results: Iterable[dict[str, Any]], rope: str = "rope",
                  "n probe examples of equal magnitude, m signal heads) < 0; distance",
                  "no stable seed under an additive bias",
                  [_with_null(_part("coherence alibi - random-sign q95", runs, (additive,),
-                                   lambda s: _above_null(runs.by[additive][s]), 0.0, "below",
+                                   lambda s: _above_null(runs.of(additive)[s]), 0.0, "below",
                                    bounds=(-1.0, 1.0), missing_note=NULL_NOTE),
-                             runs.by.get(additive, {}))]),
+                             runs.of(additive))]),
         _verdict("Thm 6.1", "The gradient margin between the top head and the runner-up grows "
                             "from deep to shallow layers under RoPE, not under ALiBi",
                  "G = mean over adjacent layers of log(M_k / M_{k+1}), layer 0 shallowest, M the "
@@ -185,7 +170,7 @@ def prediction_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, A
     steps as fractions of training}."""
     runs = DynamicsRuns(results)
     table = {}
-    for role, by_seed in sorted(runs.by.items()):
+    for (_, role), by_seed in sorted(runs.by.items()):
         seeds = sorted(by_seed)
         row: dict[str, Any] = {"seeds": seeds,
                                "early_steps": [by_seed[s]["early_steps"] for s in seeds],

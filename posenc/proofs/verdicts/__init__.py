@@ -1,0 +1,23 @@
+"""verdicts: stored training runs turned into verdicts on the paper's empirical claims.
+
+* :mod:`.verdict`   -- a stated statistic, its interval over seeds, one word
+  (:func:`judge`, :class:`Verdict`; the rules are in that module's doc);
+* :mod:`.runs`      -- the one path from runs to a judged part: runs per (task, role, seed)
+  (:class:`SeedRuns`), a per-seed statistic on the seeds they share (:func:`judge_part`);
+* :mod:`.empirical` -- claims 10-14 of the design, the accuracy and deposit tables;
+* :mod:`.measured`  -- the claims measured as the paper states them, and negative controls;
+* :mod:`.dynamics`  -- the training-dynamics claims (Prop. 6.1 / 6.2, Thm. 6.1).
+
+Importing this package loads nothing heavy.
+"""
+
+from .dynamics import evaluate_dynamics, prediction_table
+from .empirical import accuracy_table, deposit_table, evaluate
+from .runs import SeedRuns, judge_part
+from .verdict import (CEILING, VERDICTS, Interval, Verdict, at_ceiling, binomial_se,
+                      bounded_interval, combine, decide, judge, t_interval, verdict_from_parts)
+
+__all__ = ["CEILING", "VERDICTS", "Interval", "SeedRuns", "Verdict", "accuracy_table",
+           "at_ceiling", "binomial_se", "bounded_interval", "combine", "decide", "deposit_table",
+           "evaluate", "evaluate_dynamics", "judge", "judge_part", "prediction_table",
+           "t_interval", "verdict_from_parts"]
