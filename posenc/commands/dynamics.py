@@ -37,7 +37,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 def _record(args: argparse.Namespace) -> None:
     from ..empirical.config import check_threads, preset
     from ..empirical.dynamics import DynamicsConfig
-    from ..empirical.dynamics_summary import dynamics_worker
+    from ..empirical.dynamics_sweep import dynamics_worker
 
     if args.threads is not None:
         check_threads(args.threads)
@@ -97,7 +97,8 @@ def _text(s: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..empirical.dynamics import read_dynamics_file
-    from ..empirical.dynamics_summary import plot_dynamics, summarize_run
+    from ..empirical.dynamics_plots import plot_dynamics
+    from ..empirical.dynamics_summary import summarize_run
 
     from pathlib import Path
 

@@ -1,4 +1,5 @@
-"""Summaries, figures and the sweep worker for ``dynamics.jsonl`` (see :mod:`.dynamics`).
+"""The per-run summary of ``dynamics.jsonl`` (see :mod:`.dynamics`); its figures are in
+:mod:`.dynamics_plots`, its sweep worker and jobs in :mod:`.dynamics_sweep`.
 
 :func:`summarize` answers, for one run of Gu et al.'s (arXiv 2505.13027) setting, the questions
 of Sec. 6 and of its reviewers:
@@ -32,7 +33,8 @@ from typing import Any, Optional
 from ..errors import PosencError
 
 
-def _nan(x) -> float:
+def nan_of(x: Optional[float]) -> float:
+    """A recorded number, None (not recorded) as NaN."""
     return float("nan") if x is None else float(x)
 
 
@@ -48,7 +50,7 @@ def _argmax(grid: list[list[float]], layers: Optional[list[int]] = None) -> Opti
 
 
 def _mean_grid(records: list[dict], key: str, transform=lambda x: x) -> list[list[float]]:
-    grids = [[[transform(_nan(v)) for v in row] for row in r[key]] for r in records]
+    grids = [[[transform(nan_of(v)) for v in row] for row in r[key]] for r in records]
     L, H = len(grids[0]), len(grids[0][0])
     return [[sum(g[l][h] for g in grids) / len(grids) for h in range(H)] for l in range(L)]
 
@@ -70,7 +72,7 @@ def _predict(window: list[dict], deposit: tuple[int, int]) -> dict[str, Any]:
     att = _mean_grid(window, "attribution")
     out["attribution"] = _hits(_argmax(att), att, deposit)
     imp_recs = [r for r in window if r.get("importance") is not None]
-    imp = [[_nan(v) for v in row] for row in imp_recs[-1]["importance"]] if imp_recs else None
+    imp = [[nan_of(v) for v in row] for row in imp_recs[-1]["importance"]] if imp_recs else None
     out["importance"] = _hits(_argmax(imp) if imp else None, imp, deposit)
     return out
 
@@ -82,7 +84,7 @@ def _final_deposit(records: list[dict], ablation: Optional[dict]) -> tuple[tuple
     final = [r for r in records if r.get("importance") is not None]
     if not final:
         raise PosencError("the dynamics file has no importance record to find the deposit head")
-    grid = [[_nan(v) for v in row] for row in final[-1]["importance"]]
+    grid = [[nan_of(v) for v in row] for row in final[-1]["importance"]]
     return _argmax(grid), f"importance at step {final[-1]['step']}"
 
 
@@ -120,11 +122,11 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
     imp_recs = [r for r in records if r.get("importance") is not None]
     advantage, advantage_share = None, None
     for i, r in enumerate(imp_recs):
-        if all(_argmax([[_nan(v) for v in x["importance"][deposit[0]]]])[1] == deposit[1]
+        if all(_argmax([[nan_of(v) for v in x["importance"][deposit[0]]]])[1] == deposit[1]
                for x in imp_recs[i:]):
             advantage = r["step"]
-            final = _nan(imp_recs[-1]["importance"][deposit[0]][deposit[1]])
-            here = _nan(r["importance"][deposit[0]][deposit[1]])
+            final = nan_of(imp_recs[-1]["importance"][deposit[0]][deposit[1]])
+            here = nan_of(r["importance"][deposit[0]][deposit[1]])
             advantage_share = here / final if final > 0 else None
             break
     out: dict[str, Any] = {
@@ -147,14 +149,14 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         signed = _mean_grid(window, "seed")[top[0]][top[1]]
         batches = [b for r in window for b in r["seed_batches"][top[0]][top[1]]]
         consistency = sum(1 for b in batches if b is not None and b * signed > 0) / len(batches)
-        sm = [sum(_nan(r["margin"]["signal"][l]) for r in window) / len(window) for l in range(L)]
+        sm = [sum(nan_of(r["margin"]["signal"][l]) for r in window) / len(window) for l in range(L)]
         gains, mlog = _gains(sm)
         out.update(coherence_max=max(v for row in coh for v in row if not math.isnan(v)),
                    coherence_top=coh[top[0]][top[1]], top_signal_head=list(top),
                    batch_sign_consistency=consistency, signal_margin=sm, signal_gains=gains,
                    signal_mean_log_gain=mlog, coherence=coh)
     if imp_recs:
-        im = [_nan(v) for v in imp_recs[-1]["margin"]["importance"]]
+        im = [nan_of(v) for v in imp_recs[-1]["margin"]["importance"]]
         gains, mlog = _gains(im)
         out.update(importance_margin=im, importance_gains=gains, importance_mean_log_gain=mlog)
     return out
@@ -176,183 +178,3 @@ def summarize_run(run_dir: str | Path, early_steps: Optional[int] = None) -> dic
         except (OSError, ValueError) as exc:
             raise PosencError(f"cannot read {run_dir / 'ablation_zero.json'}: {exc}") from None
     return summarize(header, records, early_steps, ablation)
-
-
-def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | Path,
-                  title: str = "", dpi: int = 90) -> Path:
-    """Seed, coherence, importance and margin curves over training (2 x 2 panels, PNG/PDF)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    dl, dh = summary["deposit"]
-    H, L = summary["n_heads"], summary["n_layers"]
-    steps = [r["step"] for r in records]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
-    ax = axes[0][0]
-    for h in range(H):
-        ys = [_nan(r["seed"][dl][h]) for r in records]
-        ax.plot(steps, ys, lw=2.2 if h == dh else 0.8, color="red" if h == dh else None,
-                label=f"H{h}" + (" (deposit)" if h == dh else ""))
-    ax.axhline(0, color="grey", lw=0.6)
-    ax.set_yscale("symlog", linthresh=1e-4)
-    ax.set_title(f"positional seed of layer {dl}'s heads", fontsize=9)
-    ax.legend(fontsize=6, ncol=2)
-    ax = axes[0][1]
-    for h in range(H):
-        ys = [_nan(r["coherence"][dl][h]) for r in records]
-        ax.plot(steps, ys, lw=2.2 if h == dh else 0.8, color="red" if h == dh else None)
-    ax.set_ylim(0, 1.02)
-    ax.set_title(f"coherence |seed| / mean |psi|, layer {dl}", fontsize=9)
-    imp = [r for r in records if r.get("importance") is not None]
-    ax = axes[1][0]
-    for h in range(H):
-        ax.plot([r["step"] for r in imp], [_nan(r["importance"][dl][h]) for r in imp],
-                marker=".", lw=2.2 if h == dh else 0.8, color="red" if h == dh else None)
-    ax.set_title(f"importance (loss increase when zeroed), layer {dl}", fontsize=9)
-    ax = axes[1][1]
-    for l in range(L):
-        ax.plot([r["step"] for r in imp], [max(_nan(r["margin"]["importance"][l]), 1e-6)
-                                          for r in imp], marker=".", label=f"L{l} importance")
-        ax.plot(steps, [max(_nan(r["margin"]["signal"][l]), 1e-9) for r in records], ls=":",
-                label=f"L{l} |seed|")
-    ax.set_yscale("log")
-    ax.set_title("margin: top minus runner-up head, per layer", fontsize=9)
-    ax.legend(fontsize=6, ncol=2)
-    for a in axes.flat:
-        a.set_xlabel("optimiser step", fontsize=8)
-        a.grid(alpha=0.3)
-        a.tick_params(labelsize=7)
-    fig.suptitle(title or f"{summary['pe']} / {summary['task']} / seed {summary['seed']}: "
-                 f"deposit L{dl} H{dh}", fontsize=10)
-    return _save(fig, path, dpi)
-
-
-def _save(fig, path: str | Path, dpi: int) -> Path:
-    import matplotlib.pyplot as plt
-
-    from ..atomic import atomic_savefig
-    fig.tight_layout()
-    try:
-        return atomic_savefig(fig, path, dpi)
-    finally:
-        plt.close(fig)
-
-
-def plot_comparison(run_dirs: list[str | Path], path: str | Path, dpi: int = 80) -> Path:
-    """Several runs side by side (e.g. RoPE and ALiBi over seeds): the largest coherence over
-    heads, and the importance margin of each run's final deposit layer, against the step."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .dynamics import read_dynamics_file
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    styles: dict[str, str] = {}
-    for run in run_dirs:
-        header, records = read_dynamics_file(run)
-        s = summarize_run(run)
-        color = styles.setdefault(s["pe"], f"C{len(styles)}")
-        label = f"{s['pe']} s{s['seed']}"
-        dl = s["deposit"][0]
-        coh = [max((_nan(v) for row in r["coherence"] for v in row if v is not None),
-                   default=float("nan")) for r in records]
-        axes[0].plot([r["step"] for r in records], coh, color=color, lw=1, label=label,
-                     ls="-" if s["seed"] % 2 == 0 else "--")
-        imp = [r for r in records if r.get("importance") is not None]
-        axes[1].plot([r["step"] for r in imp], [max(_nan(r["margin"]["importance"][dl]), 1e-6)
-                                               for r in imp], color=color, marker=".", lw=1,
-                     ls="-" if s["seed"] % 2 == 0 else "--", label=f"{label} (L{dl})")
-    axes[0].set_title("max over heads of coherence |seed| / mean |psi|", fontsize=9)
-    axes[0].set_ylim(0, 1.02)
-    axes[1].set_yscale("log")
-    axes[1].set_title("importance margin (top - runner-up) of the deposit layer", fontsize=9)
-    for a in axes:
-        a.set_xlabel("optimiser step", fontsize=8)
-        a.grid(alpha=0.3)
-        a.legend(fontsize=6, ncol=2)
-        a.tick_params(labelsize=7)
-    return _save(fig, path, dpi)
-
-
-def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
-    """Sweep worker (:mod:`.sweep`): train with dynamics on, ablate, summarise.
-
-    ``config`` is a :meth:`TrainConfig.to_dict`, or ``{"train": ..., "dynamics": {...},
-    "ablation_examples": 1000, "tags": {...}}``.  Returns ``summary`` (task, pe, seed, preset,
-    test_acc, ..., tags with ``role`` -- the PE family unless given -- and ``dynamics: True``),
-    ``dynamics`` (:func:`summarize`), ``ablation`` ({"zero": table}) and ``metrics``.
-    """
-    from ..encodings import parse_spec
-    from .ablation import ablate
-    from .config import config_from_dict
-    from .dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
-    from .runs import RESULT, load_run
-    from .train import resolve_device, train
-
-    if "train" in config:
-        known = {"train", "dynamics", "ablation_examples", "tags"}
-        if set(config) - known:
-            raise PosencError(f"unknown dynamics job key(s): {', '.join(sorted(set(config) - known))}")
-        cfg = config_from_dict(config["train"])
-        dyn = DynamicsConfig.from_dict(config.get("dynamics", {}))
-        n_ablate, tags = int(config.get("ablation_examples", 1000)), dict(config.get("tags", {}))
-    else:
-        cfg, dyn, n_ablate, tags = config_from_dict(config), DynamicsConfig(), 1000, {}
-    tags.setdefault("role", parse_spec(cfg.model.pe).family)
-    tags["dynamics"] = True
-    if threads > 0:
-        cfg = cfg.replace(num_threads=threads)
-    folder_p = Path(folder)
-    fresh = (folder_p / RESULT).is_file() and not (folder_p / DYNAMICS).is_file()
-    res = train(cfg, folder, progress=False, resume=not fresh, dynamics=dyn)
-    header, records = read_dynamics_file(folder_p)
-    if header.get("dynamics") != dyn.to_dict():
-        raise PosencError(f"{folder} was recorded with other dynamics settings "
-                          f"{header.get('dynamics')}; choose another folder")
-    if res.skipped and (not records or not records[-1].get("final")):
-        res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
-        header, records = read_dynamics_file(folder_p)
-    run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)  # ablate where the run trained
-    test = run.data().test
-    table = ablate(run.model, test.subset(slice(0, min(n_ablate, len(test)))), "zero",
-                   seed=cfg.seed, distances=False)
-    table.save(folder_p / "ablation_zero.json")
-    summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
-               "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
-               "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
-               "n_params": res.n_params, "n_layers": cfg.model.n_layers,
-               "n_heads": cfg.model.n_heads, "tags": tags}
-    return {"summary": summary, "dynamics": summarize(header, records, ablation=table.to_dict()),
-            "ablation": {"zero": table.to_dict()}, "metrics": list(res.metrics)}
-
-
-WORKER = "posenc.empirical.dynamics_summary:dynamics_worker"
-
-
-def dynamics_jobs(preset_name: str = "quick", seeds: int = 2,
-                  roles: Optional[dict[str, str]] = None, task: str = "distance",
-                  overrides: Optional[dict[str, Any]] = None, dynamics: Optional[dict] = None,
-                  ablation_examples: int = 1000, device: Optional[str] = None) -> list:
-    """Sweep jobs (:class:`~posenc.empirical.sweep.Job`, kind ``dynamics``, worker
-    :data:`WORKER`) for ``roles`` (role -> PE spec; default RoPE and ALiBi) x seeds, ready for
-    :func:`~posenc.empirical.sweep.run_jobs`; their results feed
-    :func:`posenc.proofs.verdicts.dynamics.evaluate_dynamics`."""
-    from .config import preset
-    from .dynamics import DynamicsConfig
-    from .sweep import Job
-
-    roles = roles or {"rope": "rope", "alibi": "alibi"}
-    dyn = DynamicsConfig.from_dict(dynamics or {}).to_dict()
-    jobs = []
-    for role, spec in roles.items():
-        for seed in range(seeds):
-            cfg = preset(preset_name, task=task, pe=spec, seed=seed, **(overrides or {}))
-            if device is not None:
-                cfg = cfg.replace(device=device)
-            jobs.append(Job(config={"train": cfg.to_dict(), "dynamics": dyn,
-                                    "ablation_examples": ablation_examples,
-                                    "tags": {"role": role}},
-                            kind="dynamics", label=f"dynamics/{task}/{role}/s{seed}",
-                            wants_cuda=cfg.device == "cuda"))
-    return jobs

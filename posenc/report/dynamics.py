@@ -28,8 +28,8 @@ def dynamics_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def dynamics_figure(run_dirs: list[Path], path: Path) -> Path:
     """Coherence and deposit-layer importance margin over training for every recorded run
-    (:func:`~posenc.empirical.dynamics_summary.plot_comparison`), or a figure saying there is none."""
-    from ..empirical.dynamics_summary import plot_comparison
+    (:func:`~posenc.empirical.dynamics_plots.plot_comparison`), or a figure saying there is none."""
+    from ..empirical.dynamics_plots import plot_comparison
     if run_dirs:
         return plot_comparison(run_dirs, path)
     import matplotlib

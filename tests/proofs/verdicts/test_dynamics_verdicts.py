@@ -113,7 +113,7 @@ def test_prediction_table_counts_hits():
 
 def test_verdicts_from_a_real_sweep_of_dynamics_jobs(tmp_path):
     # end to end: jobs -> sweep (local backend) -> store -> verdicts; tiny runs, 1 epoch
-    from posenc.empirical.dynamics_summary import WORKER, dynamics_jobs
+    from posenc.empirical.dynamics_sweep import WORKER, dynamics_jobs
     from posenc.empirical.store import RunStore
     from posenc.empirical.sweep import run_jobs
 
