@@ -7,7 +7,7 @@ per (task, PE, seed).  The PE lists follow the paper's Fig. 2 / Fig. 4 / Fig. 6
 * ``distance`` (position-sensitive): NoPE, sinusoidal absolute, per-offset
   relative bias, ALiBi, RoPE, MLA, Absolute+RoPE, and partial RoPE on 1 and
   2 heads (Fig. 6); the learned absolute PE (the paper code's "random" PE) is an extra role
-  (``--roles``), and one line, :data:`LEARNED_ROLES`, puts it in the default;
+  (``--roles``), and one line, :data:`posenc.roles.LEARNED_IN_DEFAULT`, puts it in the default;
 * ``count`` (position-agnostic): NoPE, sinusoidal, relative, ALiBi, RoPE, MLA.
 
 The distance runs of RoPE and ALiBi also record their training dynamics
@@ -20,10 +20,10 @@ default): posenc's model with the catalogue's clean encodings (:data:`CLEAN_PES`
 *Paper-code* (``paper_code=True``, ``posenc reproduce --paper-code``; the default
 of the ``paper`` preset): the models of the paper's public code, exactly
 (``code='paper'``, :mod:`.paper_specs`), with the PE of each role as that code
-has it (:data:`PAPER_CODE_PES`): its ``rope`` model of ``dis_gen/trans.py`` (a
-cat[sin, cos] table added to the input) is the absolute+rope role, and
-``count_gen/partialrope.py`` with K = all, 1, 2 heads is the rope, rope-1head and
-rope-2heads roles.  The mode is part of every run's config, so the two never
+has it (:data:`PAPER_CODE_PES`, from the role table :data:`posenc.roles.ROLES`): its
+``rope`` model of ``dis_gen/trans.py`` (a cat[sin, cos] table added to the input) is the
+absolute+rope role, and ``count_gen/partialrope.py`` with K = all, 1, 2 heads is the rope,
+rope-1head and rope-2heads roles.  The mode is part of every run's config, so the two never
 share a run; their default stores differ too (``posenc-out/PRESET`` and
 ``posenc-out/PRESET-paper-code``).
 """
@@ -35,37 +35,20 @@ from typing import Any, Optional
 
 from ..coerce import is_int
 from ..errors import PosencError
+from ..roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
 from .config import PRESET_NAMES, preset as train_preset
 from .experiment import ExperimentConfig
 from .sweep import Job
 
-#: role -> spec, per preset family.  Roles are what the claims refer to.
-CLEAN_PES = {
-    "nope": "nope", "absolute": "sinusoidal", "relative": "relative_bias:mode=table",
-    "alibi": "alibi", "rope": "rope", "mla": "mla", "absolute+rope": "hybrid:additive=sinusoidal",
-    "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2", "learned": "learned_absolute",
-    "xpos": "xpos", "kerple": "kerple_log",
-}
-PAPER_CODE_PES = {
-    "nope": "paper-nope", "absolute": "paper-absolute", "relative": "paper-relative",
-    "alibi": "paper-alibi", "rope": "rope", "mla": "paper-mla",
-    "absolute+rope": "paper-rope", "rope-1head": "rope:heads=1", "rope-2heads": "rope:heads=2",
-    "learned": "paper-random",  # the paper code's "random" PE: a learned table
-    # not in the paper's code: paper-code mode refuses them with one line (paper_specs)
-    "xpos": "xpos", "kerple": "kerple_log",
-}
-#: the learned absolute PE (negative control NC3): ("learned",) puts it in the default distance
-#: sweep; () -- the default, since its 6 more runs would take the quick reproduce past its
-#: 30-minute budget on 2 cores -- leaves it to --roles as an extra role
-LEARNED_ROLES: tuple[str, ...] = ()
+#: role -> spec, per model-code mode (the roles and their specs: :data:`posenc.roles.ROLES`)
+CLEAN_PES = {r.name: r.spec for r in ROLES}
+PAPER_CODE_PES = {r.name: r.paper_spec for r in ROLES}
 #: Roles a sweep runs only when asked for by name (--roles): not in the default reproduction.
-EXTRA_ROLES = ("xpos", "kerple") + (() if LEARNED_ROLES else ("learned",))
-DISTANCE_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla", "absolute+rope",
-                  "rope-1head", "rope-2heads") + LEARNED_ROLES
-COUNT_ROLES = ("nope", "absolute", "relative", "alibi", "rope", "mla")
-ADDITIVE_ROLES = ("absolute", "relative", "alibi")
+EXTRA_ROLES = EXTRA
+DISTANCE_ROLES = default_roles(DISTANCE)
+COUNT_ROLES = default_roles(COUNT)
 #: distance-task roles whose runs record training dynamics (Prop. 6.1 / 6.2, Thm. 6.1)
-DYNAMICS_ROLES = ("rope", "alibi")
+DYNAMICS_ROLES = DYNAMICS
 
 #: Default seeds per preset (the quick default is sized to finish in 30 minutes on 2 cores).
 #: The one place these numbers live: the plan, ``posenc reproduce`` and its help read them here.

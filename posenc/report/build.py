@@ -17,17 +17,23 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import PosencError, WriteError
+from ..roles import DISTANCE, roles_where
 from .dynamics import FIGURE as DYNAMICS_FIGURE
 from .markdown import ReportInputs, figure_seed, render, report_mode
 from .theory_tables import spectral_table, theory_claims
 
+if TYPE_CHECKING:
+    from ..empirical.experiment_result import ExperimentResult
+
 FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)
+PROBE_ROLES = roles_where(probe=True)  # the roles whose position probe the report shows
 
 
-def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
+    from ..empirical.experiment_result import ExperimentResult
     from ..empirical.store import RunStore
 
     store = RunStore(store_root, create=False)
@@ -35,12 +41,12 @@ def _load_results(store_root: Path) -> tuple[list[dict[str, Any]], list[dict[str
     for rec in store.records():
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
-        res = store.result(rec.id)
-        res["run_id"], res["run_dir"] = rec.id, store.run_dir(rec.id)
+        res = ExperimentResult.from_stored(store.result(rec.id), id=rec.id,
+                                           run_dir=store.run_dir(rec.id), config=rec.config)
         results.append(res)
-        s = res["summary"]
-        rows.append({"run": rec.id, "label": rec.label, "task": s["task"], "role": s["tags"]["role"],
-                     "pe": s["pe"], "seed": s["seed"], "test_acc": s["test_acc"],
+        s = res.summary
+        rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
+                     "pe": res.pe, "seed": res.seed, "test_acc": res.test_acc,
                      "epochs": s["epochs"], "train_seconds": round(s["seconds"], 2)})
     return results, rows
 
@@ -71,7 +77,7 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     return out / "report.md"
 
 
-def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
+def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   rows: list[dict[str, Any]], preset: Optional[str], theory: bool) -> None:
     from ..empirical.ablation import AblationTable
     from ..empirical.plots import ablation_strip_plot
@@ -81,11 +87,11 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
     from .measured import measured_markdown
 
-    results.sort(key=lambda r: (r["summary"]["task"], r["summary"]["tags"]["role"], r["summary"]["seed"]))
+    results.sort(key=lambda r: (r.task, r.role, r.seed))
     verdicts = evaluate(results) + evaluate_dynamics(results)
     acc = accuracy_table(results)
     deposits = deposit_table(results)
-    first = results[0]["summary"]
+    first = results[0].summary
     preset = preset or first["preset"]
     figs.accuracy_figure(acc, tmp / "accuracy.png")
     figs.partial_rope_figure(acc.get("distance", {}), first["n_heads"], tmp / "partial_rope.png")
@@ -94,19 +100,18 @@ def _write_report(tmp: Path, store_root: Path, results: list[dict[str, Any]],
     strips = []
     first_seed = figure_seed(results)
     for res in results:
-        s = res["summary"]
-        role = s["tags"]["role"]
-        if s["task"] == "distance" and res.get("probe") and role in ("absolute", "absolute+rope", "rope"):
-            probes.setdefault(role, []).append(res["probe"]["probe_r2"])
-        if s["task"] == "distance" and s["seed"] == first_seed and "zero" in res["ablation"]:
+        role = res.role
+        if res.task == DISTANCE and res.probe and role in PROBE_ROLES:
+            probes.setdefault(role, []).append(res.probe["probe_r2"])
+        if res.task == DISTANCE and res.seed == first_seed and "zero" in res.ablation:
             name = f"ablation_{role.replace('+', '_')}.png"
-            ablation_strip_plot(AblationTable.from_dict(res["ablation"]["zero"]), tmp / name,
-                                title=f"{role} ({s['pe']}), distance, seed {first_seed}, "
+            ablation_strip_plot(AblationTable.from_dict(res.ablation["zero"]), tmp / name,
+                                title=f"{role} ({res.pe}), distance, seed {first_seed}, "
                                       "zero ablation")
             strips.append((role, name, res))
     figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
     dyn = dynamics_results(results)
-    dynamics_figure([r["run_dir"] for r in dyn], tmp / DYNAMICS_FIGURE)
+    dynamics_figure([r.run_dir for r in dyn], tmp / DYNAMICS_FIGURE)
     dyn_lines, dyn_payload = dynamics_markdown(dyn)
     measured_lines, measured_payload = measured_markdown(results)
     claims = theory_claims(store_root) if theory else None

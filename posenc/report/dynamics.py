@@ -1,7 +1,7 @@
 """The training-dynamics section of the reproduction report (Gu et al., arXiv 2505.13027, Sec. 6).
 
 The reproduction's distance runs of RoPE and ALiBi record their training dynamics
-(:data:`posenc.empirical.reproduction.DYNAMICS_ROLES`); their results carry a ``dynamics``
+(:data:`posenc.roles.DYNAMICS`); their results carry a ``dynamics``
 summary (:func:`posenc.empirical.dynamics_summary.summarize`).  This module turns those results
 into the report's section: a per-run table (deposit head, early coherence, batch sign
 consistency, margins and gains, when the deposit head's lead appears), the reviewer's question
@@ -14,16 +14,19 @@ join the report's verdict table.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from ..empirical.experiment_result import ExperimentResult
 
 SECTION = "## Training dynamics (Sec. 6)"
 FIGURE = "dynamics.png"
 
 
-def dynamics_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def dynamics_results(results: list[ExperimentResult]) -> list[ExperimentResult]:
     """The results that recorded dynamics, sorted by (role, seed)."""
-    out = [r for r in results if r.get("dynamics")]
-    return sorted(out, key=lambda r: (r["summary"]["tags"]["role"], r["summary"]["seed"]))
+    out = [r for r in results if r.dynamics]
+    return sorted(out, key=lambda r: (r.role, r.seed))
 
 
 def dynamics_figure(run_dirs: list[Path], path: Path) -> Path:
@@ -53,7 +56,7 @@ def _margins(values: Optional[list[Optional[float]]]) -> str:
     return ", ".join(_f(v, ".2g") for v in values)
 
 
-def dynamics_markdown(dyn_results: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload)."""
     from ..proofs.verdicts.dynamics import PREDICTORS, prediction_table
 
@@ -77,15 +80,14 @@ def dynamics_markdown(dyn_results: list[dict[str, Any]]) -> tuple[list[str], dic
               "|---|---|---|---|---|---|---|---|---|"]
     runs = []
     for res in dyn_results:
-        s, d = res["summary"], res["dynamics"]
-        role = s["tags"]["role"]
+        d, role = res.dynamics, res.role
         lead = d.get("advantage_step")
         lead_txt = "-" if lead is None else f"step {lead} ({100 * lead / d['total_steps']:.0f}%)"
-        lines.append(f"| {role} | {s['seed']} | L{d['deposit'][0]} H{d['deposit'][1]} | "
+        lines.append(f"| {role} | {res.seed} | L{d['deposit'][0]} H{d['deposit'][1]} | "
                      f"{_f(d.get('coherence_max'))} | {_f(d.get('batch_sign_consistency'), '.2f')} | "
                      f"{_margins(d.get('signal_margin'))} | {_margins(d.get('importance_margin'))} | "
                      f"{_f(d.get('importance_mean_log_gain'), '+.2f')} | {lead_txt} |")
-        runs.append({"role": role, "seed": s["seed"], "deposit": d["deposit"],
+        runs.append({"role": role, "seed": res.seed, "deposit": d["deposit"],
                      "coherence_max": d.get("coherence_max"),
                      "batch_sign_consistency": d.get("batch_sign_consistency"),
                      "signal_margin": d.get("signal_margin"),

@@ -19,6 +19,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..roles import PARTIAL_ROPE
+
 
 def _plt():
     import matplotlib
@@ -54,7 +56,7 @@ def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path) -> 
 
 def partial_rope_figure(table: dict[str, dict[str, Any]], n_heads: int, path: Path) -> Path:
     plt = _plt()
-    points = [(0, "nope"), (1, "rope-1head"), (2, "rope-2heads"), (n_heads, "rope")]
+    points = [(0, "nope"), *PARTIAL_ROPE, (n_heads, "rope")]
     fig, ax = plt.subplots(figsize=(4.8, 3.4))
     xs, ys = [], []
     for k, role in points:

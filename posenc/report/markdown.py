@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .theory_tables import THEORY_EXAMPLES
+
+if TYPE_CHECKING:
+    from ..empirical.experiment_result import ExperimentResult
 
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
             "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
@@ -33,20 +36,20 @@ class ReportInputs:
     of the dynamics and measured sections."""
 
     preset: str
-    results: list[dict[str, Any]]
+    results: list[ExperimentResult]
     verdicts: list[Any]
     accuracy: dict[str, dict[str, dict[str, Any]]]
     deposits: dict[str, list[list[float]]]
-    strips: list[tuple[str, str, dict[str, Any]]]
+    strips: list[tuple[str, str, ExperimentResult]]
     probes: dict[str, list[dict[str, float]]]
     theory_claims: Optional[list[dict[str, Any]]]
     spectra: list[dict[str, Any]]
     measured_sections: list[str]
 
 
-def report_mode(results: list[dict[str, Any]]) -> str:
+def report_mode(results: list[ExperimentResult]) -> str:
     """'paper-code', 'standard' or 'mixed' from the runs' summaries."""
-    modes = {"paper-code" if r["summary"].get("code") == "paper" else "standard" for r in results}
+    modes = {"paper-code" if r.summary.get("code") == "paper" else "standard" for r in results}
     return modes.pop() if len(modes) == 1 else "mixed"
 
 
@@ -66,15 +69,15 @@ def _fmt_iv(row: dict[str, Any]) -> str:
     return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
 
 
-def figure_seed(results: list[dict[str, Any]]) -> int:
+def figure_seed(results: list[ExperimentResult]) -> int:
     """The seed whose runs the per-run figures show: the store's lowest (0, or a calibration
     sweep's first, ``--first-seed``)."""
-    return min(r["summary"]["seed"] for r in results)
+    return min(r.seed for r in results)
 
 
 def render(inp: ReportInputs) -> str:
     """report.md's text."""
-    first = inp.results[0]["summary"]
+    first = inp.results[0].summary
     lines = _header(inp) + _verdicts(inp) + _accuracy(inp) + _ablation(inp) + _deposits(inp, first)
     lines += _partial_and_probe(inp, first) + [""] + inp.measured_sections + _theory(inp)
     lines += _spectra(inp) + _setup(inp, first)
@@ -82,7 +85,7 @@ def render(inp: ReportInputs) -> str:
 
 
 def _header(inp: ReportInputs) -> list[str]:
-    seeds = sorted({r["summary"]["seed"] for r in inp.results})
+    seeds = sorted({r.seed for r in inp.results})
     mode = report_mode(inp.results)
     return [f"# posenc reproduction report ({inp.preset} preset, {mode})", "",
             MODE_TEXT[mode], "",
@@ -133,7 +136,7 @@ def _ablation(inp: ReportInputs) -> list[str]:
         lines.append("| layer | baseline % | largest drop (points) | deposit head | deposit index | "
                      "gap to runner-up | mean attended distance |")
         lines.append("|---|---|---|---|---|---|---|")
-        for la in res["ablation"]["zero"]["layers"]:
+        for la in res.ablation["zero"]["layers"]:
             md = la.get("mean_distance")
             dist = f"{min(md):.1f}..{max(md):.1f}" if md else "-"
             lines.append(f"| {la['layer']} | {100 * la['baseline_acc']:.1f} | "

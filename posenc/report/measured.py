@@ -10,7 +10,10 @@ were recorded have none and are left out of the tables.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..empirical.experiment_result import ExperimentResult
 
 SECTION = "## Claims measured as the paper states them"
 
@@ -23,23 +26,22 @@ def _f(v: Any, fmt: str = ".3f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def measured_markdown(results: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines, JSON payload) of the section."""
     shares: dict[str, list[dict[str, float]]] = defaultdict(list)
     chance: dict[str, float] = {}
     traces: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     tables: dict[str, list[list[float]]] = defaultdict(list)
     for res in results:
-        s = res["summary"]
-        role, task = s["tags"]["role"], s["task"]
-        probe = res.get("probe") or {}
+        role, task = res.role, res.task
+        probe = res.probe or {}
         if task == "distance" and probe.get("pe_span_share"):
             shares[role].append(probe["pe_span_share"])
             chance[role] = probe["pe_span_chance"]
-        if res.get("trace"):
-            traces[(task, role)].append(res["trace"])
-            if res["trace"].get("tables"):
-                tables[task].append(res["trace"]["tables"]["centred_rms"])
+        if res.trace:
+            traces[(task, role)].append(res.trace)
+            if res.trace.get("tables"):
+                tables[task].append(res.trace["tables"]["centred_rms"])
     lines = [SECTION, "",
              "Numbers behind verdicts EH, S and RA (definitions: "
              "`posenc.proofs.verdicts.measured`, `posenc.empirical.probe`, "

@@ -41,8 +41,8 @@ def test_reproduce_plan_seeds_per_task():
                                                              "count": set(range(n))}
     plan = ReproductionPlan.for_command("quick")
     assert len(plan.experiments()) == n * (len(plan.distance_roles) + len(plan.count_roles))
-    from posenc.empirical.reproduction import LEARNED_ROLES
-    assert ("learned" in plan.distance_roles) == bool(LEARNED_ROLES)
+    from posenc.roles import LEARNED_IN_DEFAULT
+    assert ("learned" in plan.distance_roles) == LEARNED_IN_DEFAULT
     # an extra role runs when named
     named = ReproductionPlan.for_command("quick", 1, roles=["rope", "learned"], tasks=["distance"])
     assert named.distance_roles == ("rope", "learned")

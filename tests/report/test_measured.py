@@ -3,6 +3,7 @@ sites in order, and runs stored before the recordings existed shown as not recor
 
 import pytest
 
+from posenc.empirical.experiment_result import ExperimentResult
 from posenc.report.measured import SECTION, measured_markdown
 
 
@@ -13,7 +14,7 @@ def res(task, role, seed, share=None, trace=None):
         out["probe"].update(pe_span_share=share, pe_span_chance=0.25)
     if trace is not None:
         out["trace"] = trace
-    return out
+    return ExperimentResult.from_stored(out)
 
 
 def test_old_results_are_shown_as_not_recorded():

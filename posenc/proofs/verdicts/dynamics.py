@@ -42,21 +42,12 @@ TASK = "distance"
 PREDICTORS = ("signal", "attribution", "importance")
 
 
-def _role(summary: dict[str, Any]) -> str:
-    role = (summary.get("tags") or {}).get("role")
-    if role:
-        return str(role)
-    from ...encodings import parse_spec
-    return parse_spec(summary["pe"]).family
-
-
 class DynamicsRuns(SeedRuns):
     """Dynamics results indexed by (distance, role) -> {seed: dynamics summary}."""
 
-    def __init__(self, results: Iterable[dict[str, Any]]) -> None:
-        super().__init__(results, keep=lambda res: "dynamics" in res and
-                         (res.get("summary") or {}).get("task") == TASK,
-                         value=lambda res: res["dynamics"], role=_role)
+    def __init__(self, results: Iterable[Any]) -> None:
+        super().__init__(results, keep=lambda res: res.dynamics is not None and res.task == TASK,
+                         value=lambda res: res.dynamics)
 
     def of(self, role: str) -> dict[int, dict[str, Any]]:
         """role's dynamics summaries by seed."""
@@ -76,7 +67,7 @@ def _part(name: str, runs: DynamicsRuns, roles: tuple[str, ...],
 _verdict = partial(verdict_from_parts, digits=3)
 
 
-def evaluate_dynamics(results: Iterable[dict[str, Any]], rope: str = "rope",
+def evaluate_dynamics(results: Iterable[Any], rope: str = "rope",
                       additive: str = "alibi") -> list[Verdict]:
     """Verdicts for Prop. 6.1, Prop. 6.2 and Thm. 6.1 (see the module doc)."""
     runs = DynamicsRuns(results)
@@ -165,7 +156,7 @@ def _with_null(part: dict[str, Any], by_seed: dict[int, dict[str, Any]]) -> dict
     return part
 
 
-def prediction_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def prediction_table(results: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """role -> {seeds, early_steps, per predictor: exact hits / head hits / chance, advantage
     steps as fractions of training}."""
     runs = DynamicsRuns(results)

@@ -36,10 +36,10 @@ import math
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
+from ...roles import ADDITIVE, PARTIAL_ROPE
 from .runs import SeedRuns, judge_part
 from .verdict import Verdict, at_ceiling, bounded_interval, binomial_se, verdict_from_parts
 
-ADDITIVE = ("absolute", "relative", "alibi")
 POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
 
 
@@ -47,11 +47,11 @@ class Runs(SeedRuns):
     """Results indexed by (task, role) -> {seed: result}, with the accuracy and deposit of a run."""
 
     def acc(self, task: str, role: str, seed: int) -> float:
-        return 100.0 * self.by[(task, role)][seed]["summary"]["test_acc"]
+        return 100.0 * self.by[(task, role)][seed].test_acc
 
     def deposit(self, task: str, role: str, seed: int, mode: str = "zero") -> dict[str, Any]:
         """The layer with the largest single-head drop (drops and gaps in points)."""
-        layers = self.by[(task, role)][seed]["ablation"][mode]["layers"]
+        layers = self.by[(task, role)][seed].ablation[mode]["layers"]
         best = max(layers, key=lambda la: (la["largest_drop"], -la["layer"]))
         return {"layer": best["layer"], "n_layers": len(layers),
                 "drop": 100.0 * best["largest_drop"], "index": best["deposit_index"],
@@ -73,7 +73,7 @@ def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
                       ceiling=ceiling if ordering else None)
 
 
-def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verdict]:
+def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
     runs = Runs(results)
     D, C = "distance", "count"
     out = []
@@ -87,7 +87,7 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
                lambda s: runs.acc(D, "rope", s) - max(runs.acc(D, r, s) for r in others10),
                0.0, "above", ordering=True)]))
 
-    count_others = [r for r in ("nope", "absolute", "relative", "alibi", "rope")]
+    count_others = ("nope",) + ADDITIVE + ("rope",)
     out.append(verdict_from_parts(
         "E11", "On the position-agnostic task RoPE is below NoPE, and MLA is best",
         "(a) acc(nope) - acc(rope); (b) acc(mla) - max(acc(others)), count, points",
@@ -129,13 +129,13 @@ def evaluate(results: Iterable[dict[str, Any]], mode: str = "zero") -> list[Verd
         "1-2 RoPE heads reach RoPE's accuracy",
         [_part(f"{k} head(s) - full", runs, D, ("rope", role),
                (lambda role: lambda s: runs.acc(D, role, s) - runs.acc(D, "rope", s))(role),
-               -5.0, "above") for k, role in ((1, "rope-1head"), (2, "rope-2heads"))]))
+               -5.0, "above") for k, role in PARTIAL_ROPE]))
 
     from .measured import evaluate_measured
     return out + evaluate_measured(runs, mode)
 
 
-def accuracy_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]]]:
     """task -> role -> {mean, low, high, values, test_se, pe} of test accuracy in points: the
     mean over seeds with a logit-scale 95% interval inside [0, 100]
     (:func:`~.verdict.bounded_interval`), and ``test_se``, the mean over seeds of one run's
@@ -146,16 +146,16 @@ def accuracy_table(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, dic
         seeds = sorted(by_seed)
         vals = [runs.acc(task, role, s) for s in seeds]
         iv = bounded_interval(vals, 0.0, 100.0)
-        ses = [binomial_se(v, int(by_seed[s]["summary"].get("n_test", 0)))
+        ses = [binomial_se(v, int(by_seed[s].summary.get("n_test", 0)))
                for v, s in zip(vals, seeds)]
         table[task][role] = {"mean": iv.estimate, "low": iv.low, "high": iv.high, "values": vals,
                              "test_se": None if any(math.isnan(x) for x in ses)
                              else sum(ses) / len(ses),
-                             "pe": next(iter(by_seed.values()))["summary"]["pe"]}
+                             "pe": next(iter(by_seed.values())).pe}
     return dict(table)
 
 
-def deposit_table(results: Iterable[dict[str, Any]], mode: str = "zero",
+def deposit_table(results: Iterable[Any], mode: str = "zero",
                   task: Optional[str] = "distance") -> dict[str, list[list[float]]]:
     """role -> per seed, per layer deposit index (for the heat map)."""
     runs = Runs(results)
@@ -163,6 +163,6 @@ def deposit_table(results: Iterable[dict[str, Any]], mode: str = "zero",
     for (t, role), by_seed in sorted(runs.by.items()):
         if task is not None and t != task:
             continue
-        out[role] = [[la["deposit_index"] for la in by_seed[s]["ablation"][mode]["layers"]]
+        out[role] = [[la["deposit_index"] for la in by_seed[s].ablation[mode]["layers"]]
                      for s in sorted(by_seed)]
     return out

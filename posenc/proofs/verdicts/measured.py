@@ -34,10 +34,14 @@ RA   A relative PE "attenuates its bias toward zero" on the count task: with
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from .empirical import ADDITIVE, UNIT, Runs, _part
+from ...roles import ADDITIVE
+from .empirical import UNIT, Runs, _part
 from .verdict import Verdict, verdict_from_parts
+
+if TYPE_CHECKING:
+    from ...empirical.experiment_result import ExperimentResult
 
 D, C = "distance", "count"
 NOT_RECORDED = "not recorded: {what} (runs trained before it was recorded; re-run them)"
@@ -46,27 +50,27 @@ NOT_RECORDED = "not recorded: {what} (runs trained before it was recorded; re-ru
 _v = partial(verdict_from_parts, digits=3)
 
 
-def span_drop(result: dict[str, Any]) -> Optional[float]:
+def span_drop(result: ExperimentResult) -> Optional[float]:
     """share(embed) - mean share after layer 2 (blocks 1..), or None when not recorded."""
-    share = (result.get("probe") or {}).get("pe_span_share")
+    share = (result.probe or {}).get("pe_span_share")
     if not share or "embed" not in share:
         return None
     later = [v for k, v in share.items() if k.startswith("block") and int(k[5:]) >= 1]
     return share["embed"] - sum(later) / len(later) if later else None
 
 
-def _trace(result: dict[str, Any], key: str) -> Optional[float]:
-    v = (result.get("trace") or {}).get(key)
+def _trace(result: ExperimentResult, key: str) -> Optional[float]:
+    v = (result.trace or {}).get(key)
     return None if v is None else float(v)
 
 
-def _attenuation(result: dict[str, Any]) -> Optional[float]:
-    v = ((result.get("trace") or {}).get("tables") or {}).get("log_attenuation")
+def _attenuation(result: ExperimentResult) -> Optional[float]:
+    v = ((result.trace or {}).get("tables") or {}).get("log_attenuation")
     return None if v is None else float(v)
 
 
-def _layer_drops(result: dict[str, Any], mode: str) -> list[float]:
-    return [100.0 * la["largest_drop"] for la in result["ablation"][mode]["layers"]]
+def _layer_drops(result: ExperimentResult, mode: str) -> list[float]:
+    return [100.0 * la["largest_drop"] for la in result.ablation[mode]["layers"]]
 
 
 def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:

@@ -9,9 +9,12 @@ a part of a claim on it.  The empirical, measured and dynamics verdicts all go t
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from .verdict import judge
+
+if TYPE_CHECKING:  # the empirical layer (torch) is loaded when runs are indexed, not on import
+    from ...empirical.experiment_result import ExperimentResult
 
 Config = tuple[str, str]  # (task, role)
 
@@ -19,20 +22,19 @@ Config = tuple[str, str]  # (task, role)
 class SeedRuns:
     """Results indexed by (task, role) -> {seed: value}.
 
+    ``results``: :class:`~posenc.empirical.experiment_result.ExperimentResult` s, or the
+    workers' result dicts (read by its ``from_stored``: a malformed one is a PosencError);
     ``keep(result)`` chooses the results to index (default: all); ``value(result)`` is what is
     stored per seed (default: the result itself)."""
 
-    def __init__(self, results: Iterable[dict[str, Any]],
-                 keep: Optional[Callable[[dict[str, Any]], bool]] = None,
-                 value: Optional[Callable[[dict[str, Any]], Any]] = None,
-                 role: Optional[Callable[[dict[str, Any]], str]] = None) -> None:
+    def __init__(self, results: Iterable[Any],
+                 keep: Optional[Callable[[ExperimentResult], bool]] = None,
+                 value: Optional[Callable[[ExperimentResult], Any]] = None) -> None:
+        from ...empirical.experiment_result import ExperimentResult
         self.by: dict[Config, dict[int, Any]] = defaultdict(dict)
-        for res in results:
-            if keep is not None and not keep(res):
-                continue
-            s = res["summary"]
-            name = s["tags"]["role"] if role is None else role(s)
-            self.by[(s["task"], name)][int(s["seed"])] = res if value is None else value(res)
+        for res in map(ExperimentResult.of, results):
+            if keep is None or keep(res):
+                self.by[(res.task, res.role)][res.seed] = res if value is None else value(res)
 
     def seeds(self, task: str, roles: Iterable[str]) -> list[int]:
         """The seeds every (task, role) of ``roles`` has."""

@@ -4,6 +4,7 @@ give "inconclusive (not recorded)" instead of an error."""
 
 import pytest
 
+from posenc.empirical.experiment_result import ExperimentResult
 from posenc.proofs.verdicts.empirical import Runs, evaluate
 from posenc.proofs.verdicts.measured import evaluate_measured, span_drop
 
@@ -17,7 +18,7 @@ def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=No
            "probe": {"probe_r2": {"embed": 1.0}, **({"pe_span_share": share} if share else {})}}
     if trace is not None:
         res["trace"] = trace
-    return res
+    return ExperimentResult.from_stored(res)
 
 
 def verdicts(results):

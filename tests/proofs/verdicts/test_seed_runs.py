@@ -8,11 +8,12 @@ from posenc.proofs.verdicts.verdict import t_interval
 
 
 def res(task, role, seed, x):
-    return {"summary": {"task": task, "seed": seed, "tags": {"role": role}}, "x": x}
+    return {"summary": {"task": task, "seed": seed, "tags": {"role": role}, "x": x}}
 
 
 RUNS = SeedRuns([res("d", "a", 0, 1.0), res("d", "a", 1, 2.0), res("d", "a", 2, 3.0),
-                 res("d", "b", 1, 0.5), res("d", "b", 2, 0.25), res("c", "a", 2, 9.0)])
+                 res("d", "b", 1, 0.5), res("d", "b", 2, 0.25), res("c", "a", 2, 9.0)],
+                value=lambda r: r.summary["x"])
 
 
 def part(stat, roles=("a", "b"), **kw):
@@ -22,7 +23,7 @@ def part(stat, roles=("a", "b"), **kw):
 
 
 def test_a_part_is_judged_on_the_seeds_all_its_runs_share():
-    p = part(lambda s: RUNS.by[("d", "a")][s]["x"] - RUNS.by[("d", "b")][s]["x"])
+    p = part(lambda s: RUNS.by[("d", "a")][s] - RUNS.by[("d", "b")][s])
     assert p["seeds"] == [1, 2] and p["values"] == [1.5, 2.75]
     iv = t_interval([1.5, 2.75])
     assert p["interval"] == pytest.approx([iv.low, iv.high])

@@ -1,0 +1,87 @@
+"""The typed experiment result at the report/verdict edge (posenc.empirical.experiment_result):
+a malformed or mismatched record is refused with one line; a real run's stored result
+round-trips."""
+
+import copy
+
+import pytest
+
+from posenc.empirical.config import preset
+from posenc.empirical.experiment import ExperimentConfig, experiment_worker
+from posenc.empirical.experiment_result import ExperimentResult
+from posenc.empirical.store import RunStore
+from posenc.errors import PosencError
+
+
+def stored(**summary_changes):
+    summary = {"task": "distance", "pe": "rope", "seed": 3, "test_acc": 0.5,
+               "tags": {"role": "rope"}}
+    summary.update(summary_changes)
+    return {"summary": {k: v for k, v in summary.items() if v is not ...},
+            "ablation": {"zero": {"layers": []}}}
+
+
+def test_a_well_formed_record_is_read():
+    r = ExperimentResult.from_stored(stored(), id="abc")
+    assert (r.task, r.role, r.seed, r.pe, r.test_acc, r.id) == ("distance", "rope", 3, "rope", 0.5, "abc")
+    assert r.probe is None and r.trace is None and r.dynamics is None
+    assert ExperimentResult.of(r) is r and ExperimentResult.of(stored()) == \
+        ExperimentResult.from_stored(stored())
+
+
+@pytest.mark.parametrize("data, match", [
+    (stored(tags={}), "tags.role"),                      # missing role
+    (stored(tags={"role": ""}), "tags.role"),
+    (stored(tags=None), "tags.role"),
+    (stored(tags={"role": 7}), "tags.role"),             # wrong types
+    (stored(task=...), "task"),
+    (stored(task=1), "task"),
+    (stored(seed="0"), "seed"),
+    (stored(seed=True), "seed"),
+    (stored(seed=-1), "seed"),
+    (stored(seed=1.5), "seed"),
+    ({"summary": [1]}, "no summary"),
+    ([], "no summary"),
+    ({**stored(), "ablation": [1]}, "ablation must be a JSON object"),
+    ({**stored(), "probe": "r2"}, "probe must be a JSON object"),
+    ({**stored(), "dynamics": 1}, "dynamics must be a JSON object"),
+    ({**stored(), "metrics": {}}, "metrics must be a JSON array"),
+])
+def test_a_malformed_record_is_refused_with_one_line(data, match):
+    with pytest.raises(PosencError, match=match) as exc:
+        ExperimentResult.from_stored(data, id="r1")
+    assert "\n" not in str(exc.value) and "run r1" in str(exc.value)
+
+
+def test_a_record_of_another_config_is_refused():
+    config = {"train": {"task": {"name": "distance"}, "seed": 3}, "tags": {"role": "rope"}}
+    ExperimentResult.from_stored(stored(), config=config)
+    for path, value, what in ((("tags", "role"), "alibi", "role 'rope'"),
+                              (("train", "seed"), 4, "seed 3"),
+                              (("train", "task", "name"), "count", "task 'distance'")):
+        other = copy.deepcopy(config)
+        node = other
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        with pytest.raises(PosencError, match=f"does not match its config: {what}"):
+            ExperimentResult.from_stored(stored(), config=other)
+
+
+def test_a_real_runs_stored_result_round_trips(tmp_path):
+    cfg = preset("smoke", task="distance", pe="rope", seed=1, epochs=1, **{"task.n_samples": 400})
+    exp = ExperimentConfig(train=cfg, ablation_examples=60, probe=True, probe_examples=60,
+                           tags={"role": "rope-1head"})
+    store = RunStore(tmp_path / "store")
+    rid = store.add(exp.to_dict(), "experiment", "distance/rope-1head/s1")
+    store.finish(rid, experiment_worker(exp.to_dict(), str(store.begin(rid)), 1))
+    data, rec = store.result(rid), store.get(rid)
+    r = ExperimentResult.from_stored(data, id=rid, run_dir=store.run_dir(rid), config=rec.config)
+    assert (r.task, r.role, r.seed, r.pe) == ("distance", "rope-1head", 1, "rope")
+    assert r.ablation == data["ablation"] and r.probe == data["probe"] and r.probe is not None
+    assert r.trace == data.get("trace") and r.dynamics is None and r.metrics == data["metrics"]
+    assert r.to_stored() == {k: v for k, v in data.items() if v is not None}
+    assert ExperimentResult.from_stored(r.to_stored(), id=rid, run_dir=r.run_dir) == r
+    # the same stored result under another run's config is refused
+    with pytest.raises(PosencError, match="does not match its config"):
+        ExperimentResult.from_stored(data, id=rid, config={**rec.config, "tags": {"role": "rope"}})
