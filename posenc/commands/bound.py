@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import PosencError
+
+if TYPE_CHECKING:
+    from ..numerics.bound_rows import BoundReport
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -124,19 +128,23 @@ def _table(head: tuple, rows: list[tuple]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
 
 
-def _plot(report: dict, path: str) -> None:
+def gershgorin_norm_bounds(report: BoundReport) -> dict[int, float]:
+    """n -> the Gershgorin bound on the positional matrix's spectral norm (the plot's curve)."""
+    return {r.n: r.bound for r in report.rows_of("norm") if r.bound_name == "Gershgorin"}
+
+
+def _plot(report: BoundReport, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    g = report["growth"]
-    ns = [x["n"] for x in g]
+    g = report.growth
+    ns = [x.n for x in g]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    ax1.loglog(ns, [x["norm"] for x in g], "o-", label="||P||_2 (exact)")
-    if all(x.get("symbol_sup") for x in g):
-        ax1.loglog(ns, [x["symbol_sup"] for x in g], "s--", label="sup |f_n| (Szego)")
-    gers = {r["n"]: r["bound"] for r in report["rows"]
-            if r["quantity"].startswith("||") and r["bound_name"] == "Gershgorin"}
+    ax1.loglog(ns, [x.norm for x in g], "o-", label="||P||_2 (exact)")
+    if all(x.symbol_sup for x in g):
+        ax1.loglog(ns, [x.symbol_sup for x in g], "s--", label="sup |f_n| (Szego)")
+    gers = gershgorin_norm_bounds(report)
     if len(gers) == len(ns):
         ax1.loglog(ns, [gers[n] for n in ns], "^:", label="Gershgorin")
     ax1.set_xlabel("n")
@@ -145,13 +153,13 @@ def _plot(report: dict, path: str) -> None:
     for key, label, style in (("ratio_additive", "||A+B|| / ||A|| (additive)", "o-"),
                               ("ratio_multiplicative", "||A o K|| / ||A|| (multiplicative)", "s-"),
                               ("ratio_hybrid", "||A o K + B|| / ||A|| (hybrid)", "^-")):
-        if all(key in x for x in g):
-            ax2.loglog(ns, [x[key] for x in g], style, label=label)
+        if all(getattr(x, key) is not None for x in g):
+            ax2.loglog(ns, [getattr(x, key) for x in g], style, label=label)
     ax2.axhline(1.0, color="grey", lw=0.8, ls="--", label="Schur bound max K_ii = 1")
     ax2.set_xlabel("n")
     ax2.set_title("contraction vs expansion", fontsize=10)
     ax2.legend(fontsize=8)
-    fig.suptitle(report["spec"], fontsize=10)
+    fig.suptitle(report.spec, fontsize=10)
     fig.tight_layout()
     from ..atomic import atomic_savefig
     try:
@@ -176,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
                    d_model=args.d_model, values=values, seed=args.seed, content=content,
                    reference=reference, method=args.method)
     if args.plot:
-        _plot(report.to_dict(), args.plot)
+        _plot(report, args.plot)
     if args.json:
         print(report.to_json())
     else:

@@ -10,6 +10,10 @@ coupling are always shown side by side ("auto": ``rope`` for additive specs,
 ``alibi`` for multiplicative ones; ``None`` for none).  Returns
 ``{"kernel": metadata, "rows": [...], "growth": [...]}``; a row is
 ``{n, matrix, quantity, exact, bound, bound_name, method, seconds}``.
+
+``bound_table(...)`` (same arguments) -> :class:`~.bound_rows.BoundReport`: the same report
+as typed rows (each :class:`~.bound_rows.BoundRow` says what it measures);
+``bound_report`` is its ``to_dict()``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..encodings import PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_WIDTH, check_int, check_memory
 from . import bounds as bd
+from .bound_rows import BoundReport, BoundRow, GrowthRow
 from .contraction import check_content, couple, seeded_content
 from .kernels import MAX_N, Kernel, check_sizes, kernel
 from .operators import ToeplitzOperator
@@ -33,8 +38,14 @@ from .spectra import AUTO_DENSE, spectrum
 HOLDS_RTOL = 1e-8
 
 
-def _row(n: int, matrix: str, quantity: str, exact: Any, bound: Any, bound_name: str,
-         method: str, seconds: float) -> dict[str, Any]:
+#: How each measure is written in a row's ``quantity`` (X: the matrix's symbol).
+_QUANTITY = {"lam_max": "lam_max({})", "lam_min": "lam_min({})", "norm": "||{}||_2",
+             "cond": "cond({})", "rank": "rank({})", "norm_ratio": "||{}||_2 / ||A||_2"}
+
+
+def _row(n: int, matrix: str, measure: str, of: str, exact: Any, bound: Any, bound_name: str,
+         method: str, seconds: float) -> BoundRow:
+    """``measure`` (see ``bound_rows.MEASURES``) of the matrix written ``of``."""
     def f(v: Any) -> float | None:
         return None if v is None else float(v)
     side = "lower" if "(lower)" in bound_name else ("upper" if bound is not None else None)
@@ -42,65 +53,70 @@ def _row(n: int, matrix: str, quantity: str, exact: Any, bound: Any, bound_name:
     if exact is not None and bound is not None and np.isfinite(exact):
         slack = HOLDS_RTOL * max(abs(exact), abs(bound), 1.0)
         holds = bool(exact <= bound + slack) if side == "upper" else bool(exact >= bound - slack)
-    return {"n": n, "matrix": matrix, "quantity": quantity, "exact": f(exact), "bound": f(bound),
-            "side": side, "bound_name": bound_name, "holds": holds, "method": method,
-            "seconds": seconds}
+    return BoundRow(n=n, matrix=matrix, quantity=_QUANTITY[measure].format(of), exact=f(exact),
+                    bound=f(bound), side=side, bound_name=bound_name, holds=holds, method=method,
+                    seconds=seconds, measure=measure)
 
 
-def _matrix_rows(n: int, label: str, kern: Kernel, method: str) -> tuple[list[dict], dict]:
+def _matrix_rows(n: int, label: str, kern: Kernel, method: str) -> tuple[list[BoundRow], dict]:
     """Spectrum of one positional matrix with Szego, Gershgorin (and plane) bounds."""
     sym = {"bias": "B", "position-gram": "G", "rotary": "K", "decayed-rotary": "K",
            "none": "B"}[kern.kind]
     sp = spectrum(kern.operator, method=method, psd=kern.psd, rank_bound=kern.rank_bound)
     m, s = sp.method, sp.seconds
-    rows: list[dict] = []
+    rows: list[BoundRow] = []
     sz = bd.szego(kern.operator) if isinstance(kern.operator, ToeplitzOperator) else None
     gg = bd.gershgorin(kern.operator) if kern.toeplitz or n <= 2048 else None
     if sp.hermitian:
-        rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max, sz and sz["upper"],
+        rows.append(_row(n, label, "lam_max", sym, sp.lambda_max, sz and sz["upper"],
                          "Szego: max f_n", m, s))
-        rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max, gg and gg["upper"],
+        rows.append(_row(n, label, "lam_max", sym, sp.lambda_max, gg and gg["upper"],
                          "Gershgorin", m, s))
         if kern.kind == "rotary":
             rn = bd.rotary_nonzero(kern)
-            rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max, rn["lambda_max_lower"],
+            rows.append(_row(n, label, "lam_max", sym, sp.lambda_max, rn["lambda_max_lower"],
                              "planes: max_m w_m lam(C_m) (lower)", m, s))
-            rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max,
+            rows.append(_row(n, label, "lam_max", sym, sp.lambda_max,
                              rn["lambda_max_lower_frobenius"], "||K||_F^2 / tr K (lower)", m, s))
-            rows.append(_row(n, label, f"lam_max({sym})", sp.lambda_max, rn["lambda_max_upper"],
+            rows.append(_row(n, label, "lam_max", sym, sp.lambda_max, rn["lambda_max_upper"],
                              "planes: sum_m w_m lam(C_m)", m, s))
-            rows.append(_row(n, label, f"rank({sym})", None, rn["rank_bound"],
+            rows.append(_row(n, label, "rank", sym, None, rn["rank_bound"],
                              "<= 2 rotating planes + 1", "structure", 0.0))
-        rows.append(_row(n, label, f"lam_min({sym})", sp.lambda_min, sz and sz["lower"],
+        rows.append(_row(n, label, "lam_min", sym, sp.lambda_min, sz and sz["lower"],
                          "Szego: min f_n (lower)", m, s))
-        rows.append(_row(n, label, f"lam_min({sym})", sp.lambda_min, gg and gg["lower"],
+        rows.append(_row(n, label, "lam_min", sym, sp.lambda_min, gg and gg["lower"],
                          "Gershgorin (lower)", m, s))
-    rows.append(_row(n, label, f"||{sym}||_2", sp.sigma_max, sz and sz["norm_upper"],
+    rows.append(_row(n, label, "norm", sym, sp.sigma_max, sz and sz["norm_upper"],
                      "Szego: max |f_n|", m, s))
-    rows.append(_row(n, label, f"||{sym}||_2", sp.sigma_max, gg and gg["norm_upper"],
+    rows.append(_row(n, label, "norm", sym, sp.sigma_max, gg and gg["norm_upper"],
                      "Gershgorin", m, s))
-    rows.append(_row(n, label, f"cond({sym})", sp.cond, None, "", m, s))
+    rows.append(_row(n, label, "cond", sym, sp.cond, None, "", m, s))
     growth = {"norm": sp.sigma_max, "symbol_sup": sz and sz["norm_upper"] - sz["correction"]}
-    return [r for r in rows if r["bound"] is not None or r["bound_name"] == ""], growth
+    return [r for r in rows if r.bound is not None or r.bound_name == ""], growth
 
 
-def _coupled_rows(n: int, label: str, c: Any) -> list[dict]:
+def _coupled_rows(n: int, label: str, c: Any) -> list[BoundRow]:
     op = "A o K" if c.coupling == "multiplicative" else ("A o K + B" if c.coupling == "hybrid"
                                                          else "A + B")
-    rows = [_row(n, label, f"||{op}||_2 / ||A||_2", c.ratio, c.bound_norm / c.norm_a,
+    rows = [_row(n, label, "norm_ratio", op, c.ratio, c.bound_norm / c.norm_a,
                  c.norm_bound_name, c.method, c.seconds)]
     if c.lam_l is not None and c.bound_interval is not None:
-        rows.append(_row(n, label, f"lam_min({op})", c.lam_l[0], c.bound_interval[0],
+        rows.append(_row(n, label, "lam_min", op, c.lam_l[0], c.bound_interval[0],
                          f"{c.bound_name} (lower)", c.method, c.seconds))
-        rows.append(_row(n, label, f"lam_max({op})", c.lam_l[1], c.bound_interval[1],
+        rows.append(_row(n, label, "lam_max", op, c.lam_l[1], c.bound_interval[1],
                          c.bound_name, c.method, c.seconds))
     return rows
 
 
-def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: int = 8,
-                 head_dim: int = 64, d_model: int | None = None, values: Any = None,
-                 seed: int = 0, content: Any = None, reference: str | None = "auto",
-                 method: str = "auto") -> dict[str, Any]:
+def bound_report(spec: PESpec | str, ns: list[int], **kwargs: Any) -> dict[str, Any]:
+    """:func:`bound_table` as the plain dict that ``posenc bound --json`` prints."""
+    return bound_table(spec, ns, **kwargs).to_dict()
+
+
+def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: int = 8,
+                head_dim: int = 64, d_model: int | None = None, values: Any = None,
+                seed: int = 0, content: Any = None, reference: str | None = "auto",
+                method: str = "auto") -> BoundReport:
     spec = parse_spec(spec) if isinstance(spec, str) else spec
     if not ns:
         raise PosencError("give at least one sequence length n")
@@ -139,8 +155,8 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
         def section(n: int) -> Any:
             return arr[:n, :n]
         content_label = f"given {arr.shape[0]} x {arr.shape[0]} matrix (leading sections)"
-    rows: list[dict] = []
-    growth: list[dict] = []
+    rows: list[BoundRow] = []
+    growth: list[GrowthRow] = []
     meta: dict[str, Any] = {}
     for n in ns:
         kern = kernel(spec, n, values=values, **kw)
@@ -161,9 +177,8 @@ def bound_report(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: i
             key = {"multiplicative": "ratio_multiplicative", "additive": "ratio_additive",
                    "none": "ratio_additive", "hybrid": "ratio_hybrid"}[mode]
             g[key] = c.ratio
-        growth.append(g)
-    return {"spec": spec.to_string(), "kernel": meta, "content": content_label, "rows": rows,
-            "growth": growth}
+        growth.append(GrowthRow(**g))
+    return BoundReport(spec.to_string(), meta, content_label, tuple(rows), tuple(growth))
 
 
 #: Peak bytes per position of a matrix-free ``bound`` run, measured with /usr/bin/time -v at

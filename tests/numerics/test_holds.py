@@ -95,7 +95,7 @@ def test_holds_says_no_when_schurs_assumption_is_dropped():
     n = 48
     a = content(n, seed=3)
     c = couple(a, kernel("alibi", n, n_heads=H, head_dim=HEAD_DIM), "multiplicative", "dense")
-    rows = _coupled_rows(n, "alibi as a multiplicative kernel", c)
+    rows = [r.to_dict() for r in _coupled_rows(n, "alibi as a multiplicative kernel", c)]
     ev = np.linalg.eigvalsh(a * alibi(n))
     mine = {"||A o K||_2 / ||A||_2": np.max(np.abs(ev)) / np.max(np.abs(np.linalg.eigvalsh(a))),
             "lam_min(A o K)": ev[0], "lam_max(A o K)": ev[-1]}
