@@ -47,12 +47,15 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     """Spectra of ``spec``'s positional matrix at each sequence length ``n``, with bounds.
 
     ``spec``: a spec string (``"alibi"``, ``"rope:base=500000"``) or a :class:`~posenc.PESpec`.
-    ``content``: None (a seeded rank-8 Gram), ``("seeded", rank, seed)`` or a square array A.
+    ``content``: None (a seeded rank-8 Gram), a :class:`~posenc.numerics.content.SeededContent`
+    or :class:`~posenc.numerics.content.MatrixContent`, ``("seeded", rank, seed)``,
+    ``"rank=R,seed=S"`` / ``"FILE.npy"`` (as on the command line) or a square array A.
     ``values``: learned values (T5/table bias, learned absolute table), default a seeded draw.
     ``reference``: the PE supplying the other coupling ("auto", a spec string, or None).
     ``method``: "auto" (dense LAPACK up to n = 512, Lanczos above), "dense" or "lanczos".
     """
     from ..limits import check_int
+    from ..numerics.content import as_content
     from ..numerics.summary import bound_table
     from . import arguments as arg
 
@@ -74,6 +77,7 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
             raise PosencError(f"n={max(ns)} is too large for --method dense: an n x n float64 "
                               f"array needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB "
                               f"(limit n <= {DENSE_LIMIT})")
+    content = as_content(content)
     return bound_table(
         spec, ns, head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, values=values,
         seed=seed, content=content, reference=reference, method=method)

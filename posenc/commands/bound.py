@@ -11,13 +11,13 @@ Schur and Weyl bounds (Gu et al., arXiv 2505.13027).
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
 
 if TYPE_CHECKING:
     from ..numerics.bound_rows import BoundReport
+    from ..numerics.content import ContentSpec
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -63,21 +63,10 @@ def parse_ns(text: str) -> list[int]:
     return out
 
 
-def parse_content(text: str) -> object:
-    from ..limits import parse_int
-    from ..numerics.contraction import load_content
-    if text.endswith(".npy") or os.path.sep in text:
-        return load_content(text)
-    opts = {"rank": 8, "seed": 0}
-    for item in text.split(","):
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or key not in opts:
-            raise PosencError(f"--content must be rank=R,seed=S or a FILE.npy; got {text!r}")
-        opts[key] = parse_int(value, f"--content {key}")    # rank limit: posenc.bound
-    if opts["rank"] < 1:
-        raise PosencError(f"--content rank must be >= 1; got {opts['rank']}")
-    return ("seeded", opts["rank"], opts["seed"])
+def parse_content(text: str) -> ContentSpec:
+    """``--content``: ``rank=R,seed=S`` or ``FILE.npy`` (:func:`posenc.numerics.content.parse_content`)."""
+    from ..numerics.content import parse_content as parse
+    return parse(text)
 
 
 def _load_values(path: str | None) -> object:

@@ -23,7 +23,10 @@ Public API (signatures in each module's docstring):
 * :mod:`.bounds` -- ``szego``, ``gershgorin``, ``schur_interval``, ``schur_norm``,
   ``weyl_interval``, ``weyl_norm``, ``rotary_nonzero``, ``cosine_plane_eigenvalues``.
 * :mod:`.contraction` -- ``seeded_content``, ``load_content``, ``couple`` -> ``Coupled``.
-* :mod:`.summary` -- ``bound_report(spec, ns, ...)``: the rows of ``posenc bound``.
+* :mod:`.content` -- ``SeededContent``, ``MatrixContent``, ``parse_content``, ``as_content``:
+  the content matrix A of ``posenc bound``, parsed once.
+* :mod:`.summary` -- ``bound_table(spec, ns, ...)`` -> ``BoundReport`` (typed rows, :mod:`.bound_rows`);
+  ``bound_report`` is its ``to_dict()``.
 """
 
 from .bounds import (gershgorin, rotary_nonzero, schur_interval, schur_norm, szego,  # noqa: F401

@@ -3,7 +3,8 @@
 ``bound_report(spec, ns, *, head=0, n_heads=8, head_dim=64, d_model=None, values=None,
 seed=0, content=None, reference="auto", method="auto") -> dict``
 
-``content``: None (a seeded rank-8 Gram, seed 0), ``("seeded", rank, seed)`` or
+``content``: what :func:`.content.as_content` takes -- None (a seeded rank-8 Gram, seed 0),
+a ``SeededContent`` / ``MatrixContent``, ``("seeded", rank, seed)``, ``"rank=R,seed=S"`` or
 an (N, N) array whose leading n x n sections are used.  ``reference``: the PE
 that supplies the coupling a spec lacks, so that multiplicative and additive
 coupling are always shown side by side ("auto": ``rope`` for additive specs,
@@ -24,10 +25,11 @@ import numpy as np
 
 from ..encodings import PESpec, parse_spec
 from ..errors import PosencError
-from ..limits import MAX_WIDTH, check_int, check_memory
+from ..limits import check_int, check_memory
 from . import bounds as bd
 from .bound_rows import BoundReport, BoundRow, GrowthRow
-from .contraction import check_content, couple, seeded_content
+from .content import SeededContent, as_content
+from .contraction import couple
 from .kernels import MAX_N, Kernel, check_sizes, kernel
 from .operators import ToeplitzOperator
 from .spectra import AUTO_DENSE, spectrum
@@ -126,35 +128,11 @@ def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: in
     seed = check_int("seed", seed, 2**63 - 1, minimum=0)
     kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, seed=seed)
     n_max = max(ns)
-    if content is None:
-        content = ("seeded", 8, 0)
-    if isinstance(content, tuple):
-        if len(content) != 3 or content[0] != "seeded":
-            raise PosencError(f"content must be None, ('seeded', rank, seed) or a square array; "
-                              f"got {content!r}")
-        content = ("seeded", check_int("content rank", content[1], MAX_WIDTH),
-                   check_int("content seed", content[2], 2**63 - 1, minimum=0))
-    elif isinstance(content, (str, bytes)) or np.ndim(content) == 0:
-        raise PosencError(f"content must be None, ('seeded', rank, seed) or a square array; "
-                          f"got {content!r}"[:200])
-    else:
-        content = check_content(content)
-    rank = content[1] if isinstance(content, tuple) else 0
+    content = as_content(content)
+    rank = content.rank if isinstance(content, SeededContent) else 0
     check_memory(memory_estimate(spec, n_max, rank=rank, width=d_model or head_dim * n_heads,
                                  method=method), f"bound {spec.name} at n={n_max}")
-    if isinstance(content, tuple):
-        full = seeded_content(n_max, content[1], content[2])
-        def section(n: int) -> Any:
-            return type(full)(full.x[:n])
-        content_label = f"seeded Gram, rank {content[1]}, seed {content[2]}"
-    else:
-        arr = np.asarray(content)
-        if n_max > arr.shape[0]:
-            raise PosencError(f"the content matrix is {arr.shape[0]} x {arr.shape[0]}; "
-                              f"n={n_max} needs a larger one")
-        def section(n: int) -> Any:
-            return arr[:n, :n]
-        content_label = f"given {arr.shape[0]} x {arr.shape[0]} matrix (leading sections)"
+    section = content.sections(n_max)
     rows: list[BoundRow] = []
     growth: list[GrowthRow] = []
     meta: dict[str, Any] = {}
@@ -178,7 +156,7 @@ def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: in
                    "none": "ratio_additive", "hybrid": "ratio_hybrid"}[mode]
             g[key] = c.ratio
         growth.append(GrowthRow(**g))
-    return BoundReport(spec.to_string(), meta, content_label, tuple(rows), tuple(growth))
+    return BoundReport(spec.to_string(), meta, content.label(), tuple(rows), tuple(growth))
 
 
 #: Peak bytes per position of a matrix-free ``bound`` run, measured with /usr/bin/time -v at
