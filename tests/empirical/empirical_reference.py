@@ -1,5 +1,5 @@
 """Plain-Python / loop references for the empirical layer's tests, written from the
-conventions in posenc/encodings.py's docstring (not from posenc.empirical's code)."""
+conventions in posenc/encodings/__init__.py's docstring (not from posenc.empirical's code)."""
 
 from __future__ import annotations
 

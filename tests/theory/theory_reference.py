@@ -1,6 +1,6 @@
 """Reference attention logits by explicit loops, written independently of posenc.theory.
 
-Implements the catalogue conventions (docstring of posenc/encodings.py) from
+Implements the catalogue conventions (docstring of posenc/encodings/__init__.py) from
 scratch with numpy and the math module -- one query/key pair at a time -- so
 that agreement with the lambdified sympy forms is evidence.  ALiBi slopes use
 the ALiBi repository's ``get_slopes``; T5 buckets use the float formula of
