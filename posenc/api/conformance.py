@@ -15,7 +15,8 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int 
     ``fn``: a Python callable (checked in this process), or an ``IMPL`` string
     (``module:function``, ``module.function`` or ``path/to/file.py:function``) as ``posenc
     check`` takes, loaded and checked in a child process that may run ``timeout`` seconds.
-    ``kind``: "rope", "bias" or None (detect).  ``dim``: the head dimension given to a rotary
+    ``kind``: "rope", "bias", "xpos" (``f(q, k, positions) -> (q, k)``) or None (detect rope
+    or bias).  ``dim``: the head dimension given to a rotary
     function.  ``expect``: the conventions meant, e.g. ``"base=500000,pairing=half"`` or
     ``{"slopes": "press", "direction": "causal"}``, checked against posenc's reference.
     The report's ``ok`` is False when a property fails; bad input (not callable, raising on the

@@ -2,7 +2,8 @@
 
 IMPL is ``module:function``, ``module.function`` or ``path/to/file.py:function``.  A rotary
 function ``f(x, positions) -> x_rotated`` (x of shape (..., seq, dim)) or a bias function
-``g(n_heads, n) -> (heads, n, n)``; the kind is detected unless ``--kind`` is given.  The user's
+``g(n_heads, n) -> (heads, n, n)`` (ALiBi or KERPLE-log); the kind is detected unless ``--kind``
+is given; an xPos function ``f(q, k, positions) -> (q, k)`` needs ``--kind xpos``.  The user's
 code runs in a child process with a time limit (``--timeout``, default 60 s).  Prints each
 property as pass/fail with a minimal counterexample.  Exit status 0 if every property passes,
 1 if one fails, 2 for bad input (IMPL missing, not callable, raising, returning the wrong shape,
@@ -21,13 +22,15 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("impl", metavar="IMPL", help="module:function, module.function or "
                                                 "path/to/file.py:function")
     p.add_argument("--kind", default=None,
-                   help="rope: f(x, positions); bias: g(n_heads, n) (default: detect)")
+                   help="rope: f(x, positions); bias: g(n_heads, n); xpos: f(q, k, positions) -> "
+                        "(q, k) (default: detect rope or bias)")
     p.add_argument("--dim", type=int, default=64,
                    help="head dimension given to a rotary function (default 64)")
     p.add_argument("--expect", default=None, metavar="K=V,...",
                    help="the conventions you meant, checked against posenc's reference: "
                         "rotary base=500000,pairing=half|interleaved,fraction=F; bias "
-                        "slopes=press|exp|S1:S2:...,direction=causal|symmetric")
+                        "slopes=press|exp|S1:S2:...,direction=causal|symmetric or "
+                        "r1=R1,r2=R2 (KERPLE-log); xpos base=B,gamma=G,scale_base=S")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds the child process running IMPL may take (default 60)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -14,7 +14,11 @@ Each returns a :class:`ConformanceReport` (``.ok``, ``.properties``, ``.summary`
   (numpy float64 first, torch tensors if numpy inputs raise; x with 2, 3 or 4 axes, whichever
   keeps its shape), positions (seq,) int64: see :mod:`.rope`, :mod:`.positions`,
   :mod:`.rope_frequency`;
-* ``bias`` -- ``g(n_heads, n) -> (heads, n, n)`` with Python ints: see :mod:`.bias`.
+* ``bias`` -- ``g(n_heads, n) -> (heads, n, n)`` with Python ints: see :mod:`.bias` (ALiBi's
+  form and slopes) and :mod:`.kerple` (KERPLE-log's form, r1 and r2);
+* ``xpos`` -- ``f(q, k, positions) -> (q_rotated, k_rotated)``, RoPE with xPos's per-plane
+  decay (q and k scaled differently, so one function of both): see :mod:`.xpos`.  Not detected:
+  give ``kind="xpos"`` (``--kind xpos``) or an ``--expect`` with gamma or scale_base.
 
 ``kind=None`` detects the kind: the callable is first tried as a bias function with small ints.
 If g(2, 4) returns an array, a bias is the plausible kind: a (2, 4, 4) result is checked as one,
@@ -37,7 +41,7 @@ from .isolation import DEFAULT_TIMEOUT, check_target
 from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
-KINDS = ("rope", "bias")
+KINDS = ("rope", "bias", "xpos")
 MAX_DIM = 4096
 # Head dims tried when the given --dim does not work, to tell the user which one does.
 OTHER_DIMS = (128, 64, 256, 32, 16, 80, 96, 112, 160, 8)
@@ -78,8 +82,7 @@ def check_rope(caller: Caller, impl: str, dim: int,
     from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
 
-    if not is_int(dim) or dim < 2 or dim % 2 or dim > MAX_DIM:
-        raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
+    _check_dim(dim)
     probe = RopeProbe(caller, dim)
     positions = np.arange(GRID)
     try:
@@ -126,9 +129,22 @@ def check_rope(caller: Caller, impl: str, dim: int,
     return report
 
 
+def check_xpos(caller: Caller, impl: str, dim: int,
+               expected: Optional[dict] = None) -> ConformanceReport:
+    from .xpos import check_xpos as check
+
+    _check_dim(dim)
+    return check(caller, impl, dim, expected)
+
+
+def _check_dim(dim: int) -> None:
+    if not is_int(dim) or dim < 2 or dim % 2 or dim > MAX_DIM:
+        raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
+
+
 def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: int = 64,
                    expect=None, name: Optional[str] = None) -> ConformanceReport:
-    """Check ``fn`` in this process as a ``kind`` ("rope" | "bias" | None to detect).
+    """Check ``fn`` in this process as a ``kind`` ("rope" | "bias" | "xpos" | None to detect).
 
     ``expect``: ``"base=500000,pairing=half"`` / ``"slopes=press,direction=causal"`` or the same
     as a dict.  ``name`` labels the report (default: the function's qualified name)."""
@@ -146,6 +162,8 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
         return check_bias(caller, impl, expected)
     if kind == "rope":
         return check_rope(caller, impl, dim, expected)
+    if kind == "xpos":
+        return check_xpos(caller, impl, dim, expected)
     is_bias, why_not = _bias_probe(caller)
     if is_bias:
         return check_bias(caller, impl, expected)

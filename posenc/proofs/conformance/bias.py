@@ -21,7 +21,9 @@ has a special rule for the latter):
   h = 0 -- ``alibi:slopes=exp0`` -- which is reported as exp's off-by-one), with hints for the
   usual slips (head index off by one, slopes computed for H ± 1 heads).  Reference slopes come
   from :func:`posenc.numerics.conventions.alibi_slopes`;
-* expected (``--expect slopes=...,direction=...``): see :mod:`.expect`.
+* KERPLE-log form, for a bias that is not linear in the distance: see :mod:`.kerple`;
+* expected (``--expect slopes=...,direction=...``; ``r1=..,r2=..`` for KERPLE-log): see
+  :mod:`.expect` and :mod:`.kerple`.
 
 Each failure names the smallest offending H, head and (i, j).
 """
@@ -245,9 +247,11 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
     for H, B in biases.items():
         s, why = slopes_of(B)
         if s is None:
+            from .kerple import check_form
             return [Property("ALiBi form", INFO, "not linear in the distance, so not ALiBi; slope "
                              "schedule not applicable", f"n_heads={H}, {why}"),
-                    Property("slope schedule", NA, "not an ALiBi-style bias")]
+                    Property("slope schedule", NA, "not an ALiBi-style bias"),
+                    check_form(biases, kind, summary, _same)]
         recovered[H] = s
     summary["slopes"] = {str(H): [float(v) for v in s] for H, s in recovered.items()}
     if kind == "neither":
@@ -296,9 +300,9 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
 
 def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> ConformanceReport:
     heads = list(HEADS)
-    if expected and isinstance(expected.get("slopes"), list) and \
-            len(expected["slopes"]) not in heads:
-        heads.append(len(expected["slopes"]))
+    for key in ("slopes", "r1", "r2"):             # a per-head list: check that many heads too
+        if expected and isinstance(expected.get(key), list) and len(expected[key]) not in heads:
+            heads.append(len(expected[key]))
     raw = {H: _call(caller, H, N) for H in heads}                   # H -> (H, N, N)
     report = ConformanceReport(impl, "bias", "plain")
     props = report.properties
@@ -338,10 +342,13 @@ def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> Co
         props.append(Property("slope schedule", NA, "the bias is not Toeplitz"))
     else:
         props.extend(check_slopes(relative, kind, report.summary))
-        if props[-2].status == PASS and not by_row and \
+        if props[-2].name == "ALiBi form" and props[-2].status == PASS and not by_row and \
                 any(np.any(relative[H] != B) for H, B in biases.items()):
             props[-2].detail += " (plus a constant on the diagonal, which softmax ignores)"
-    if expected:
+    if expected and ("r1" in expected or "r2" in expected):
+        from .kerple import check_expectation
+        props.append(check_expectation(relative, expected, report.summary, _same))
+    elif expected:
         from .expect import check_bias_expectation
         props.append(check_bias_expectation(relative, expected, report.summary, _same))
     return report

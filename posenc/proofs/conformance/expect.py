@@ -2,11 +2,13 @@
 
 Rotary: ``base=500000,pairing=half,fraction=0.5`` (any subset; the rest default to the
 catalogue's RoPE defaults, base 10000, interleaved pairing, fraction 1).  Bias:
-``slopes=press|exp|S1:S2:...,direction=causal|symmetric``.  The reference is built from
-:mod:`posenc.numerics.conventions` (rope_frequencies, alibi_slopes), not from what the checker
-recovered, and compared with the user's function entry by entry; for rotary functions also the
-logits ⟨f(q,m), f(k,n)⟩ = M_mᵀM_n against the reference's.  A difference that cancels in the
-logits (a common position offset: R_{m+c}ᵀR_{n+c} = R_mᵀR_n) is named as such.
+``slopes=press|exp|S1:S2:...,direction=causal|symmetric``, or KERPLE-log's ``r1=..,r2=..``
+(:mod:`.kerple`).  xPos (``--kind xpos``): ``base=..,gamma=..,scale_base=..`` (:mod:`.xpos`).
+The reference is built from :mod:`posenc.numerics.conventions` (rope_frequencies,
+alibi_slopes), not from what the checker recovered, and compared with the user's function
+entry by entry; for rotary functions also the logits ⟨f(q,m), f(k,n)⟩ = M_mᵀM_n against the
+reference's.  A difference that cancels in the logits (a common position offset:
+R_{m+c}ᵀR_{n+c} = R_mᵀR_n) is named as such.
 """
 
 from __future__ import annotations
@@ -21,8 +23,21 @@ from ...errors import PosencError
 from .report import FAIL, PASS, Property, fmt
 
 ROPE_KEYS = ("base", "pairing", "fraction")
-BIAS_KEYS = ("slopes", "direction")
+BIAS_KEYS = ("slopes", "direction", "r1", "r2")
+XPOS_KEYS = ("base", "gamma", "scale_base")
+#: kind -> the --expect keys it takes ("base" is rotary's unless the kind is xpos).
+KEYS = {"rope": ROPE_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS}
 MAX_LIST = 4096
+
+
+def _positive_list(key: str, value: str) -> list[float]:
+    parts = value.replace(" ", ":").split(":")
+    if len(parts) > MAX_LIST:
+        raise PosencError(f"--expect {key}: at most {MAX_LIST} values")
+    out = [_number(key, p) for p in parts if p]
+    if not out or any(v <= 0 for v in out):
+        raise PosencError(f"--expect {key}={value}: positive numbers separated by ':'")
+    return out
 
 
 def _number(key: str, text: str) -> float:
@@ -76,24 +91,39 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
             if value in ("press", "exp"):
                 out[key] = value
             else:
-                parts = value.replace(" ", ":").split(":")
-                if len(parts) > MAX_LIST:
-                    raise PosencError(f"--expect slopes: at most {MAX_LIST} slopes")
-                out[key] = [_number("slopes", p) for p in parts if p]
-                if not out[key] or any(s <= 0 for s in out[key]):
+                try:
+                    out[key] = _positive_list(key, value)
+                except PosencError:
                     raise PosencError(f"--expect slopes={value}: press, exp or positive "
-                                      f"numbers separated by ':'")
+                                      f"numbers separated by ':'") from None
+        elif key in ("r1", "r2"):
+            vals = _positive_list(key, value)
+            out[key] = vals[0] if len(vals) == 1 and ":" not in value else vals
+        elif key in ("gamma", "scale_base"):
+            out[key] = _number(key, value)
+            if out[key] <= 0:
+                raise PosencError(f"--expect {key}={value}: must be > 0")
         else:
             raise PosencError(f"--expect: unknown key {key!r}; rotary: {', '.join(ROPE_KEYS)}; "
-                              f"bias: {', '.join(BIAS_KEYS)}")
-    kinds = {"rope" if k in ROPE_KEYS else "bias" for k in out}
-    if len(kinds) > 1:
+                              f"bias: {', '.join(BIAS_KEYS)}; xpos: {', '.join(XPOS_KEYS)}")
+    if "slopes" in out and ("r1" in out or "r2" in out):
+        raise PosencError("--expect mixes ALiBi's slopes with KERPLE-log's r1, r2")
+    kinds = [k for k, keys in KEYS.items() if all(key in keys for key in out)]
+    if kind is not None:
+        found = kind
+        if kind not in kinds:
+            names = {"rope": "a rotary", "bias": "a bias", "xpos": "an xpos"}
+            other = next((k for k in kinds), None)
+            raise PosencError(f"--expect {', '.join(out)} describes "
+                              f"{names[other] + ' function' if other else 'no one kind'}, "
+                              f"not --kind {kind}")
+    elif len(kinds) == 1 or "rope" in kinds:   # base alone: rotary, as before xpos
+        found = kinds[0]
+    elif not kinds and any(k in XPOS_KEYS[1:] for k in out):
+        raise PosencError(f"--expect mixes xpos keys ({', '.join(XPOS_KEYS)}) with others")
+    else:
         raise PosencError("--expect mixes rotary keys (base, pairing, fraction) with bias keys "
-                          "(slopes, direction)")
-    (found,) = kinds
-    if kind is not None and kind != found:
-        raise PosencError(f"--expect {', '.join(out)} describes a "
-                          f"{'rotary' if found == 'rope' else 'bias'} function, not --kind {kind}")
+                          "(slopes, direction, r1, r2)")
     out["kind"] = found
     return out
 

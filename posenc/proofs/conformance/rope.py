@@ -138,8 +138,9 @@ def check_norm(M: np.ndarray, positions: np.ndarray) -> Property:
     return Property("norm preservation", FAIL, "f(·, p) is not orthogonal", cex)
 
 
-def check_shift(M: np.ndarray, positions: np.ndarray) -> Property:
-    G = np.einsum("ida,jdb->ijab", M, M)                                    # (S, S, D, D)
+def check_shift(M: np.ndarray, positions: np.ndarray, K: Optional[np.ndarray] = None) -> Property:
+    """Q_iᵀK_j = Q_{i+1}ᵀK_{j+1}; the keys' maps ``K`` are the queries' ``M`` unless given (xPos)."""
+    G = np.einsum("ida,jdb->ijab", M, M if K is None else K)               # (S, S, D, D)
     dev = np.abs(G[1:, 1:] - G[:-1, :-1])                                   # compare (i,j), (i+1,j+1)
     bad = _first(~(dev <= TOL), lambda ix: (ix[:, 0] + ix[:, 1], ix[:, 0], ix[:, 2], ix[:, 3]))
     if bad is None:
