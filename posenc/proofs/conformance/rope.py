@@ -22,7 +22,7 @@ Each failure names the smallest offending position and basis dims (e_a, e_b).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -69,12 +69,16 @@ class RopeProbe:
     def apply(self, X: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """f applied to X (B, seq, dim) at ``positions`` (seq,) -> (B, seq, dim) float64."""
         positions = np.asarray(positions, dtype=np.int64)
+        return self.at_rank(lambda rank: self._call(X, positions, rank), (2, 3, 4))
+
+    def at_rank(self, call: Callable[[int], Any], ranks: tuple[int, ...]) -> Any:
+        """``call(rank)`` at the rank found before, else at the first of ``ranks`` that works."""
         if self.rank is not None:
-            return self._call(X, positions, self.rank)
+            return call(self.rank)
         first: Optional[PosencError] = None
-        for rank in (2, 3, 4):
+        for rank in ranks:
             try:
-                Y = self._call(X, positions, rank)
+                out = call(rank)
             except PosencError as exc:
                 # A wrong output shape at one rank may be the right one at another: a
                 # Llama-style function that broadcasts against (b, heads, seq, dim) tables
@@ -83,7 +87,7 @@ class RopeProbe:
                 self.caller.mode = None
                 continue
             self.rank = rank
-            return Y
+            return out
         assert first is not None
         raise first
 

@@ -35,18 +35,14 @@ import numpy as np
 from ...errors import PosencError
 from .loading import Caller
 from .report import FAIL, PASS, ConformanceReport, Property, fmt
-from .rope import GRID, TOL, check_shift, classify_pairing, find_planes
+from .rope import GRID, TOL, RopeProbe, check_shift, classify_pairing, find_planes
 
 
-class XposProbe:
+class XposProbe(RopeProbe):
     """Feeds (B, seq, dim) batches of q and k to the user's function at the rank it accepts."""
 
-    def __init__(self, caller: Caller, dim: int) -> None:
-        self.caller, self.dim = caller, dim
-        self.rank: Optional[int] = None
-
-    def _call(self, Q: np.ndarray, K: np.ndarray, positions: np.ndarray,
-              rank: int) -> tuple[np.ndarray, np.ndarray]:
+    def _call_qk(self, Q: np.ndarray, K: np.ndarray, positions: np.ndarray,
+                 rank: int) -> tuple[np.ndarray, np.ndarray]:
         B, S, D = Q.shape
         shape = {2: (S, D), 3: (B, S, D), 4: (B, 1, S, D)}[rank]
         if rank == 2:
@@ -63,23 +59,10 @@ class XposProbe:
                               f"of the shape it was given")
         return Y[0].reshape(B, S, D), Y[1].reshape(B, S, D)
 
-    def apply(self, Q: np.ndarray, K: np.ndarray,
+    def apply(self, Q: np.ndarray, K: np.ndarray,  # type: ignore[override]
               positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         positions = np.asarray(positions, dtype=np.int64)
-        if self.rank is not None:
-            return self._call(Q, K, positions, self.rank)
-        first: Optional[PosencError] = None
-        for rank in (3, 4, 2):
-            try:
-                out = self._call(Q, K, positions, rank)
-            except PosencError as exc:
-                first = first or exc
-                self.caller.mode = None
-                continue
-            self.rank = rank
-            return out
-        assert first is not None
-        raise first
+        return self.at_rank(lambda rank: self._call_qk(Q, K, positions, rank), (3, 4, 2))
 
     def matrices(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Q_p, K_p) for each position, each (seq, dim, dim): Q[s] @ x == f_q(x, positions[s])."""
