@@ -34,8 +34,6 @@ from typing import Optional
 
 import torch
 
-#: How far below a same-segment score a cross-segment one is put (:meth:`Packing.score_columns`).
-SEGMENT_BIG = 1e4
 
 
 class Packing:
@@ -100,12 +98,14 @@ class Packing:
     def score_columns(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """The block mask as extra columns of q and k, (rows, 1, T, S) each (S segments in the
         fullest row): ``[q, e_i] . [k, BIG (e_j - 1)] = q.k - BIG [segment(i) != segment(j)]``
-        with e the one-hot of a slot's segment number and BIG = 1e4.  exp(-1e4 + O(100)) is 0
-        in float32 and float64 (and bfloat16), so the softmax equals the -inf mask's exactly; a
-        same-segment score gets 1 * 0 and 0 * -BIG, exact zeros (no rounding)."""
+        with e the one-hot of a slot's segment number and BIG the dtype's largest finite number
+        (not a fixed gap: scores can be large, e.g. xpos with a small scale_base, ~1e6 x q.k
+        across a row).  A cross-segment score is then -BIG or -inf for every finite q.k, and
+        its exp is 0, so the softmax equals the -inf mask's exactly; a same-segment score gets
+        1 * 0 and 0 * -BIG, exact zeros (no rounding).  (-inf itself would give 0 * -inf = NaN.)"""
         assert self.segments is not None
         one_hot = torch.nn.functional.one_hot(self.local, self.n_local).to(dtype)  # (rows, T, S)
-        return one_hot[:, None], ((one_hot - 1) * SEGMENT_BIG)[:, None]
+        return one_hot[:, None], ((one_hot - 1) * torch.finfo(dtype).max)[:, None]
 
     def pack(self, x: torch.Tensor) -> torch.Tensor:
         """(rows, T, *rest) -> (N, *rest): the real tokens, in batch-major order."""

@@ -184,3 +184,34 @@ def test_packing_is_chosen_by_device():
     """Measured on a CPU only: a GPU keeps the padded layout (kernel.use_packing)."""
     from posenc.empirical.kernel import use_packing
     assert use_packing(torch.device("cpu")) and not use_packing(torch.device("cuda"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_segment_columns_hold_for_scores_beyond_any_fixed_gap(dtype):
+    """The cross-segment gap must not be a fixed number that large scores can beat: with
+    |q.k| ~ 1e5 (a fixed gap of 1e4 leaks whole rows) the pattern is still the -inf block mask's,
+    cross-segment weights exactly 0."""
+    keep = _tokens([3, 12, 5, 4, 13, 1]) != 0
+    p = Packing(keep, merge=True)
+    R, H, d = p.rows, 2, 4
+    g = torch.Generator().manual_seed(4)
+    q, k = (torch.randn(R, H, T, d, generator=g).mul(300).to(dtype) for _ in range(2))
+    qe, ke = p.score_columns(dtype)
+    qx, kx = torch.cat([q, qe.expand(R, H, T, -1)], -1), torch.cat([k, ke.expand(R, H, T, -1)], -1)
+    pattern = (qx @ kx.transpose(-1, -2)).softmax(-1)
+    ref = (q @ k.transpose(-1, -2) + p.block_mask(dtype)[:, None]).softmax(-1)
+    same = p.block_mask(dtype)[:, None].expand_as(ref) == 0
+    assert (pattern[~same] == 0).all()
+    assert torch.allclose(pattern.double(), ref.double(), rtol=0, atol=1e-2)
+
+
+def test_merged_rows_are_exact_for_a_steep_xpos_decay():
+    """xpos:scale_base=1 scales a score by zeta^-(i - j) (zeta >= 0.29): across segments of a
+    merged row that reaches ~1e6 x q.k, far past a fixed 1e4 gap; packed must still be padded."""
+    model, tok = _model("xpos:scale_base=1"), _tokens([3, 12, 5, 4, 13, 1])
+    assert model.relative_only
+    packed = model(tok)
+    model.pack_tokens = False
+    padded = model(tok)
+    assert torch.isfinite(padded).all()
+    _assert_same(model, packed, padded, torch.arange(6) % 5)
