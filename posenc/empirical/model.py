@@ -16,6 +16,11 @@ final LayerNorm; for MLA (``mla:rope=paper_code``) a dropout inside the MLP and
 none after the attention; both classify over the vocabulary (``n_classes`` is
 then ``vocab_size``).
 
+A forward with no hook point attached and no head ablation runs packed on a CPU
+(:mod:`.packing`): the token-wise parts see the real tokens as (N, d_model), so torch's own
+module hooks (``register_forward_hook``) see that layout; use the hook points below, or set
+``model.pack_tokens = False``, to see (batch, pos, d_model).
+
 Hook points (TransformerLens's names and layouts; see docs/usage.md):
 ``hook_embed`` E[token] and ``hook_pos_embed`` P[position] (batch, pos,
 d_model; the latter only with an absolute PE); per block
