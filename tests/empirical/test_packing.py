@@ -158,22 +158,26 @@ def test_hooks_and_ablation_see_the_padded_layout():
     assert seen == [(6, T, 32)]
 
 
+def _scores_both_ways(scale, seed, dtype):
+    """Scores of random q, k on merged rows: through the segment columns, and with the -inf block
+    mask added; and where query and key share a segment."""
+    p = Packing(_tokens([3, 12, 5, 4, 13, 1]) != 0, merge=True)
+    R, H, d = p.rows, 2, 4
+    g = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(R, H, T, d, generator=g).mul(scale).to(dtype) for _ in range(2))
+    qe, ke = p.score_columns(dtype)
+    qx, kx = torch.cat([q, qe.expand(R, H, T, -1)], -1), torch.cat([k, ke.expand(R, H, T, -1)], -1)
+    ref = q @ k.transpose(-1, -2) + p.block_mask(dtype)[:, None]
+    return qx @ kx.transpose(-1, -2), ref, p.block_mask(dtype)[:, None].expand_as(ref) == 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_segment_columns_give_the_block_masks_softmax(dtype):
     """The block mask as extra q/k columns (no (rows, T, T) mask in the GEMM) gives the same
     pattern as adding the -inf block mask: on the block the extra products are exact zeros (the
     scores can differ only by the GEMM's accumulation order for a longer K: 1e-6 relative in
     float32), off it exp underflows to exactly 0; bfloat16 to its rounding."""
-    keep = _tokens([3, 12, 5, 4, 13, 1]) != 0
-    p = Packing(keep, merge=True)
-    R, H, d = p.rows, 2, 4
-    g = torch.Generator().manual_seed(3)
-    q, k = (torch.randn(R, H, T, d, generator=g).mul(3).to(dtype) for _ in range(2))
-    qe, ke = p.score_columns(dtype)
-    qx, kx = torch.cat([q, qe.expand(R, H, T, -1)], -1), torch.cat([k, ke.expand(R, H, T, -1)], -1)
-    scores = qx @ kx.transpose(-1, -2)
-    ref = q @ k.transpose(-1, -2) + p.block_mask(dtype)[:, None]
-    same = p.block_mask(dtype)[:, None].expand_as(ref) == 0
+    scores, ref, same = _scores_both_ways(3, 3, dtype)
     tol = {torch.float32: 1e-6, torch.float64: 1e-14, torch.bfloat16: 1e-2}[dtype]
     assert torch.allclose(scores[same].double(), ref[same].double(), rtol=tol, atol=tol * 10)
     assert torch.allclose(scores.softmax(-1).double(), ref.softmax(-1).double(), rtol=0, atol=tol)
@@ -191,18 +195,10 @@ def test_segment_columns_hold_for_scores_beyond_any_fixed_gap(dtype):
     """The cross-segment gap must not be a fixed number that large scores can beat: with
     |q.k| ~ 1e5 (a fixed gap of 1e4 leaks whole rows) the pattern is still the -inf block mask's,
     cross-segment weights exactly 0."""
-    keep = _tokens([3, 12, 5, 4, 13, 1]) != 0
-    p = Packing(keep, merge=True)
-    R, H, d = p.rows, 2, 4
-    g = torch.Generator().manual_seed(4)
-    q, k = (torch.randn(R, H, T, d, generator=g).mul(300).to(dtype) for _ in range(2))
-    qe, ke = p.score_columns(dtype)
-    qx, kx = torch.cat([q, qe.expand(R, H, T, -1)], -1), torch.cat([k, ke.expand(R, H, T, -1)], -1)
-    pattern = (qx @ kx.transpose(-1, -2)).softmax(-1)
-    ref = (q @ k.transpose(-1, -2) + p.block_mask(dtype)[:, None]).softmax(-1)
-    same = p.block_mask(dtype)[:, None].expand_as(ref) == 0
+    scores, ref, same = _scores_both_ways(300, 4, dtype)
+    pattern = scores.softmax(-1)
     assert (pattern[~same] == 0).all()
-    assert torch.allclose(pattern.double(), ref.double(), rtol=0, atol=1e-2)
+    assert torch.allclose(pattern.double(), ref.softmax(-1).double(), rtol=0, atol=1e-2)
 
 
 def test_merged_rows_are_exact_for_a_steep_xpos_decay():
