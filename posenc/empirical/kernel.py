@@ -66,17 +66,30 @@ class ScoreMask:
     """Additive mask M (0 / -inf) of one forward: padding keys and the causal triangle.
 
     ``keys``: (batch, T) additive key mask or None; ``causal``: (T, T) or None; ``packing``: the
-    real tokens when the token-wise parts run packed (:mod:`.packing`), else None; ``blocks``:
-    (rows, T, T) additive mask of merged rows (each query on its own segment's keys; it replaces
-    ``keys``), else None.
+    real tokens when the token-wise parts run packed (:mod:`.packing`), else None.  With merged
+    rows ``keys`` is None and :attr:`blocks` holds the mask instead; ``dtype`` is the masks' dtype.
     """
 
     def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int,
-                 packing: Optional[Packing] = None, blocks: Optional[torch.Tensor] = None):
-        self.keys, self.causal, self.seq, self.packing = keys, causal, seq, packing
-        self.blocks = blocks
+                 packing: Optional[Packing] = None, dtype: torch.dtype = torch.float32):
+        self.keys, self.causal, self.seq, self.packing, self.dtype = keys, causal, seq, packing, dtype
         self._memo: dict[tuple[int, int], tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
         self._columns: dict[torch.dtype, Optional[tuple[torch.Tensor, torch.Tensor]]] = {}
+        self._blocks: Optional[torch.Tensor] = None
+
+    @property
+    def merged(self) -> bool:
+        return self.packing is not None and self.packing.merged
+
+    @property
+    def blocks(self) -> Optional[torch.Tensor]:
+        """(rows, T, T) additive mask of merged rows (each query on its own segment's keys), or
+        None; built on first use -- only a bias, the causal triangle or SDPA need it, the explicit
+        kernel takes :meth:`score_columns` instead."""
+        if self._blocks is None and self.merged:
+            assert self.packing is not None
+            self._blocks = self.packing.block_mask(self.dtype)
+        return self._blocks
 
     @classmethod
     def build(cls, keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
@@ -84,17 +97,16 @@ class ScoreMask:
         """keep (B, T) bool (False = padding key) or None; causal: mask j > i; pack: run the
         token-wise parts on the real tokens only (when there is padding to skip); merge: let
         short examples share attention rows (:mod:`.packing`; only for PEs that see i - j)."""
-        keys, padded = None, keep is not None and not bool(keep.all())  # no padding: no mask
-        if padded:
+        padded = keep is not None and not bool(keep.all())  # no padding: no mask
+        packing = Packing(keep, merge) if pack and padded else None
+        keys = None
+        if padded and not (packing is not None and packing.merged):  # merged: the blocks instead
             keys = torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
         tri = None
         if causal:
             tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
                 torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
-        packing = Packing(keep, merge) if pack and padded else None
-        if packing is not None and packing.merged:
-            return cls(None, tri, seq, packing, packing.block_mask(dtype))
-        return cls(keys, tri, seq, packing)
+        return cls(keys, tri, seq, packing, dtype)
 
     def score_columns(self, dtype: torch.dtype) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
         """The mask (without causal triangle) as extra columns of q and k, (B, 1, T, S) each, or
@@ -102,7 +114,7 @@ class ScoreMask:
         :meth:`.packing.Packing.score_columns`.  Built once per forward (memo)."""
         if dtype not in self._columns:
             cols: Optional[tuple[torch.Tensor, torch.Tensor]] = None
-            if self.blocks is not None:
+            if self.merged:
                 assert self.packing is not None
                 cols = self.packing.score_columns(dtype)
             elif self.keys is not None:
@@ -117,7 +129,7 @@ class ScoreMask:
             raise ValueError("a packed forward has no ablation variants")
         if self.keys is None:
             return self
-        return ScoreMask(self.keys.repeat(times, 1), self.causal, self.seq)
+        return ScoreMask(self.keys.repeat(times, 1), self.causal, self.seq, dtype=self.dtype)
 
     def small(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """B + causal triangle, (H or 1, T, T), or None."""

@@ -46,11 +46,9 @@ class Packing:
         self.counts = keep.sum(dim=1)  # (batch,) real tokens per example
         self.segments: Optional[torch.Tensor] = None  # (rows, T) segment id per slot, merged only
         self.rows, self.slots = self.batch, self.index  # unmerged: row b = example b
-        lengths = self.counts.tolist()
-        prefix = bool((keep == (torch.arange(self.seq, device=keep.device)[None, :]
-                                < self.counts[:, None])).all())
-        if merge and prefix:
-            self._merge(lengths, keep.device)
+        if merge and bool((keep == (torch.arange(self.seq, device=keep.device)[None, :]
+                                    < self.counts[:, None])).all()):  # real tokens a prefix
+            self._merge(self.counts.tolist(), keep.device)
 
     def _merge(self, lengths: list[int], device: torch.device) -> None:
         """First-fit decreasing: each example (longest first, ties by index) goes to the first row
