@@ -174,3 +174,21 @@ def test_unwritable_out_and_newer_store(tmp_path):
                 ["runs", str(tmp_path / "new")]):
         proc = posenc(*cmd)
         assert proc.returncode == 2 and "newer posenc" in proc.stderr, cmd
+
+
+def test_report_refuses_a_result_of_another_role_in_one_line(tmp_path, small_reference):
+    """A stored result whose role tag is not its run's (hand-edited, or another sweep's file) is
+    refused by ``posenc report`` with exit 2 and one line, and the report on disk is untouched."""
+    import shutil
+    store = tmp_path / "store"
+    shutil.copytree(small_reference, store)
+    before = (store / "report" / "report.md").read_bytes()
+    path = next((store / "runs").glob("*/result.json"))
+    data = json.loads(path.read_text())
+    data["summary"]["tags"]["role"] = "alibi" if data["summary"]["tags"]["role"] != "alibi" else "rope"
+    path.write_text(json.dumps(data))
+    proc = posenc("report", str(store), timeout=600)
+    assert proc.returncode == 2 and proc.stderr.startswith("posenc: error:"), proc.stderr
+    assert "role" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert (store / "report" / "report.md").read_bytes() == before
