@@ -51,6 +51,7 @@ from torch import nn
 
 from .hooks import HookPoint, run_hook
 from .kernel import ScoreMask, explicit_attention, use_sdpa
+from .packed_attention import covers, packed_attention
 
 
 @dataclass
@@ -176,6 +177,9 @@ class Attention(AttentionBase):
         packed forward (``mask.packing``) both (N, D) and the output (N, D)."""
         x = run_hook(self.hook_q_in, x)
         D, unpack = self.d_model, (lambda t: t) if mask.packing is None else mask.packing.unpack
+        if mask.packing is not None and ablation is None and covers(
+                self.rotary, x.dtype, self.dropout if self.training else 0.0):
+            return self.out(self.packed(x, kv, mask, offset))
         if kv is x and not self.hook_kv_in.active:
             q, k, v = unpack(self.qkv(x)).split(D, dim=-1)  # one GEMM when keys come from x
         else:
@@ -192,6 +196,26 @@ class Attention(AttentionBase):
         if self.rotary is not None:
             q, k = self.rot_hooks(*self.rotary.rotate_qk(q, k, offset))
         return self.finish(q, k, v, mask, offset, ablation)
+
+    def packed(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int) -> torch.Tensor:
+        """A packed forward's heads' outputs (N, D) by :mod:`.packed_attention` (no hook can be
+        attached: a hook turns packing off)."""
+        assert mask.packing is not None
+        qkv = self.qkv(x) if kv is x else torch.cat(
+            [F.linear(x, self.qkv.weight[:self.d_model],
+                      None if self.qkv.bias is None else self.qkv.bias[:self.d_model]),
+             F.linear(kv, self.qkv.weight[self.d_model:],
+                      None if self.qkv.bias is None else self.qkv.bias[self.d_model:])], dim=1)
+        T = mask.seq
+        w = None if self.rotary is None else self.rotary.phasors(T, offset, x.dtype)
+        if mask.merged:
+            masks = [mask.blocks[:, None]]  # (rows, 1, T, T)
+        else:
+            masks = [] if mask.keys is None else [mask.keys[:, None, None, :]]
+        if mask.causal is not None:
+            masks.append(mask.causal)
+        return packed_attention(qkv, mask.packing, self.n_heads, w, masks,
+                                self.positional_bias(T, offset, x.dtype), self.head_dim ** -0.5)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""

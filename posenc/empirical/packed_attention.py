@@ -1,0 +1,165 @@
+"""Attention of a packed forward as one autograd function: from the fused Q/K/V projection of the
+real tokens (N, 3 * d_model) to the heads' outputs (N, d_model), with a hand-written backward.
+
+In a packed forward (:mod:`.packing`) the attention sees the tokens in a padded ``(rows, T)``
+layout.  Done op by op, that layout costs a scatter (``unpack``), three head-major reshapes that
+copy, the rotation's complex views, the mask columns' concatenation, a copy of V for the second
+product, the (rows, heads, T, T) mask expanded per head, and the transposes and the gather back --
+each with its own autograd node and, in the backward, its own copies.  Here the layout is reached
+by index maps (:class:`HeadSlots`, built once per forward and shared by the layers) so that
+
+* forward: one gather puts Q, K, V head-major into one buffer ``(3, rows, heads, T, d)`` (zeros at
+  the free slots); RoPE is one in-place complex product on Q and K (the 1/sqrt(d) scale folded into
+  Q's phasors); ``S = Q K^T`` (``bmm``); the masks and the PE bias are added in place, broadcast
+  over heads / rows; ``P = softmax(S)``; ``Z = P V``; one gather back to the real tokens;
+* backward: one gather of dZ into the padded layout; ``dV = P^T dZ``, ``dP = dZ V^T``,
+  ``dS = softmax'(dP)``, ``dQ = dS K``, ``dK = dS^T Q`` written into one buffer; the inverse
+  rotation (conjugate phasors, with the scale) in place; one gather back to (N, 3 * d_model).
+  A learned bias gets ``dS`` summed over the rows.
+
+It computes exactly what :func:`.kernel.explicit_attention` computes on the unpacked tensors (the
+same products, in the same float dtype; tests compare both, and ``torch.autograd.gradcheck`` the
+backward in float64).  The model uses it for the cases it covers (:func:`covers`): a packed
+forward, no attention dropout in training, float32 / float64, and a rotation that is plain RoPE
+with interleaved pairing (or none); everything else takes the op-by-op path.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+
+from .packing import Packing
+from .pe.rotary import Rotary
+
+
+class HeadSlots:
+    """Index maps between packed tokens and the head-major padded layout of one forward.
+
+    With ``who[r, t]`` the packed token at row r, column t (or none, a free slot):
+
+    * ``qkv_rows`` (3 * rows * heads * T,): for each row (part, r, h, t) of the buffer
+      ``(3, rows, heads, T, d)`` viewed as ``(-1, d)``, its source row ``(n * 3 + part) * heads + h``
+      of the packed ``(N, 3 * heads * d)`` viewed as ``(N * 3 * heads, d)``; free slots point at
+      one zero row appended after the last (``N * 3 * heads``);
+    * ``out_rows`` (N * heads,): for each packed (n, h), its row ``(r * heads + h) * T + t`` of
+      ``(rows, heads, T, d)`` -- the gather back of the heads' outputs;
+    * ``grad_rows`` (rows * heads * T,): for each (r, h, t) of dZ's padded layout, its source row
+      ``n * heads + h`` of the packed dZ, or the zero row ``N * heads``;
+    * ``qkv_back`` (N * 3 * heads,): for each packed (n, part, h), its row of the buffer -- the
+      gather back of dQ, dK, dV.
+    """
+
+    def __init__(self, packing: Packing, heads: int):
+        T, rows, N = packing.seq, packing.rows, packing.n_tokens
+        slots = packing.slots
+        dev = slots.device
+        self.rows, self.seq, self.heads, self.n_tokens = rows, T, heads, N
+        who = torch.full((rows * T,), -1, dtype=torch.long, device=dev)
+        who = who.index_copy(0, slots, torch.arange(N, device=dev)).view(rows, T)
+        part = torch.arange(3, device=dev)[:, None, None, None]
+        h = torch.arange(heads, device=dev)
+        w4 = who[None, :, None, :]  # (1, rows, 1, T)
+        self.qkv_rows = torch.where(w4 >= 0, (w4 * 3 + part) * heads + h[:, None],
+                                    N * 3 * heads).reshape(-1)
+        w3 = who[:, None, :]  # (rows, 1, T)
+        self.grad_rows = torch.where(w3 >= 0, w3 * heads + h[:, None], N * heads).reshape(-1)
+        r, t = slots // T, slots % T  # (N,)
+        self.out_rows = ((r[:, None] * heads + h) * T + t[:, None]).reshape(-1)
+        self.qkv_back = (((torch.arange(3, device=dev)[None, :, None] * rows + r[:, None, None])
+                          * heads + h) * T + t[:, None, None]).reshape(-1)
+
+    @classmethod
+    def of(cls, packing: Packing, heads: int) -> "HeadSlots":
+        """The maps of ``packing`` for ``heads`` heads, built once per forward (cached on it)."""
+        cache = packing.__dict__.setdefault("_head_slots", {})
+        if heads not in cache:
+            cache[heads] = cls(packing, heads)
+        return cache[heads]
+
+
+def _gather_padded(x: torch.Tensor, rows: torch.Tensor, width: int) -> torch.Tensor:
+    """Rows of ``x`` viewed as (-1, width), one zero row appended, gathered by ``rows``."""
+    flat = x.reshape(-1, width)
+    return torch.cat([flat, flat.new_zeros(1, width)]).index_select(0, rows)
+
+
+def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor], scale: float) -> None:
+    """In place on (2 or more, rows, H, T, d): Q (part 0) times w * scale, K (part 1) times w, on
+    the first 2 * planes dims viewed as complex; Q's other dims times scale.  ``w`` None: Q times
+    scale only.  (The backward applies the same with conj(w).)"""
+    d = buf.shape[-1]
+    if w is None:
+        buf[0].mul_(scale)
+        return
+    r = 2 * w.shape[-1]
+    z = torch.view_as_complex(buf[:2, ..., :r].unflatten(-1, (r // 2, 2)))
+    z[0].mul_(w * scale)
+    z[1].mul_(w)
+    if r < d:
+        buf[0, ..., r:].mul_(scale)
+
+
+class PackedAttention(torch.autograd.Function):
+    """``apply(qkv (N, 3 * H * d), bias (H or 1, T, T) or None, slots, phasors (H or 1, T, P)
+    complex or None, masks, scale) -> (N, H * d)``; ``masks``: additive constants broadcastable
+    to (rows, H, T, T) (the block mask, the key mask, the causal triangle)."""
+
+    @staticmethod
+    def forward(ctx, qkv: torch.Tensor, bias: Optional[torch.Tensor], slots: HeadSlots,
+                w: Optional[torch.Tensor], masks: Sequence[torch.Tensor], scale: float) -> torch.Tensor:
+        rows, H, T = slots.rows, slots.heads, slots.seq
+        N, d = qkv.shape[0], qkv.shape[1] // (3 * H)
+        buf = _gather_padded(qkv, slots.qkv_rows, d).view(3, rows, H, T, d)
+        _rotate_(buf, w, scale)  # Q: rotated and scaled, K: rotated
+        q, k, v = (buf[i].view(rows * H, T, d) for i in range(3))
+        s = torch.bmm(q, k.transpose(1, 2))  # (rows * H, T, T)
+        s4 = s.view(rows, H, T, T)
+        for m in masks:
+            s4.add_(m)
+        if bias is not None:
+            s4.add_(bias)
+        p = torch.softmax(s, dim=-1)
+        z = torch.bmm(p, v).view(-1, d).index_select(0, slots.out_rows)  # (N * H, d)
+        ctx.save_for_backward(buf, p, w)
+        ctx.slots, ctx.scale, ctx.bias_shape = slots, scale, None if bias is None else bias.shape
+        return z.view(N, H * d)
+
+    @staticmethod
+    def backward(ctx, dz: torch.Tensor):
+        buf, p, w = ctx.saved_tensors
+        slots, scale = ctx.slots, ctx.scale
+        rows, H, T = slots.rows, slots.heads, slots.seq
+        N, d = dz.shape[0], buf.shape[-1]
+        do = _gather_padded(dz, slots.grad_rows, d).view(rows * H, T, d)
+        q, k, v = (buf[i].view(rows * H, T, d) for i in range(3))
+        g = torch.empty_like(buf)
+        gq, gk, gv = (g[i].view(rows * H, T, d) for i in range(3))
+        torch.bmm(p.transpose(1, 2), do, out=gv)
+        ds = torch._softmax_backward_data(torch.bmm(do, v.transpose(1, 2)), p, -1, p.dtype)
+        torch.bmm(ds, k, out=gq)  # d(scaled Q): times scale and the inverse rotation below
+        torch.bmm(ds.transpose(1, 2), q, out=gk)  # Q is stored scaled: dK needs no scale
+        _rotate_(g, None if w is None else w.conj(), scale)
+        dbias = None
+        if ctx.bias_shape is not None and ctx.needs_input_grad[1]:
+            dbias = ds.view(rows, H, T, T).sum(0)
+            if ctx.bias_shape[0] == 1:
+                dbias = dbias.sum(0, keepdim=True)
+        dqkv = g.view(-1, d).index_select(0, slots.qkv_back)
+        return dqkv.view(N, 3 * H * d), dbias, None, None, None, None
+
+
+def covers(rotary, dtype: torch.dtype, dropout: float) -> bool:
+    """Whether :class:`PackedAttention` computes this attention: no attention dropout (the caller
+    passes 0 outside training), float32 / float64, no rotation or plain RoPE (:class:`Rotary`
+    itself: not xPos, not the paper code's MLA mix) with interleaved pairing."""
+    return (not dropout and dtype in (torch.float32, torch.float64)
+            and (rotary is None or (type(rotary) is Rotary and rotary.pairing == "interleaved")))
+
+
+def packed_attention(qkv: torch.Tensor, packing: Packing, heads: int, w: Optional[torch.Tensor],
+                     masks: Sequence[torch.Tensor], bias: Optional[torch.Tensor],
+                     scale: float) -> torch.Tensor:
+    """(N, 3 * heads * d) fused Q/K/V of the packed tokens -> (N, heads * d) heads' outputs."""
+    return PackedAttention.apply(qkv, bias, HeadSlots.of(packing, heads), w, tuple(masks), scale)
