@@ -46,6 +46,8 @@ from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .kernel import ScoreMask, use_packing
 from .mla import MLAAttention
+from .mlp_residual import covers as mlp_covers
+from .mlp_residual import mlp_residual
 from .pe.plan import plan_for
 from .tasks import PAD
 
@@ -77,6 +79,9 @@ class Block(nn.Module):
         if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
             h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
         h = run_hook(self.hook_resid_mid, h + self.drop_attn(out))
+        if mask.packing is not None and mlp_covers(self.ln2, self.mlp, self.training and self.drop.p > 0,
+                                                   h.dtype):
+            return mlp_residual(h, self.ln2, self.mlp)  # packed: no hook can be attached
         m = run_hook(self.hook_mlp_out, self.mlp(self.ln2(h)))
         return run_hook(self.hook_resid_post, h + self.drop(m))
 

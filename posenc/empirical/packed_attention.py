@@ -40,13 +40,13 @@ class HeadSlots:
     With ``who[r, t]`` the packed token at row r, column t (or none, a free slot):
 
     * ``qkv_rows`` (3 * rows * heads * T,): for each row (part, r, h, t) of the buffer
-      ``(3, rows, heads, T, d)`` viewed as ``(-1, d)``, its source row ``(n * 3 + part) * heads + h``
-      of the packed ``(N, 3 * heads * d)`` viewed as ``(N * 3 * heads, d)``; free slots point at
-      one zero row appended after the last (``N * 3 * heads``);
+      ``(3, rows, heads, T, d)`` viewed as ``(-1, d)``, its source row ``n * 3 * heads + part *
+      heads + h`` of the packed ``(N, 3 * heads * d)`` viewed as ``(N * 3 * heads, d)``; a free
+      slot reads the same offset in a block of ``3 * heads`` zero rows appended after the last;
     * ``out_rows`` (N * heads,): for each packed (n, h), its row ``(r * heads + h) * T + t`` of
       ``(rows, heads, T, d)`` -- the gather back of the heads' outputs;
     * ``grad_rows`` (rows * heads * T,): for each (r, h, t) of dZ's padded layout, its source row
-      ``n * heads + h`` of the packed dZ, or the zero row ``N * heads``;
+      ``n * heads + h`` of the packed dZ, or the same offset in ``heads`` zero rows appended;
     * ``qkv_back`` (N * 3 * heads,): for each packed (n, part, h), its row of the buffer -- the
       gather back of dQ, dK, dV.
     """
@@ -56,19 +56,17 @@ class HeadSlots:
         slots = packing.slots
         dev = slots.device
         self.rows, self.seq, self.heads, self.n_tokens = rows, T, heads, N
-        who = torch.full((rows * T,), -1, dtype=torch.long, device=dev)
-        who = who.index_copy(0, slots, torch.arange(N, device=dev)).view(rows, T)
-        part = torch.arange(3, device=dev)[:, None, None, None]
+        who = torch.full((rows * T,), N, dtype=torch.long, device=dev)  # N: a free slot
+        who = who.index_copy(0, slots, torch.arange(N, device=dev)).view(rows, 1, T)
         h = torch.arange(heads, device=dev)
-        w4 = who[None, :, None, :]  # (1, rows, 1, T)
-        self.qkv_rows = torch.where(w4 >= 0, (w4 * 3 + part) * heads + h[:, None],
-                                    N * 3 * heads).reshape(-1)
-        w3 = who[:, None, :]  # (rows, 1, T)
-        self.grad_rows = torch.where(w3 >= 0, w3 * heads + h[:, None], N * heads).reshape(-1)
-        r, t = slots // T, slots % T  # (N,)
-        self.out_rows = ((r[:, None] * heads + h) * T + t[:, None]).reshape(-1)
-        self.qkv_back = (((torch.arange(3, device=dev)[None, :, None] * rows + r[:, None, None])
-                          * heads + h) * T + t[:, None, None]).reshape(-1)
+        self.qkv_rows = (who[None] * (3 * heads)
+                         + torch.arange(3 * heads, device=dev).view(3, 1, heads, 1)).reshape(-1)
+        self.grad_rows = (who * heads + h[:, None]).reshape(-1)
+        rt = slots + torch.div(slots, T, rounding_mode="floor") * ((heads - 1) * T)  # r*H*T + t
+        self.out_rows = (rt[:, None] + h * T).reshape(-1)
+        self.qkv_back = (rt[:, None, None] + h * T
+                         + torch.arange(0, 3 * rows * heads * T, rows * heads * T,
+                                        device=dev)[:, None]).reshape(-1)
 
     @classmethod
     def of(cls, packing: Packing, heads: int) -> "HeadSlots":
@@ -79,10 +77,10 @@ class HeadSlots:
         return cache[heads]
 
 
-def _gather_padded(x: torch.Tensor, rows: torch.Tensor, width: int) -> torch.Tensor:
-    """Rows of ``x`` viewed as (-1, width), one zero row appended, gathered by ``rows``."""
+def _gather_padded(x: torch.Tensor, rows: torch.Tensor, width: int, zeros: int) -> torch.Tensor:
+    """Rows of ``x`` viewed as (-1, width), ``zeros`` zero rows appended, gathered by ``rows``."""
     flat = x.reshape(-1, width)
-    return torch.cat([flat, flat.new_zeros(1, width)]).index_select(0, rows)
+    return torch.cat([flat, flat.new_zeros(zeros, width)]).index_select(0, rows)
 
 
 def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor], scale: float) -> None:
@@ -111,7 +109,7 @@ class PackedAttention(torch.autograd.Function):
                 w: Optional[torch.Tensor], masks: Sequence[torch.Tensor], scale: float) -> torch.Tensor:
         rows, H, T = slots.rows, slots.heads, slots.seq
         N, d = qkv.shape[0], qkv.shape[1] // (3 * H)
-        buf = _gather_padded(qkv, slots.qkv_rows, d).view(3, rows, H, T, d)
+        buf = _gather_padded(qkv, slots.qkv_rows, d, 3 * H).view(3, rows, H, T, d)
         _rotate_(buf, w, scale)  # Q: rotated and scaled, K: rotated
         q, k, v = (buf[i].view(rows * H, T, d) for i in range(3))
         s = torch.bmm(q, k.transpose(1, 2))  # (rows * H, T, T)
@@ -132,7 +130,7 @@ class PackedAttention(torch.autograd.Function):
         slots, scale = ctx.slots, ctx.scale
         rows, H, T = slots.rows, slots.heads, slots.seq
         N, d = dz.shape[0], buf.shape[-1]
-        do = _gather_padded(dz, slots.grad_rows, d).view(rows * H, T, d)
+        do = _gather_padded(dz, slots.grad_rows, d, H).view(rows * H, T, d)
         q, k, v = (buf[i].view(rows * H, T, d) for i in range(3))
         g = torch.empty_like(buf)
         gq, gk, gv = (g[i].view(rows * H, T, d) for i in range(3))

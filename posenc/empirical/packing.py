@@ -91,7 +91,8 @@ class Packing:
         """(rows, T, T) additive: 0 where query and key are in one segment, -inf elsewhere."""
         assert self.segments is not None
         same = self.segments[:, :, None] == self.segments[:, None, :]
-        return torch.zeros(same.shape, dtype=dtype, device=same.device).masked_fill(~same, float("-inf"))
+        return torch.where(same, torch.zeros((), dtype=dtype, device=same.device),
+                           torch.full((), float("-inf"), dtype=dtype, device=same.device))
 
     def score_columns(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """The block mask as extra columns of q and k, (rows, 1, T, S) each (S segments in the
