@@ -208,14 +208,21 @@ class Attention(AttentionBase):
                       None if self.qkv.bias is None else self.qkv.bias[self.d_model:])], dim=1)
         T = mask.seq
         w = None if self.rotary is None else self.rotary.phasors(T, offset, x.dtype)
+        return packed_attention(qkv, mask.packing, self.n_heads, w, self.packed_masks(mask),
+                                self.positional_bias(T, offset, x.dtype), self.head_dim ** -0.5)
+
+    @staticmethod
+    def packed_masks(mask: ScoreMask) -> list[torch.Tensor]:
+        """A packed forward's additive masks, broadcastable to (rows, H, T, T): the merged rows'
+        block mask or the padding keys, and the causal triangle."""
+        assert mask.packing is not None
         if mask.merged:
             masks = [mask.blocks[:, None]]  # (rows, 1, T, T)
         else:
             masks = [] if mask.keys is None else [mask.keys[:, None, None, :]]
         if mask.causal is not None:
             masks.append(mask.causal)
-        return packed_attention(qkv, mask.packing, self.n_heads, w, masks,
-                                self.positional_bias(T, offset, x.dtype), self.head_dim ** -0.5)
+        return masks
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""

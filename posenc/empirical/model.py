@@ -42,12 +42,14 @@ from ..encodings import parse_spec
 from ..errors import PosencError
 from ..parts import NOT_TOEPLITZ
 from .attention import Attention, HeadAblation
+from .attention_residual import attention_residual
 from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .kernel import ScoreMask, use_packing
 from .mla import MLAAttention
 from .mlp_residual import covers as mlp_covers
 from .mlp_residual import mlp_residual
+from .packed_attention import covers as attention_covers
 from .pe.plan import plan_for
 from .tasks import PAD
 
@@ -71,6 +73,9 @@ class Block(nn.Module):
 
     def forward(self, h: torch.Tensor, x0: torch.Tensor, mask: ScoreMask, offset: int,
                 ablation: Optional[HeadAblation]) -> torch.Tensor:
+        if mask.packing is not None and self.packed_attention(h, ablation):
+            h = attention_residual(h, self.ln1, self.attn, mask, offset)  # no hook can be attached
+            return self.mlp_part(h, mask)
         h = run_hook(self.hook_resid_pre, h)
         a = self.ln1(h)
         kv = (self.ln1(x0) if self.kv_norm else x0) if self.kv_from_input else a
@@ -79,6 +84,19 @@ class Block(nn.Module):
         if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
             h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
         h = run_hook(self.hook_resid_mid, h + self.drop_attn(out))
+        return self.mlp_part(h, mask)
+
+    def packed_attention(self, h: torch.Tensor, ablation: Optional[HeadAblation]) -> bool:
+        """Whether the attention sub-layer of a packed forward runs as one function
+        (:mod:`.attention_residual`): keys and values from ``h``, plain :class:`Attention` with a
+        rotation / dtype it covers, no dropout after it, no ablation."""
+        attn = self.attn
+        return (ablation is None and not self.kv_from_input and type(attn) is Attention
+                and not (self.training and self.drop_attn.p > 0)
+                and attention_covers(attn.rotary, h.dtype, attn.dropout if self.training else 0.0))
+
+    def mlp_part(self, h: torch.Tensor, mask: ScoreMask) -> torch.Tensor:
+        """``h + drop(mlp(ln2(h)))``: one function (:mod:`.mlp_residual`) in a packed forward."""
         if mask.packing is not None and mlp_covers(self.ln2, self.mlp, self.training and self.drop.p > 0,
                                                    h.dtype):
             return mlp_residual(h, self.ln2, self.mlp)  # packed: no hook can be attached

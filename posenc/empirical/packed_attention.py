@@ -77,10 +77,10 @@ class HeadSlots:
         return cache[heads]
 
 
-def _gather_padded(x: torch.Tensor, rows: torch.Tensor, width: int, zeros: int) -> torch.Tensor:
-    """Rows of ``x`` viewed as (-1, width), ``zeros`` zero rows appended, gathered by ``rows``."""
+def _with_zero_rows(x: torch.Tensor, width: int, zeros: int) -> torch.Tensor:
+    """``x`` viewed as (-1, width) with ``zeros`` zero rows appended (the source of a gather)."""
     flat = x.reshape(-1, width)
-    return torch.cat([flat, flat.new_zeros(zeros, width)]).index_select(0, rows)
+    return torch.cat([flat, flat.new_zeros(zeros, width)])
 
 
 def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor], scale: float) -> None:
@@ -99,6 +99,50 @@ def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor], scale: float) -> None
         buf[0, ..., r:].mul_(scale)
 
 
+def attend(source: torch.Tensor, slots: HeadSlots, w: Optional[torch.Tensor],
+           masks: Sequence[torch.Tensor], bias: Optional[torch.Tensor], scale: float):
+    """The forward on ``source`` (N * 3 * H + 3 * H, d): the packed Q/K/V rows then the zero
+    block.  Returns the heads' outputs (N * H, d) and what :func:`attend_backward` needs."""
+    rows, H, T = slots.rows, slots.heads, slots.seq
+    d = source.shape[1]
+    buf = source.index_select(0, slots.qkv_rows).view(3, rows, H, T, d)
+    _rotate_(buf, w, scale)  # Q: rotated and scaled, K: rotated
+    q, k, v = buf.view(3, rows * H, T, d).unbind(0)
+    s = torch.bmm(q, k.transpose(1, 2))  # (rows * H, T, T)
+    s4 = s.view(rows, H, T, T)
+    for m in masks:
+        s4.add_(m)
+    if bias is not None:
+        s4.add_(bias)
+    p = torch.softmax(s, dim=-1)
+    return torch.bmm(p, v).view(-1, d).index_select(0, slots.out_rows), buf, p
+
+
+def attend_backward(grad_source: torch.Tensor, buf: torch.Tensor, p: torch.Tensor,
+                    slots: HeadSlots, w: Optional[torch.Tensor], scale: float,
+                    bias_heads: Optional[int]):
+    """The backward of :func:`attend` from ``grad_source`` (N * H + H, d): dZ's rows then a zero
+    block.  Returns dQ/dK/dV of the packed tokens (N * 3 * H, d) and, for ``bias_heads`` H or 1,
+    the bias's gradient (dS summed over the rows, and over the heads for 1), else None."""
+    rows, H, T = slots.rows, slots.heads, slots.seq
+    d = buf.shape[-1]
+    do = grad_source.index_select(0, slots.grad_rows).view(rows * H, T, d)
+    q, k, v = buf.view(3, rows * H, T, d).unbind(0)
+    g = torch.empty_like(buf)
+    gq, gk, gv = g.view(3, rows * H, T, d).unbind(0)
+    torch.bmm(p.transpose(1, 2), do, out=gv)
+    ds = torch._softmax_backward_data(torch.bmm(do, v.transpose(1, 2)), p, -1, p.dtype)
+    torch.bmm(ds, k, out=gq)  # d(scaled Q): times scale and the inverse rotation below
+    torch.bmm(ds.transpose(1, 2), q, out=gk)  # Q is stored scaled: dK needs no scale
+    _rotate_(g, None if w is None else w.conj(), scale)
+    dbias = None
+    if bias_heads is not None:
+        dbias = ds.view(rows, H, T, T).sum(0)
+        if bias_heads == 1:
+            dbias = dbias.sum(0, keepdim=True)
+    return g.view(-1, d).index_select(0, slots.qkv_back), dbias
+
+
 class PackedAttention(torch.autograd.Function):
     """``apply(qkv (N, 3 * H * d), bias (H or 1, T, T) or None, slots, phasors (H or 1, T, P)
     complex or None, masks, scale) -> (N, H * d)``; ``masks``: additive constants broadcastable
@@ -107,19 +151,9 @@ class PackedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, qkv: torch.Tensor, bias: Optional[torch.Tensor], slots: HeadSlots,
                 w: Optional[torch.Tensor], masks: Sequence[torch.Tensor], scale: float) -> torch.Tensor:
-        rows, H, T = slots.rows, slots.heads, slots.seq
+        H = slots.heads
         N, d = qkv.shape[0], qkv.shape[1] // (3 * H)
-        buf = _gather_padded(qkv, slots.qkv_rows, d, 3 * H).view(3, rows, H, T, d)
-        _rotate_(buf, w, scale)  # Q: rotated and scaled, K: rotated
-        q, k, v = (buf[i].view(rows * H, T, d) for i in range(3))
-        s = torch.bmm(q, k.transpose(1, 2))  # (rows * H, T, T)
-        s4 = s.view(rows, H, T, T)
-        for m in masks:
-            s4.add_(m)
-        if bias is not None:
-            s4.add_(bias)
-        p = torch.softmax(s, dim=-1)
-        z = torch.bmm(p, v).view(-1, d).index_select(0, slots.out_rows)  # (N * H, d)
+        z, buf, p = attend(_with_zero_rows(qkv, d, 3 * H), slots, w, masks, bias, scale)
         ctx.save_for_backward(buf, p, w)
         ctx.slots, ctx.scale, ctx.bias_shape = slots, scale, None if bias is None else bias.shape
         return z.view(N, H * d)
@@ -127,25 +161,12 @@ class PackedAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dz: torch.Tensor):
         buf, p, w = ctx.saved_tensors
-        slots, scale = ctx.slots, ctx.scale
-        rows, H, T = slots.rows, slots.heads, slots.seq
-        N, d = dz.shape[0], buf.shape[-1]
-        do = _gather_padded(dz, slots.grad_rows, d, H).view(rows * H, T, d)
-        q, k, v = (buf[i].view(rows * H, T, d) for i in range(3))
-        g = torch.empty_like(buf)
-        gq, gk, gv = (g[i].view(rows * H, T, d) for i in range(3))
-        torch.bmm(p.transpose(1, 2), do, out=gv)
-        ds = torch._softmax_backward_data(torch.bmm(do, v.transpose(1, 2)), p, -1, p.dtype)
-        torch.bmm(ds, k, out=gq)  # d(scaled Q): times scale and the inverse rotation below
-        torch.bmm(ds.transpose(1, 2), q, out=gk)  # Q is stored scaled: dK needs no scale
-        _rotate_(g, None if w is None else w.conj(), scale)
-        dbias = None
-        if ctx.bias_shape is not None and ctx.needs_input_grad[1]:
-            dbias = ds.view(rows, H, T, T).sum(0)
-            if ctx.bias_shape[0] == 1:
-                dbias = dbias.sum(0, keepdim=True)
-        dqkv = g.view(-1, d).index_select(0, slots.qkv_back)
-        return dqkv.view(N, 3 * H * d), dbias, None, None, None, None
+        H, d = ctx.slots.heads, buf.shape[-1]
+        bias_heads = (ctx.bias_shape[0] if ctx.bias_shape is not None and ctx.needs_input_grad[1]
+                      else None)
+        dqkv, dbias = attend_backward(_with_zero_rows(dz, d, H), buf, p, ctx.slots, w,
+                                      ctx.scale, bias_heads)
+        return dqkv.view(dz.shape[0], 3 * H * d), dbias, None, None, None, None
 
 
 def covers(rotary, dtype: torch.dtype, dropout: float) -> bool:
