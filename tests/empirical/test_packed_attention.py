@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from posenc.empirical import attention_residual as ar
 from posenc.empirical import packed_attention as pa
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.kernel import ScoreMask
@@ -142,8 +143,8 @@ def _model(pe, **kw):
 ])
 def test_the_model_takes_it_where_it_covers_the_case(monkeypatch, pe, kw, taken):
     calls = []
-    real = pa.PackedAttention.apply
-    monkeypatch.setattr(pa.PackedAttention, "apply", lambda *a: calls.append(1) or real(*a))
+    for fn in (pa.PackedAttention, ar.AttentionResidual):  # alone, or inside the sub-layer's
+        monkeypatch.setattr(fn, "apply", lambda *a, real=fn.apply: calls.append(1) or real(*a))
     m = _model(pe, **kw).train()
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
     tok[0, 5:] = 0
