@@ -157,12 +157,22 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
     K = len(batches)
     wall: dict[str, list[list[float]]] = {k: [[] for _ in range(K)] for k in steps}
     cpu: dict[str, list[list[float]]] = {k: [[] for _ in range(K)] for k in steps}
-    for i in range(K * args.rounds + 3):  # round-robin single steps: load hits all alike
-        for k, step in steps.items():
-            w, c = step(i)
-            if i >= 3:  # warm-up excluded
-                wall[k][i % K].append(w)
-                cpu[k][i % K].append(c)
+    if args.schedule == "steps":
+        for i in range(K * args.rounds + 3):  # round-robin single steps: load hits all alike
+            for k, step in steps.items():
+                w, c = step(i)
+                if i >= 3:  # warm-up excluded
+                    wall[k][i % K].append(w)
+                    cpu[k][i % K].append(c)
+    else:  # "blocks": each model steps through all K batches in a row, as in a training run
+        for r in range(args.rounds + 1):
+            for k, step in steps.items():
+                step(K - 1)  # one untimed step first: the model's own state warm, as in training
+                for i in range(K):
+                    w, c = step(i)
+                    if r:  # round 0: warm-up
+                        wall[k][i].append(w)
+                        cpu[k][i].append(c)
     T = max(int((t != PAD).sum(1).max()) for t, _ in batches)
     print(f"\ntrain step, {args.preset} preset ({args.task}, pe {pe}): {K} batches of {B} x seq "
           f"<= {T} in turn, d_model {cfg.model.d_model}, {cfg.model.n_heads} heads of dim "
@@ -198,6 +208,11 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=10, help="distinct batches, stepped in turn "
                     "(the first of an epoch's seeded shuffle; 1: one batch again and again)")
     ap.add_argument("--rounds", type=int, default=3, help="steps per batch and model")
+    ap.add_argument("--schedule", default="blocks", choices=["blocks", "steps"],
+                    help="blocks (default): per round, each model takes its --batches steps in a "
+                    "row (after one untimed step), as consecutive steps of a training run do; "
+                    "steps: the models alternate single steps (each step then starts with the "
+                    "caches the other models left)")
     ap.add_argument("--task", default="distance")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--heads", type=int, help="override the preset's number of heads")

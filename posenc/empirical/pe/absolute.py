@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ...errors import PosencError
+from .table_cache import TableCache
 
 
 def sinusoidal_table(positions: torch.Tensor, d_model: int, base: float,
@@ -41,21 +42,16 @@ class SinusoidalAbsolute(nn.Module):
         super().__init__()
         self.d_model, self.base, self.layout = d_model, base, layout
         self.register_buffer("_probe", torch.zeros(0), persistent=False)
-        self._cache: dict[tuple, torch.Tensor] = {}
+        self._cache = TableCache()
 
     def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        key = (seq, offset, dtype)
-        if key not in self._cache:
-            if len(self._cache) > 8:
-                self._cache.clear()
-            with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable anywhere
-                pos = torch.arange(offset, offset + seq, device=self._probe.device)
-                self._cache[key] = sinusoidal_table(pos, self.d_model, self.base,
-                                                  self.layout).to(dtype)
-        return self._cache[key]
+        def make() -> torch.Tensor:
+            pos = torch.arange(offset, offset + seq, device=self._probe.device)
+            return sinusoidal_table(pos, self.d_model, self.base, self.layout).to(dtype)
+        return self._cache.get((seq, offset, dtype), make)
 
     def _apply(self, fn, recurse=True):
-        self._cache = {}
+        self._cache.clear()
         return super()._apply(fn, recurse)
 
 

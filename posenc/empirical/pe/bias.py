@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from ...errors import PosencError
+from .table_cache import TableCache
 from ...expression import Expr
 
 
@@ -71,18 +72,13 @@ def t5_buckets(relative: torch.Tensor, num_buckets: int, max_distance: int) -> t
 class _Cached(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self._cache: dict[tuple, torch.Tensor] = {}
+        self._cache = TableCache()
 
     def _cached(self, key: tuple, make) -> torch.Tensor:
-        if key not in self._cache:
-            if len(self._cache) > 8:
-                self._cache.clear()
-            with torch.inference_mode(False), torch.no_grad():  # cached tables are plain tensors
-                self._cache[key] = make()
-        return self._cache[key]
+        return self._cache.get(key, make)
 
     def _apply(self, fn, recurse=True):
-        self._cache = {}
+        self._cache.clear()
         return super()._apply(fn, recurse)
 
 

@@ -29,6 +29,7 @@ from torch import nn
 
 from ...encodings import RoPE, XPos
 from ...errors import PosencError
+from .table_cache import TableCache
 
 
 class Rotary(nn.Module):
@@ -42,7 +43,7 @@ class Rotary(nn.Module):
         self.rotary_dims = 2 * int(thetas.shape[1])
         # Non-persistent: derived from the spec, so checkpoints stay spec-independent.
         self.register_buffer("thetas", thetas.to(torch.float64), persistent=False)  # (H, P)
-        self._cache: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._cache = TableCache()
 
     @property
     def n_heads(self) -> int:
@@ -67,14 +68,10 @@ class Rotary(nn.Module):
     def phasors(self, seq: int, offset: int, dtype: torch.dtype) -> torch.Tensor:
         """exp(i p theta) (heads, seq, planes), complex of ``dtype``'s precision (cached)."""
         cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
-        key = (seq, offset, self.thetas.device, cdtype)
-        if key not in self._cache:
-            if len(self._cache) > 8:
-                self._cache.clear()
-            with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable anywhere
-                ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
-                self._cache[key] = torch.polar(torch.ones_like(ang), ang).to(cdtype)  # float64 -> dtype
-        return self._cache[key]
+        def make() -> torch.Tensor:
+            ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
+            return torch.polar(torch.ones_like(ang), ang).to(cdtype)  # float64 -> dtype
+        return self._cache.get((seq, offset, self.thetas.device, cdtype), make)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x`` (batch, heads, seq, head_dim) by its positions offset, offset+1, ..."""
@@ -111,7 +108,7 @@ class Rotary(nn.Module):
         return rot if r == self.head_dim else torch.cat([rot, x[..., r:]], dim=-1)
 
     def _apply(self, fn, recurse=True):  # moving devices / dtypes invalidates the cache
-        self._cache = {}
+        self._cache.clear()
         return super()._apply(fn, recurse)
 
 
@@ -211,23 +208,19 @@ class PaperCodeMix(nn.Module):
             raise PosencError(f"mla:rope=paper_code needs an even rope_dim; got {rope_dim}")
         self.rotary_dims, self.head_dim, self.base = rope_dim, rope_dim, float(base)
         self.register_buffer("_probe", torch.zeros(0), persistent=False)
-        self._cache: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._cache = TableCache()
 
     def tables(self, seq: int, offset: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """The code's "cos" and "sin" (seq, r/2) for positions offset .. offset+seq-1."""
-        key = (seq, offset, dtype, self._probe.device)
-        if key not in self._cache:
-            if len(self._cache) > 8:
-                self._cache.clear()
-            with torch.inference_mode(False), torch.no_grad():
-                r, dev = self.rotary_dims, self._probe.device
-                f = torch.tensor(self.base, dtype=torch.float64) ** (
-                    -torch.arange(0, r, 2, dtype=torch.float64) / r)
-                ang = torch.arange(offset, offset + seq, dtype=torch.float64, device=dev)[:, None] \
-                    * f.to(dev)[None, :]
-                table = torch.cat([ang.sin(), ang.cos()], dim=-1)  # (T, r)
-                self._cache[key] = (table[:, 1::2].to(dtype), table[:, 0::2].to(dtype))
-        return self._cache[key]
+        def make() -> tuple[torch.Tensor, torch.Tensor]:
+            r, dev = self.rotary_dims, self._probe.device
+            f = torch.tensor(self.base, dtype=torch.float64) ** (
+                -torch.arange(0, r, 2, dtype=torch.float64) / r)
+            ang = torch.arange(offset, offset + seq, dtype=torch.float64, device=dev)[:, None] \
+                * f.to(dev)[None, :]
+            table = torch.cat([ang.sin(), ang.cos()], dim=-1)  # (T, r)
+            return table[:, 1::2].to(dtype), table[:, 0::2].to(dtype)
+        return self._cache.get((seq, offset, dtype, self._probe.device), make)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (batch, heads, seq, r) -> the code's mixed output, same shape."""
@@ -236,7 +229,7 @@ class PaperCodeMix(nn.Module):
         return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
     def _apply(self, fn, recurse=True):
-        self._cache = {}
+        self._cache.clear()
         return super()._apply(fn, recurse)
 
 

@@ -1,0 +1,43 @@
+"""The PE modules' table cache (posenc.empirical.pe.table_cache): one build per key while it fits,
+least recently used evicted, plain tensors even when first asked for under inference mode or
+with gradients on; a training run's batch lengths all stay cached."""
+
+import torch
+
+from posenc.empirical.pe import table_cache
+from posenc.empirical.pe.bias import AlibiBias
+from posenc.empirical.pe.rotary import Rotary
+
+
+def test_builds_each_key_once_and_evicts_the_least_recently_used(monkeypatch):
+    monkeypatch.setattr(table_cache, "MAX_ENTRIES", 3)
+    cache, built = table_cache.TableCache(), []
+
+    def get(k):
+        return cache.get(k, lambda: built.append(k) or torch.tensor(k))
+
+    for k in (1, 2, 3, 1, 4):  # 1 used again before 4 arrives: 2 is the least recently used
+        get(k)
+    assert built == [1, 2, 3, 4] and len(cache) == 3
+    get(1), get(3), get(4)
+    assert built == [1, 2, 3, 4]
+    get(2)
+    assert built == [1, 2, 3, 4, 2]
+
+
+def test_tables_are_plain_tensors_whatever_mode_asks_first():
+    rot = Rotary(4, torch.ones(1, 2))
+    with torch.inference_mode():
+        w = rot.phasors(5, 0, torch.float32)
+    assert not w.is_inference() and not w.requires_grad
+    assert rot.phasors(5, 0, torch.float32) is w  # cached
+
+
+def test_every_length_of_a_run_stays_cached():
+    bias, built = AlibiBias(2), []
+    real = bias._cache.get
+    bias._cache.get = lambda key, make: real(key, lambda: built.append(key) or make())
+    for _ in range(3):  # three epochs over 40 batch lengths (the old cache kept 8)
+        for T in range(20, 60):
+            bias(T)
+    assert len(built) == 40
