@@ -37,6 +37,7 @@ from ..errors import PosencError
 from ..limits import check_memory
 from .config import TrainConfig, memory_estimate
 from .model import Transformer
+from .optim import FusedAdamW
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
                    read_config, same_run, write_metrics)
@@ -79,14 +80,16 @@ def resolve_device(name: str) -> torch.device:
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     """AdamW with the config's lr, betas and weight decay: torch's fused kernel (one pass over all
-    parameters) for float32 parameters on a CPU or CUDA device, else its default implementation.
+    parameters; :class:`.optim.FusedAdamW`) for float32 parameters on a CPU or CUDA device, else
+    its default implementation.
     The fused kernel computes the same update as torch's default (a for-loop over the parameters
     on a CPU) up to float rounding -- a test compares them over training steps -- and is cheaper
     per step for a model this small (benchmarks/train_step.py)."""
     params = list(model.parameters())
-    fused = all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda") for p in params)
-    return torch.optim.AdamW(params, lr=config.lr, betas=config.betas,
-                             weight_decay=config.weight_decay, fused=fused or None)
+    kw = dict(lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    if all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda") for p in params):
+        return FusedAdamW(params, **kw)  # torch's fused kernel; a cheaper step on a CPU
+    return torch.optim.AdamW(params, **kw)
 
 
 def lr_factor(step: int, total: int, warmup: int) -> float:
