@@ -95,10 +95,11 @@ class ScoreMask:
     def build(cls, keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
               device: torch.device, pack: bool = False, merge: bool = False) -> "ScoreMask":
         """keep (B, T) bool (False = padding key) or None; causal: mask j > i; pack: run the
-        token-wise parts on the real tokens only (when there is padding to skip); merge: let
+        token-wise parts on the real tokens only (all of them without padding); merge: let
         short examples share attention rows (:mod:`.packing`; only for PEs that see i - j)."""
         padded = keep is not None and not bool(keep.all())  # no padding: no mask
-        packing = Packing(keep, merge) if pack and padded else None
+        # packed even without padding (every token real): the sub-layer functions need the layout
+        packing = Packing(keep, merge and padded) if pack and keep is not None else None
         keys = None
         if padded and not (packing is not None and packing.merged):  # merged: the blocks instead
             keys = torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))

@@ -106,21 +106,34 @@ class Packing:
         one_hot = torch.nn.functional.one_hot(self.local, self.n_local).to(dtype)  # (rows, T, S)
         return one_hot[:, None], ((one_hot - 1) * torch.finfo(dtype).max)[:, None]
 
+    @property
+    def dense(self) -> bool:
+        """Every token real (no padding): the layouts are reshapes of each other."""
+        return self.n_tokens == self.batch * self.seq
+
     def pack(self, x: torch.Tensor) -> torch.Tensor:
         """(rows, T, *rest) -> (N, *rest): the real tokens, in batch-major order."""
+        if self.dense:
+            return x.reshape(-1, *x.shape[2:])
         return x.reshape(-1, *x.shape[2:]).index_select(0, self.slots)
 
     def from_batch(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, T, *rest) -> (N, *rest)."""
+        if self.dense:
+            return x.reshape(self.batch * self.seq, *x.shape[2:])
         return x.reshape(self.batch * self.seq, *x.shape[2:]).index_select(0, self.index)
 
     def unpack(self, y: torch.Tensor) -> torch.Tensor:
         """(N, *rest) -> (rows, T, *rest) with zeros at the free slots."""
         rest = y.shape[1:]
+        if self.dense:
+            return y.reshape(self.rows, self.seq, *rest)
         out = y.new_zeros(self.rows * self.seq, *rest).index_copy(0, self.slots, y)
         return out.view(self.rows, self.seq, *rest)
 
     def mean(self, y: torch.Tensor) -> torch.Tensor:
         """(N, D) -> (batch, D): each example's mean over its real tokens (0 for none)."""
+        if self.dense:
+            return y.reshape(self.batch, self.seq, -1).mean(dim=1)
         sums = y.new_zeros(self.batch, y.shape[1]).index_add(0, self.example, y)
         return sums / self.counts.clamp(min=1).to(y.dtype)[:, None]

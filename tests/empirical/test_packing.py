@@ -77,6 +77,23 @@ def test_packed_forward_equals_the_models_padded_layout(pe, lengths):
     _assert_same(model, packed, model(tok), y)
 
 
+@pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(kw) or "default")
+@pytest.mark.parametrize("pe", PES)
+def test_a_batch_without_padding_runs_packed_and_equals_the_padded_reference(pe, kw):
+    """Every token real (the count task): the layouts are reshapes of each other, no mask at all,
+    and the sub-layer functions run on them."""
+    model, tok = _model(pe, **kw), _tokens([T] * 4)
+    mask = ScoreMask.build(tok != 0, False, T, torch.float32, torch.device("cpu"), pack=True,
+                           merge=True)
+    assert mask.packing is not None and mask.packing.dense and not mask.packing.merged
+    assert mask.keys is None and mask.blocks is None
+    x = torch.randn(4, T, 3)
+    assert torch.equal(mask.packing.unpack(mask.packing.from_batch(x)), x)
+    assert torch.equal(mask.packing.mean(mask.packing.from_batch(x)), x.mean(dim=1))
+    y = torch.arange(4) % 5
+    _assert_same(model, model(tok, offset=1), old_model_logits(model, tok, offset=1), y)
+
+
 def test_the_cases_above_merge_rows():
     """The length patterns do share rows (else the tests above would not test merging)."""
     keep = _tokens([3, 12, 5, 4, 13, 1]) != 0
