@@ -25,6 +25,14 @@ head dim   1 thread    2 threads
 
 Hooking ``hook_attn_scores`` or ``hook_pattern`` always takes the explicit kernel.
 
+**Packed forwards** (a CPU, no hook, no ablation: :mod:`.packing`) take neither for the cases
+:func:`.packed_attention.covers` lists (no attention dropout, float32 / float64, plain RoPE with
+interleaved pairing or no rotation): there the attention is one autograd function
+(:mod:`.packed_attention`), and with keys and values from the layer's own input the whole
+attention sub-layer is (:mod:`.attention_residual`), as is the MLP sub-layer
+(:mod:`.mlp_residual`).  The explicit kernel below serves the other packed cases (xPos, half
+pairing, MLA, dropout in training, bfloat16), with the mask rules that follow.
+
 **Mask** (:class:`ScoreMask`): built once per forward and shared by every layer: the padding
 keys as a (batch, T) additive vector (0 / -inf) -- or, in a packed forward with merged rows
 (:mod:`.packing`), the (rows, T, T) block mask of the rows' segments -- and the causal triangle

@@ -16,10 +16,13 @@ final LayerNorm; for MLA (``mla:rope=paper_code``) a dropout inside the MLP and
 none after the attention; both classify over the vocabulary (``n_classes`` is
 then ``vocab_size``).
 
-A forward with no hook point attached and no head ablation runs packed on a CPU
-(:mod:`.packing`): the token-wise parts see the real tokens as (N, d_model), so torch's own
-module hooks (``register_forward_hook``) see that layout; use the hook points below, or set
-``model.pack_tokens = False``, to see (batch, pos, d_model).
+A forward with no hook attached -- neither a hook point below nor a torch module hook
+(``register_forward_hook`` and the like, global or on any submodule) -- and no head ablation runs
+packed on a CPU when padding is masked (:mod:`.packing`): the token-wise parts see the real
+tokens as (N, d_model), and a block's attention and MLP sub-layers run as single autograd
+functions where they cover the case (:mod:`.attention_residual`, :mod:`.packed_attention`,
+:mod:`.mlp_residual`).  Attaching any hook, or setting ``model.pack_tokens = False``, gives the
+padded forward: (batch, pos, d_model) and every module called.
 
 Hook points (TransformerLens's names and layouts; see docs/usage.md):
 ``hook_embed`` E[token] and ``hook_pos_embed`` P[position] (batch, pos,
@@ -178,7 +181,7 @@ class Transformer(Hooked):
                               f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
                               f"{tuple(ablation.gate.shape)}")
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
-        unhooked = not any(p.fns for p in self._points)
+        unhooked = not any(p.fns for p in self._points) and not self._torch_hooked()
         if keep is not None and (ablation is None or ablation.replacement is None) and unhooked:
             # Padding columns at the end of the whole batch are masked keys and pooled with weight
             # 0: dropping them leaves every logit the same up to float rounding (summation order).
@@ -213,6 +216,16 @@ class Transformer(Hooked):
             w = keep.to(h.dtype)[:, :, None]  # (B, T, 1)
             pooled = (h * w).sum(dim=1) / w.sum(dim=1).clamp(min=1)
         return self.classifier(run_hook(self.hook_pooled, pooled))
+
+    def _torch_hooked(self) -> bool:
+        """Whether a torch module hook (global, or on any submodule) is registered: such hooks
+        see what the padded forward computes, so the forward is then not packed."""
+        g = nn.modules.module
+        if (g._global_forward_hooks or g._global_forward_pre_hooks or g._global_backward_hooks
+                or g._global_backward_pre_hooks):
+            return True
+        return any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                   or m._backward_pre_hooks for m in self.modules())
 
     @property
     def n_params(self) -> int:

@@ -25,7 +25,10 @@ The logits are those of the padded computation up to float rounding (summation o
 rotation angles of shifted columns).  The model packs only when nothing could see the
 difference: padding masked, no hook attached (a hook sees the (batch, pos, ...) layouts), no head
 ablation; it merges rows only for PEs whose parts all have a Toeplitz form
-(:data:`posenc.parts.NOT_TOEPLITZ`).  See :class:`~posenc.empirical.model.Transformer`.
+(:data:`posenc.parts.NOT_TOEPLITZ`).  A batch without padding is packed too (``dense``: every
+token real, the layouts are reshapes of each other), so that its blocks can run as the sub-layer
+functions of :mod:`.attention_residual` / :mod:`.mlp_residual`, which take the (N, D) layout.
+See :class:`~posenc.empirical.model.Transformer`.
 """
 
 from __future__ import annotations

@@ -228,3 +228,26 @@ def test_merged_rows_are_exact_for_a_steep_xpos_decay():
     padded = model(tok)
     assert torch.isfinite(padded).all()
     _assert_same(model, packed, padded, torch.arange(6) % 5)
+
+
+def test_a_torch_module_hook_sees_the_padded_forward():
+    """A torch hook (on a submodule, or global) turns packing off: it sees (batch, T, D) and every
+    module is called, as without the sub-layer functions."""
+    model, tok = _model("rope"), _tokens([3, 12, 5, 4, 13, 1])
+    seen = []
+    handle = model.blocks[0].mlp.register_forward_hook(lambda m, a, out: seen.append(out.shape))
+    model(tok)
+    handle.remove()
+    assert seen == [(6, T, 32)]
+    seen.clear()
+    handle = torch.nn.modules.module.register_module_forward_hook(
+        lambda m, a, out: seen.append(type(m).__name__))
+    try:
+        model(tok)
+    finally:
+        handle.remove()
+    assert "Sequential" in seen and "LayerNorm" in seen
+    calls = []
+    model.blocks[0].ln2.register_forward_pre_hook(lambda m, a: calls.append(a[0].shape))
+    model(tok)
+    assert calls == [(6, T, 32)]
