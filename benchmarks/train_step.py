@@ -13,14 +13,18 @@ sinusoidal.
 
 A step is forward + backward + AdamW on one batch; every model steps through the same
 ``--batches`` batches (the first of an epoch's seeded shuffle: the lengths, and so the padding, a
-run meets) ``--rounds`` times.  The models take single steps in turn (round-robin), so background
-load hits them alike; per batch the best step (least disturbed) and the median are taken and
-averaged over the batches, and the ratio paper / posenc is reported -- by wall clock and by this
-process's CPU time (``time.process_time``; on a shared, loaded machine the scheduler's gaps do not
-count in it; at 1 thread it is the step's own cost, at 2 the sum over both threads).  Run:
+run meets) ``--rounds`` times.  ``--schedule blocks`` (default): in each round every model in
+turn takes one untimed step and then its batches in a row, as consecutive steps of a training run
+do; ``--schedule steps``: the models alternate single steps (round-robin), so each step starts
+with the caches the other models left (the method before 2026-11-30 evening; both are reported in
+benchmarks/results/).  Either way background load hits the models alike; per batch the best step
+(least disturbed) and the median are taken and averaged over the batches, and the ratio paper /
+posenc is reported -- by wall clock and by this process's CPU time (``time.process_time``; on a
+shared, loaded machine the scheduler's gaps do not count in it; at 1 thread it is the step's own
+cost, at 2 the sum over both threads).  Run:
 python benchmarks/train_step.py [--pe rope,alibi,sinusoidal] [--threads 1,2] [--batches 10]
-[--rounds 3] [--task distance|count] [--preset quick|paper] [--device cpu|cuda] [--samples N]
-[--also compile,bf16] [--profile]
+[--rounds 3] [--schedule blocks|steps] [--task distance|count] [--preset quick|paper]
+[--device cpu|cuda] [--samples N] [--also compile,bf16] [--profile]
 """
 
 from __future__ import annotations
