@@ -153,6 +153,8 @@ class Transformer(Hooked):
             self.hook_pos_embed = HookPoint()
         self.name_hooks()
         self._points = list(self.hook_points().values())
+        # the modules a torch hook could sit on (the hook points have their own .fns)
+        self._modules_no_points = [m for m in self.modules() if not isinstance(m, HookPoint)]
 
     @staticmethod
     def _trim(tokens: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -218,14 +220,17 @@ class Transformer(Hooked):
         return self.classifier(run_hook(self.hook_pooled, pooled))
 
     def _torch_hooked(self) -> bool:
-        """Whether a torch module hook (global, or on any submodule) is registered: such hooks
-        see what the padded forward computes, so the forward is then not packed."""
+        """Whether a torch module hook (global, or on any submodule but the hook points) is
+        registered: such hooks see what the padded forward computes, so the forward is then not
+        packed."""
         g = nn.modules.module
         if (g._global_forward_hooks or g._global_forward_pre_hooks or g._global_backward_hooks
                 or g._global_backward_pre_hooks):
             return True
-        return any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
-                   or m._backward_pre_hooks for m in self.modules())
+        for m in self._modules_no_points:
+            if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
+                return True
+        return False
 
     @property
     def n_params(self) -> int:
