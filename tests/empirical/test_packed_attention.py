@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from posenc.empirical import attention_residual as ar
@@ -93,33 +93,28 @@ CASES = st.tuples(st.lists(st.integers(1, 9), min_size=1, max_size=5),  # length
                   st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, H]))  # planes, bias heads
 
 
-def _valid(lengths, interior, causal):
-    # causal with an interior hole: a padding query whose keys are all masked (a NaN row the
-    # padded path shares); not a case the model runs
-    return not (interior and causal)
+def _drawn(case, seed):
+    """The inputs of a drawn case; causal with an interior hole is not drawn (a padding query
+    whose keys are all masked: a NaN row the padded path shares; not a case the model runs)."""
+    lengths, interior, causal, planes, bias_heads = case
+    assume(not (interior and causal))
+    T = max(lengths) + 1  # some padding: a packed forward
+    return _inputs(lengths, T, interior, causal, planes, bias_heads, seed)
 
 
 @settings(max_examples=40, deadline=None)
 @given(case=CASES, seed=st.integers(0, 10_000))
 def test_forward_is_attention_example_by_example(case, seed):
-    lengths, interior, causal, planes, bias_heads = case
-    if not _valid(lengths, interior, causal):
-        return
-    T = max(lengths) + 1  # some padding: a packed forward
-    keep, mask, qkv, bias, w, masks = _inputs(lengths, T, interior, causal, planes, bias_heads, seed)
+    keep, mask, qkv, bias, w, masks = _drawn(case, seed)
     got = pa.packed_attention(qkv, mask.packing, H, w, masks, bias, D ** -0.5)
     # float64, O(1) values, sums of <= 9 terms: rounding ~1e-15
-    assert torch.allclose(got, _loop(keep, qkv, bias, planes, causal), rtol=0, atol=1e-12)
+    assert torch.allclose(got, _loop(keep, qkv, bias, case[3], case[2]), rtol=0, atol=1e-12)
 
 
 @settings(max_examples=15, deadline=None)
 @given(case=CASES, seed=st.integers(0, 10_000))
 def test_backward_is_the_gradient_of_the_forward(case, seed):
-    lengths, interior, causal, planes, bias_heads = case
-    if not _valid(lengths, interior, causal):
-        return
-    T = max(lengths) + 1  # some padding: a packed forward
-    keep, mask, qkv, bias, w, masks = _inputs(lengths, T, interior, causal, planes, bias_heads, seed)
+    keep, mask, qkv, bias, w, masks = _drawn(case, seed)
     slots = pa.HeadSlots.of(mask.packing, H)
     args = (qkv,) if bias is None else (qkv, bias)
 
