@@ -148,9 +148,17 @@ def test_trailing_padding_is_dropped_only_without_hooks_and_replacements():
     model, tok = _model("rope").eval(), _tokens(trailing=True)
     model.pack_tokens = False  # the token-wise parts in the (batch, T) layout (packed: test_packing)
     seen = []
-    model.blocks[0].ln1.register_forward_hook(lambda m, i, o: seen.append(o.shape[1]))
+    ln1 = model.blocks[0].ln1
+    forward = ln1.forward  # a spy, not a torch hook: a torch hook would keep the full length too
+    ln1.forward = lambda x: seen.append(x.shape[1]) or forward(x)
     with torch.no_grad():
         model(tok)
         _, cache = model.run_with_cache(tok, names_filter="blocks.0.attn.hook_z")
         model(tok, ablation=HeadAblation(0, torch.ones(1, 4), cache["blocks.0.attn.hook_z"]))
     assert seen == [10, 13, 13] and cache["blocks.0.attn.hook_z"].shape[1] == 13
+    seen.clear()
+    handle = ln1.register_forward_hook(lambda m, i, o: None)
+    with torch.no_grad():
+        model(tok)
+    handle.remove()
+    assert seen == [13]  # a torch module hook sees the batch at the length it was given
