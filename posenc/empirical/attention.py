@@ -51,7 +51,7 @@ from torch import nn
 
 from .hooks import HookPoint, run_hook
 from .kernel import ScoreMask, explicit_attention, use_sdpa
-from .packed_attention import covers, packed_attention
+from .packed_attention import HeadSlots, PackedAttention, covers
 
 
 @dataclass
@@ -183,10 +183,8 @@ class Attention(AttentionBase):
         if kv is x and not self.hook_kv_in.active:
             q, k, v = unpack(self.qkv(x)).split(D, dim=-1)  # one GEMM when keys come from x
         else:
-            kv = run_hook(self.hook_kv_in, kv)
-            W, b = self.qkv.weight, self.qkv.bias
-            q = unpack(F.linear(x, W[:D], None if b is None else b[:D]))
-            k, v = unpack(F.linear(kv, W[D:], None if b is None else b[D:])).split(D, dim=-1)
+            q, kv = self.split_projection(x, run_hook(self.hook_kv_in, kv))
+            q, (k, v) = unpack(q), unpack(kv).split(D, dim=-1)
         B, T, _ = q.shape
         H, dh = self.n_heads, self.head_dim
         q = q.view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
@@ -197,32 +195,35 @@ class Attention(AttentionBase):
             q, k = self.rot_hooks(*self.rotary.rotate_qk(q, k, offset))
         return self.finish(q, k, v, mask, offset, ablation)
 
+    def split_projection(self, x: torch.Tensor, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Q from ``x`` and K, V from ``kv`` (keys and values from another input): (.., D) and
+        (.., 2D), two GEMMs with the rows of the fused projection."""
+        D, W, b = self.d_model, self.qkv.weight, self.qkv.bias
+        return (F.linear(x, W[:D], None if b is None else b[:D]),
+                F.linear(kv, W[D:], None if b is None else b[D:]))
+
     def packed(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int) -> torch.Tensor:
         """A packed forward's heads' outputs (N, D) by :mod:`.packed_attention` (no hook can be
         attached: a hook turns packing off)."""
-        assert mask.packing is not None
-        qkv = self.qkv(x) if kv is x else torch.cat(
-            [F.linear(x, self.qkv.weight[:self.d_model],
-                      None if self.qkv.bias is None else self.qkv.bias[:self.d_model]),
-             F.linear(kv, self.qkv.weight[self.d_model:],
-                      None if self.qkv.bias is None else self.qkv.bias[self.d_model:])], dim=1)
-        T = mask.seq
-        w = None if self.rotary is None else self.rotary.phasors(T, offset, x.dtype)
-        return packed_attention(qkv, mask.packing, self.n_heads, w, self.packed_masks(mask),
-                                self.positional_bias(T, offset, x.dtype), self.head_dim ** -0.5)
+        qkv = self.qkv(x) if kv is x else torch.cat(self.split_projection(x, kv), dim=1)
+        return PackedAttention.apply(qkv, *self.packed_inputs(mask, offset, x.dtype))
 
-    @staticmethod
-    def packed_masks(mask: ScoreMask) -> list[torch.Tensor]:
-        """A packed forward's additive masks, broadcastable to (rows, H, T, T): the merged rows'
-        block mask or the padding keys, and the causal triangle."""
+    def packed_inputs(self, mask: ScoreMask, offset: int, dtype: torch.dtype) -> tuple:
+        """What :class:`.packed_attention.PackedAttention` takes besides Q/K/V, for this layer in a
+        packed forward: the PE bias (H or 1, T, T) or None, the index maps, the rotation's
+        phasors or None, the additive masks broadcastable to (rows, H, T, T) -- the merged rows'
+        block mask or the padding keys, and the causal triangle -- and the score scale."""
         assert mask.packing is not None
+        T = mask.seq
         if mask.merged:
             masks = [mask.blocks[:, None]]  # (rows, 1, T, T)
         else:
             masks = [] if mask.keys is None else [mask.keys[:, None, None, :]]
         if mask.causal is not None:
             masks.append(mask.causal)
-        return masks
+        return (self.positional_bias(T, offset, dtype), HeadSlots.of(mask.packing, self.n_heads),
+                None if self.rotary is None else self.rotary.phasors(T, offset, dtype),
+                tuple(masks), self.head_dim ** -0.5)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""

@@ -77,9 +77,6 @@ class AttentionResidual(torch.autograd.Function):
 def attention_residual(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
     """``h + attn(ln(h))`` for the packed tokens ``h`` (N, D) of a packed forward (``mask``
     a :class:`~.kernel.ScoreMask` with packing), ``attn`` an :class:`~.attention.Attention`."""
-    T = mask.seq
-    w = None if attn.rotary is None else attn.rotary.phasors(T, offset, h.dtype)
-    return AttentionResidual.apply(
-        h, ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias, attn.out.weight, attn.out.bias,
-        attn.positional_bias(T, offset, h.dtype), HeadSlots.of(mask.packing, attn.n_heads), w,
-        tuple(attn.packed_masks(mask)), attn.head_dim ** -0.5, ln.eps)
+    return AttentionResidual.apply(h, ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias,
+                                   attn.out.weight, attn.out.bias,
+                                   *attn.packed_inputs(mask, offset, h.dtype), ln.eps)

@@ -178,9 +178,3 @@ def covers(rotary, dtype: torch.dtype, dropout: float) -> bool:
     return (not dropout and dtype in (torch.float32, torch.float64)
             and (rotary is None or (type(rotary) is Rotary and rotary.pairing == "interleaved")))
 
-
-def packed_attention(qkv: torch.Tensor, packing: Packing, heads: int, w: Optional[torch.Tensor],
-                     masks: Sequence[torch.Tensor], bias: Optional[torch.Tensor],
-                     scale: float) -> torch.Tensor:
-    """(N, 3 * heads * d) fused Q/K/V of the packed tokens -> (N, heads * d) heads' outputs."""
-    return PackedAttention.apply(qkv, bias, HeadSlots.of(packing, heads), w, tuple(masks), scale)

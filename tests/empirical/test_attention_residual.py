@@ -43,7 +43,7 @@ def test_backward_is_the_gradient_of_the_forward(rotary, learned_bias, qkv_bias,
     attn, ln, mask, h = _setup(rotary, learned_bias, qkv_bias, causal)
     slots = HeadSlots.of(mask.packing, H)
     w = None if attn.rotary is None else attn.rotary.phasors(T, 0, h.dtype)
-    masks = tuple(attn.packed_masks(mask))
+    masks = attn.packed_inputs(mask, 0, h.dtype)[3]  # the block mask (and causal)
     bias = attn.positional_bias(T, 0, h.dtype)
     if bias is not None:
         bias = bias.detach().requires_grad_(True)  # the (H, T, T) bias itself an input

@@ -106,7 +106,8 @@ def _drawn(case, seed):
 @given(case=CASES, seed=st.integers(0, 10_000))
 def test_forward_is_attention_example_by_example(case, seed):
     keep, mask, qkv, bias, w, masks = _drawn(case, seed)
-    got = pa.packed_attention(qkv, mask.packing, H, w, masks, bias, D ** -0.5)
+    got = pa.PackedAttention.apply(qkv, bias, pa.HeadSlots.of(mask.packing, H), w, tuple(masks),
+                                   D ** -0.5)
     # float64, O(1) values, sums of <= 9 terms: rounding ~1e-15
     assert torch.allclose(got, _loop(keep, qkv, bias, case[3], case[2]), rtol=0, atol=1e-12)
 
