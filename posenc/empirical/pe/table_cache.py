@@ -3,9 +3,9 @@ length, offset, dtype and device.
 
 A training run meets one table per distinct batch length (a batch is trimmed to its longest
 example): an epoch of the quick distance task has 19 (40..58 tokens), so a cache of 8 that
-emptied itself when full rebuilt a table on most steps.  ``MAX_ENTRIES`` holds every length up to a few hundred
-tokens; past it the least recently used table goes.  Tables are built outside autograd and
-inference mode (plain tensors, usable in both).
+emptied itself when full rebuilt a table on most steps.  ``MAX_ENTRIES`` holds every length up
+to a few hundred tokens; past it the least recently used table goes.  Tables are built outside
+autograd and inference mode (plain tensors, usable in both).
 """
 
 from __future__ import annotations
