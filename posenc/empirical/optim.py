@@ -16,6 +16,8 @@ the kernel -- takes torch's own step.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 
@@ -24,14 +26,30 @@ class FusedAdamW(torch.optim.AdamW):
 
     def __init__(self, params, **kwargs):
         super().__init__(params, fused=True, **kwargs)
+        self._states: dict[int, tuple] = {}  # group index -> (self.state, its params, states)
 
-    def _fast_group(self, group: dict) -> bool:
+    def _group_states(self, i: int, group: dict, grads: list) -> Optional[list]:
+        """The state dicts of group ``i``'s parameters when the fused CPU step applies to it this
+        step (every parameter on a CPU with a dense gradient -- ``grads``, no flag the kernel call
+        below does not pass, a float learning rate, the state created), else None.  The list is cached per
+        group while ``self.state`` and the group's parameter list are the same objects (torch
+        replaces ``self.state`` on ``load_state_dict``): looking a Parameter up in the state
+        dict calls its Python ``__hash__``, 49 times per step for the quick model."""
         params = group["params"]
-        return (all(p.grad is not None and p.device.type == "cpu" and not p.grad.is_sparse
-                    for p in params)
-                and not any(group[k] for k in ("amsgrad", "maximize", "capturable", "differentiable"))
-                and isinstance(group["lr"], float) and hasattr(torch, "_fused_adamw_")
-                and all(len(self.state[p]) for p in params))
+        if any(g is None or not g.is_cpu or g.is_sparse for g in grads):
+            return None
+        if (group["amsgrad"] or group["maximize"] or group["capturable"] or group["differentiable"]
+                or not isinstance(group["lr"], float)):
+            return None
+        cached = self._states.get(i)
+        if cached is not None and cached[0] is self.state and cached[1] is params \
+                and len(cached[2]) == len(params):
+            return cached[2]
+        states = [self.state.get(p) for p in params]
+        if not all(states) or not all(p.is_cpu for p in params):
+            return None  # the first step creates the state
+        self._states[i] = (self.state, params, states)
+        return states
 
     def _torch_step(self, closure):
         """torch's AdamW step without its hook wrapper: this step's wrapper already ran the
@@ -40,6 +58,15 @@ class FusedAdamW(torch.optim.AdamW):
         if getattr(step, "hooked", False):
             step = step.__wrapped__
         return step(self, closure)
+
+    def state_dict(self) -> dict:
+        """torch's state dict, with one step-count tensor per parameter: another optimiser (torch's
+        own AdamW) loads it and increments each count once per step, as it expects; shared, one
+        tensor would count every parameter's increment."""
+        sd = super().state_dict()
+        sd["state"] = {k: {**v, "step": v["step"].clone()} if "step" in v else v
+                       for k, v in sd["state"].items()}
+        return sd
 
     def _unshare(self) -> None:
         """One step-count tensor per parameter again (what torch's own step increments)."""
@@ -52,12 +79,14 @@ class FusedAdamW(torch.optim.AdamW):
 
     @torch.no_grad()
     def step(self, closure=None):
-        if closure is not None or not all(self._fast_group(g) for g in self.param_groups):
+        plan = None
+        grads = [[p.grad for p in g["params"]] for g in self.param_groups]
+        if closure is None and hasattr(torch, "_fused_adamw_"):
+            plan = [self._group_states(i, g, gs) for i, (g, gs) in enumerate(zip(self.param_groups, grads))]
+        if plan is None or any(states is None for states in plan):
             self._unshare()  # torch's step counts each parameter's tensor
             return self._torch_step(closure)  # also the first step: it creates the state
-        for group in self.param_groups:
-            params = group["params"]
-            states = [self.state[p] for p in params]
+        for states in plan:
             step = states[0]["step"]
             if any(s["step"] is not step for s in states):  # e.g. after load_state_dict
                 if any(not torch.equal(s["step"], step) for s in states):
@@ -65,11 +94,23 @@ class FusedAdamW(torch.optim.AdamW):
                     return self._torch_step(None)
                 for s in states:
                     s["step"] = step  # one shared count
+        for group, states, group_grads in zip(self.param_groups, plan, grads):
+            params = group["params"]
+            step = states[0]["step"]
             step.add_(1)
             beta1, beta2 = group["betas"]
-            torch._fused_adamw_(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+            torch._fused_adamw_(params, group_grads, [s["exp_avg"] for s in states],
                                 [s["exp_avg_sq"] for s in states], [], [step] * len(params),
                                 amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
                                 weight_decay=group["weight_decay"], eps=group["eps"],
                                 maximize=False, grad_scale=None, found_inf=None)
         return None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """torch's ``zero_grad``; with ``set_to_none`` (the default) a plain loop, without the
+        profiler range torch opens around it (~20 us of a step)."""
+        if not set_to_none:
+            return super().zero_grad(set_to_none=False)
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import numpy as np
 import torch
 
-from .packing import Packing
+from .packing import Packing, index_tensor
 from .pe.rotary import Rotary
 
 
@@ -53,20 +54,20 @@ class HeadSlots:
 
     def __init__(self, packing: Packing, heads: int):
         T, rows, N = packing.seq, packing.rows, packing.n_tokens
-        slots = packing.slots
-        dev = slots.device
+        dev = packing.slots.device
+        slots = packing.slots.cpu().numpy()  # index arithmetic on the host (see Packing)
         self.rows, self.seq, self.heads, self.n_tokens = rows, T, heads, N
-        who = torch.full((rows * T,), N, dtype=torch.long, device=dev)  # N: a free slot
-        who = who.index_copy(0, slots, torch.arange(N, device=dev)).view(rows, 1, T)
-        h = torch.arange(heads, device=dev)
-        self.qkv_rows = (who[None] * (3 * heads)
-                         + torch.arange(3 * heads, device=dev).view(3, 1, heads, 1)).reshape(-1)
-        self.grad_rows = (who * heads + h[:, None]).reshape(-1)
-        rt = slots + torch.div(slots, T, rounding_mode="floor") * ((heads - 1) * T)  # r*H*T + t
-        self.out_rows = (rt[:, None] + h * T).reshape(-1)
-        self.qkv_back = (rt[:, None, None] + h * T
-                         + torch.arange(0, 3 * rows * heads * T, rows * heads * T,
-                                        device=dev)[:, None]).reshape(-1)
+        who = np.full(rows * T, N, dtype=np.int64)  # N: a free slot
+        who[slots] = np.arange(N)
+        who = who.reshape(rows, 1, T)
+        h = np.arange(heads)
+        part_head = np.arange(3 * heads).reshape(3, 1, heads, 1)
+        self.qkv_rows = index_tensor((who[None] * (3 * heads) + part_head).reshape(-1), dev)
+        self.grad_rows = index_tensor((who * heads + h[:, None]).reshape(-1), dev)
+        rt = slots + (slots // T) * ((heads - 1) * T)  # r * H * T + t
+        self.out_rows = index_tensor((rt[:, None] + h * T).reshape(-1), dev)
+        parts = np.arange(0, 3 * rows * heads * T, rows * heads * T)
+        self.qkv_back = index_tensor((rt[:, None, None] + h * T + parts[:, None]).reshape(-1), dev)
 
     @classmethod
     def of(cls, packing: Packing, heads: int) -> "HeadSlots":

@@ -1,6 +1,8 @@
 """FusedAdamW (posenc.empirical.optim): torch's fused AdamW update bit for bit -- parameters and
 state over several steps, after a state-dict round trip, and when it must fall back."""
 
+import copy
+
 import torch
 
 from posenc.empirical.optim import FusedAdamW
@@ -85,3 +87,52 @@ def test_step_hooks_run_once_per_step_on_either_path():
     finally:
         handle.remove()
     assert len(calls) == 4 and all(grad_modes)  # hooks see the caller's grad mode
+
+
+def test_loading_a_state_into_the_same_optimizer_takes_the_loaded_state():
+    """The fast step caches each group's state dicts; load_state_dict replaces them, and the
+    next steps must update from the loaded moments (not the cached, stale ones)."""
+    ours, theirs = _params(), _params()
+    o = _run(FusedAdamW, ours, 3)  # the cache now holds this run's states
+    donor = _run(FusedAdamW, _params(seed=1), 5)
+    t = _run(torch.optim.AdamW, theirs, 3, fused=True)
+    t.load_state_dict(copy.deepcopy(donor.state_dict()))  # load_state_dict keeps the tensors
+    o.load_state_dict(copy.deepcopy(donor.state_dict()))
+    for opt, ps in ((o, ours), (t, theirs)):
+        for step in range(3, 6):
+            g = torch.Generator().manual_seed(200 + step)
+            for p in ps:
+                p.grad = torch.randn(p.shape, generator=g)
+            opt.step()
+    assert _same(ours, theirs)
+    assert all(float(o.state[p]["step"]) == 8 for p in ours)
+
+
+def test_zero_grad_sets_none_or_zeros_as_torchs():
+    params = _params()
+    opt = FusedAdamW(params, lr=1e-2)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    opt.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.any() for p in params)
+    opt.zero_grad()
+    assert all(p.grad is None for p in params)
+
+
+def test_torchs_adamw_loads_our_state_dict_and_counts_each_step_once():
+    """Our state dict has one step count per parameter (the fast step shares one tensor), so
+    torch's AdamW, which increments each parameter's count, continues with torch's update."""
+    ours, theirs = _params(), _params()
+    o = _run(FusedAdamW, ours, 3)
+    _run(torch.optim.AdamW, theirs, 3, fused=True)
+    t = torch.optim.AdamW(theirs, lr=1e-2, fused=True)
+    t.load_state_dict(copy.deepcopy(o.state_dict()))  # load_state_dict keeps the tensors
+    for opt, ps in ((o, ours), (t, theirs)):
+        for step in range(3, 5):
+            g = torch.Generator().manual_seed(300 + step)
+            for p in ps:
+                p.grad = torch.randn(p.shape, generator=g)
+            opt.step()
+    assert _same(ours, theirs)
+    assert all(float(t.state[p]["step"]) == 5 for p in theirs)
+    assert all(float(o.state[p]["step"]) == 5 for p in ours)
