@@ -210,20 +210,18 @@ class Attention(AttentionBase):
 
     def packed_inputs(self, mask: ScoreMask, offset: int, dtype: torch.dtype) -> tuple:
         """What :class:`.packed_attention.PackedAttention` takes besides Q/K/V, for this layer in a
-        packed forward: the PE bias (H or 1, T, T) or None, the index maps, the rotation's
-        phasors or None, the additive masks broadcastable to (rows, H, T, T) -- the merged rows'
-        block mask or the padding keys, and the causal triangle -- and the score scale."""
+        packed forward: a learned PE bias (H or 1, T, T) or None, the index maps, the rotation's
+        phasors or None, the constant additive terms -- the merged rows' block mask or the
+        padding keys, the causal triangle and a fixed PE bias, summed once per forward
+        (:meth:`.kernel.ScoreMask.packed_constant`) -- and the score scale."""
         assert mask.packing is not None
         T = mask.seq
-        if mask.merged:
-            masks = [mask.blocks[:, None]]  # (rows, 1, T, T)
-        else:
-            masks = [] if mask.keys is None else [mask.keys[:, None, None, :]]
-        if mask.causal is not None:
-            masks.append(mask.causal)
-        return (self.positional_bias(T, offset, dtype), HeadSlots.of(mask.packing, self.n_heads),
+        bias = self.positional_bias(T, offset, dtype)
+        learned = bias is not None and bias.requires_grad
+        constant = mask.packed_constant(None if learned else bias)
+        return (bias if learned else None, HeadSlots.of(mask.packing, self.n_heads),
                 None if self.rotary is None else self.rotary.phasors(T, offset, dtype),
-                tuple(masks), self.head_dim ** -0.5)
+                () if constant is None else (constant,), self.head_dim ** -0.5)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""

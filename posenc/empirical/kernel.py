@@ -81,7 +81,7 @@ class ScoreMask:
     def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int,
                  packing: Optional[Packing] = None, dtype: torch.dtype = torch.float32):
         self.keys, self.causal, self.seq, self.packing, self.dtype = keys, causal, seq, packing, dtype
-        self._memo: dict[tuple[int, int], tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
+        self._memo: dict[tuple, tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
         self._columns: dict[torch.dtype, Optional[tuple[torch.Tensor, torch.Tensor]]] = {}
         self._blocks: Optional[torch.Tensor] = None
 
@@ -116,6 +116,26 @@ class ScoreMask:
             tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
                 torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
         return cls(keys, tri, seq, packing, dtype)
+
+    def packed_constant(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        """The constant additive terms of a packed forward's scores, summed once per forward and
+        shared by the layers (memo): merged rows' block mask (rows, 1, T, T) or the padding keys
+        (rows, 1, 1, T), the causal triangle (T, T), and ``bias`` (H or 1, T, T) -- a PE bias
+        without a gradient, or None; broadcastable to (rows, H, T, T), or None when all are
+        absent.  The masks are 0 / -inf, so adding the sum equals adding the terms one by one,
+        bit for bit."""
+        key = ("packed", id(bias))  # the entry keeps ``bias`` alive, so its id stays unique
+        if key not in self._memo:
+            if self.merged:
+                parts = [self.blocks[:, None]]
+            else:
+                parts = [] if self.keys is None else [self.keys[:, None, None, :]]
+            parts += [m for m in (self.causal, bias) if m is not None]
+            total = None
+            for m in parts:
+                total = m if total is None else total + m
+            self._memo[key] = (bias, total)
+        return self._memo[key][1]
 
     def score_columns(self, dtype: torch.dtype) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
         """The mask (without causal triangle) as extra columns of q and k, (B, 1, T, S) each, or

@@ -9,13 +9,15 @@ each with its own autograd node and, in the backward, its own copies.  Here the 
 by index maps (:class:`HeadSlots`, built once per forward and shared by the layers) so that
 
 * forward: one gather puts Q, K, V head-major into one buffer ``(3, rows, heads, T, d)`` (zeros at
-  the free slots); RoPE is one in-place complex product on Q and K (the 1/sqrt(d) scale folded into
-  Q's phasors); ``S = Q K^T`` (``bmm``); the masks and the PE bias are added in place, broadcast
-  over heads / rows; ``P = softmax(S)``; ``Z = P V``; one gather back to the real tokens;
+  the free slots); RoPE is one in-place complex product on Q and K; ``S = Q K^T / sqrt(d)``
+  (``baddbmm`` with the scale as alpha: no pass of its own); the constant masks and the fixed PE
+  bias -- summed once per forward (:meth:`.kernel.ScoreMask.packed_constant`) -- and a learned
+  bias are added in place, broadcast over heads / rows; ``P = softmax(S)``; ``Z = P V``; one
+  gather back to the real tokens;
 * backward: one gather of dZ into the padded layout; ``dV = P^T dZ``, ``dP = dZ V^T``,
-  ``dS = softmax'(dP)``, ``dQ = dS K``, ``dK = dS^T Q`` written into one buffer; the inverse
-  rotation (conjugate phasors, with the scale) in place; one gather back to (N, 3 * d_model).
-  A learned bias gets ``dS`` summed over the rows.
+  ``dS = softmax'(dP)``, ``dQ = dS K / sqrt(d)``, ``dK = dS^T Q / sqrt(d)`` written into one
+  buffer; the inverse rotation (conjugate phasors) in place; one gather back to
+  (N, 3 * d_model).  A learned bias gets ``dS`` summed over the rows.
 
 It computes exactly what :func:`.kernel.explicit_attention` computes on the unpacked tensors (the
 same products, in the same float dtype; tests compare both, and ``torch.autograd.gradcheck`` the
@@ -84,20 +86,14 @@ def _with_zero_rows(x: torch.Tensor, width: int, zeros: int) -> torch.Tensor:
     return torch.cat([flat, flat.new_zeros(zeros, width)])
 
 
-def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor], scale: float) -> None:
-    """In place on (2 or more, rows, H, T, d): Q (part 0) times w * scale, K (part 1) times w, on
-    the first 2 * planes dims viewed as complex; Q's other dims times scale.  ``w`` None: Q times
-    scale only.  (The backward applies the same with conj(w).)"""
-    d = buf.shape[-1]
+def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor]) -> None:
+    """In place on (2 or more, rows, H, T, d): Q (part 0) and K (part 1) times ``w`` on the first
+    2 * planes dims viewed as complex; ``w`` None: nothing.  (The backward applies conj(w).)"""
     if w is None:
-        buf[0].mul_(scale)
         return
     r = 2 * w.shape[-1]
     z = torch.view_as_complex(buf[:2, ..., :r].unflatten(-1, (r // 2, 2)))
-    z[0].mul_(w * scale)
-    z[1].mul_(w)
-    if r < d:
-        buf[0, ..., r:].mul_(scale)
+    z.mul_(w)  # broadcast over Q / K and the rows
 
 
 def attend(source: torch.Tensor, slots: HeadSlots, w: Optional[torch.Tensor],
@@ -107,9 +103,10 @@ def attend(source: torch.Tensor, slots: HeadSlots, w: Optional[torch.Tensor],
     rows, H, T = slots.rows, slots.heads, slots.seq
     d = source.shape[1]
     buf = source.index_select(0, slots.qkv_rows).view(3, rows, H, T, d)
-    _rotate_(buf, w, scale)  # Q: rotated and scaled, K: rotated
+    _rotate_(buf, w)  # Q, K rotated
     q, k, v = buf.view(3, rows * H, T, d).unbind(0)
-    s = torch.bmm(q, k.transpose(1, 2))  # (rows * H, T, T)
+    # the scale rides in the GEMM (beta 0: the 0-dim input is not read)
+    s = torch.baddbmm(q.new_zeros(()), q, k.transpose(1, 2), beta=0, alpha=scale)  # (rows * H, T, T)
     s4 = s.view(rows, H, T, T)
     for m in masks:
         s4.add_(m)
@@ -135,9 +132,10 @@ def attend_backward(grad_source: torch.Tensor, buf: torch.Tensor, p: torch.Tenso
     # in: MKL's batched GEMM with a transposed (T, T) operand measured ~1.5x slower than the copy
     gv.copy_(torch.bmm(do.transpose(1, 2), p).transpose(1, 2))
     ds = torch._softmax_backward_data(torch.bmm(do, v.transpose(1, 2)), p, -1, p.dtype)
-    torch.bmm(ds, k, out=gq)  # d(scaled Q): times scale and the inverse rotation below
-    gk.copy_(torch.bmm(q.transpose(1, 2), ds).transpose(1, 2))  # Q is stored scaled: no scale
-    _rotate_(g, None if w is None else w.conj(), scale)
+    zero = ds.new_zeros(())
+    torch.baddbmm(zero, ds, k, beta=0, alpha=scale, out=gq)  # d(rotated Q) = scale dS K
+    gk.copy_(torch.baddbmm(zero, q.transpose(1, 2), ds, beta=0, alpha=scale).transpose(1, 2))
+    _rotate_(g, None if w is None else w.conj())  # the inverse rotation
     dbias = None
     if bias_heads is not None:
         dbias = ds.view(rows, H, T, T).sum(0)

@@ -158,6 +158,26 @@ def test_block_mask_and_mean_against_loops():
     assert torch.equal(p.unpack(p.pack(x)).view(-1, 4)[p.slots], x.view(-1, 4)[p.slots])
 
 
+@pytest.mark.parametrize("merge", [True, False])
+def test_the_constant_score_terms_sum_once_per_forward_and_equal_the_terms_added_one_by_one(merge):
+    lengths = [3, 12, 5, 4, 13, 1]
+    keep = _tokens(lengths) != 0
+    mask = ScoreMask.build(keep, True, T, torch.float64, torch.device("cpu"), pack=True, merge=merge)
+    assert mask.merged == merge
+    bias = torch.randn(2, T, T, dtype=torch.float64)
+    total = mask.packed_constant(bias)
+    assert mask.packed_constant(bias) is total  # once per forward: the layers share it
+    rows = mask.packing.rows
+    s = torch.randn(rows, 2, T, T, dtype=torch.float64)
+    masked = s + (mask.blocks[:, None] if merge else mask.keys[:, None, None, :])
+    masked += mask.causal
+    assert torch.equal(s + total, masked + bias)  # bit for bit (0 / -inf masks)
+    assert torch.equal(s + mask.packed_constant(None), masked)
+    dense = ScoreMask.build(torch.ones(2, 4, dtype=torch.bool), False, 4, torch.float64,
+                            torch.device("cpu"), pack=True)
+    assert dense.packed_constant(None) is None
+
+
 def test_prefix_padding_only():
     """Interior padding (not a prefix of real tokens) is packed but never merged: shifting a
     segment would change its distances."""
