@@ -28,6 +28,48 @@ def _zero_tailed(rows: int, zeros: int, width: int, like: torch.Tensor) -> torch
     return out
 
 
+def attention_forward(h, g, beta, w_qkv, b_qkv, w_o, b_o, bias: Optional[torch.Tensor],
+                      slots: HeadSlots, w: Optional[torch.Tensor], masks: Sequence[torch.Tensor],
+                      scale: float, eps: float) -> tuple[torch.Tensor, tuple]:
+    """``h + W_o attn(W_qkv LN(h) + b_qkv) + b_o`` for (N, D) ``h``; returns it and what
+    :func:`attention_backward` needs."""
+    N, D = h.shape
+    H = slots.heads
+    d = D // H
+    x, mean, rstd = torch.native_layer_norm(h, (D,), g, beta, eps)
+    source = _zero_tailed(N * 3 * H, 3 * H, d, h)
+    qkv = source[:N * 3 * H].view(N, 3 * D)
+    if b_qkv is None:
+        torch.mm(x, w_qkv.t(), out=qkv)
+    else:
+        torch.addmm(b_qkv, x, w_qkv.t(), out=qkv)
+    z, buf, p = attend(source, slots, w, masks, bias, scale)
+    z = z.view(N, D)
+    y = torch.addmm(b_o, z, w_o.t()).add_(h)
+    return y, (h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w)
+
+
+def attention_backward(saved: Sequence, dy: torch.Tensor, slots: HeadSlots, scale: float,
+                       bias_heads: Optional[int], qkv_bias: bool) -> tuple:
+    """The gradients of :func:`attention_forward`'s tensor inputs ``(h, g, beta, W_qkv, b_qkv,
+    W_o, b_o, bias)`` from ``dy``; ``bias_heads``: the learned bias's heads (H or 1), or None for
+    no bias gradient; ``qkv_bias``: whether there is a b_qkv."""
+    h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w = saved
+    N, D = h.shape
+    H = slots.heads
+    d = D // H
+    dw_o, db_o = dy.t().mm(z), dy.sum(0)
+    grad_source = _zero_tailed(N * H, H, d, dy)
+    torch.mm(dy, w_o, out=grad_source[:N * H].view(N, D))  # dZ
+    dqkv, dbias = attend_backward(grad_source, buf, p, slots, w, scale, bias_heads)
+    dqkv = dqkv.view(N, 3 * D)
+    dw_qkv = dqkv.t().mm(x)
+    db_qkv = dqkv.sum(0) if qkv_bias else None
+    dh, dg, dbeta = torch.ops.aten.native_layer_norm_backward(
+        dqkv.mm(w_qkv), h, (D,), mean, rstd, g, beta, [True, True, True])
+    return dh.add_(dy), dg, dbeta, dw_qkv, db_qkv, dw_o, db_o, dbias
+
+
 class AttentionResidual(torch.autograd.Function):
     """``apply(h (N, D), ln weight, ln bias, W_qkv (3D, D), b_qkv or None, W_o (D, D), b_o,
     bias (H or 1, T, T) or None, slots, phasors or None, masks, scale, eps) -> (N, D)``."""
@@ -36,20 +78,9 @@ class AttentionResidual(torch.autograd.Function):
     def forward(ctx, h, g, beta, w_qkv, b_qkv, w_o, b_o, bias: Optional[torch.Tensor],
                 slots: HeadSlots, w: Optional[torch.Tensor], masks: Sequence[torch.Tensor],
                 scale: float, eps: float):
-        N, D = h.shape
-        H = slots.heads
-        d = D // H
-        x, mean, rstd = torch.native_layer_norm(h, (D,), g, beta, eps)
-        source = _zero_tailed(N * 3 * H, 3 * H, d, h)
-        qkv = source[:N * 3 * H].view(N, 3 * D)
-        if b_qkv is None:
-            torch.mm(x, w_qkv.t(), out=qkv)
-        else:
-            torch.addmm(b_qkv, x, w_qkv.t(), out=qkv)
-        z, buf, p = attend(source, slots, w, masks, bias, scale)
-        z = z.view(N, D)
-        y = torch.addmm(b_o, z, w_o.t()).add_(h)
-        ctx.save_for_backward(h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w)
+        y, saved = attention_forward(h, g, beta, w_qkv, b_qkv, w_o, b_o, bias, slots, w, masks,
+                                     scale, eps)
+        ctx.save_for_backward(*saved)
         ctx.slots, ctx.scale = slots, scale
         ctx.bias_heads = None if bias is None or not ctx.needs_input_grad[7] else bias.shape[0]
         ctx.qkv_bias = b_qkv is not None
@@ -57,26 +88,20 @@ class AttentionResidual(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
-        h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w = ctx.saved_tensors
-        N, D = h.shape
-        H = ctx.slots.heads
-        d = D // H
-        dw_o, db_o = dy.t().mm(z), dy.sum(0)
-        grad_source = _zero_tailed(N * H, H, d, dy)
-        torch.mm(dy, w_o, out=grad_source[:N * H].view(N, D))  # dZ
-        dqkv, dbias = attend_backward(grad_source, buf, p, ctx.slots, w, ctx.scale, ctx.bias_heads)
-        dqkv = dqkv.view(N, 3 * D)
-        dw_qkv = dqkv.t().mm(x)
-        db_qkv = dqkv.sum(0) if ctx.qkv_bias else None
-        dh, dg, dbeta = torch.ops.aten.native_layer_norm_backward(
-            dqkv.mm(w_qkv), h, (D,), mean, rstd, g, beta, [True, True, True])
-        return (dh.add_(dy), dg, dbeta, dw_qkv, db_qkv, dw_o, db_o, dbias,
-                None, None, None, None, None)
+        grads = attention_backward(ctx.saved_tensors, dy, ctx.slots, ctx.scale, ctx.bias_heads,
+                                   ctx.qkv_bias)
+        return (*grads, None, None, None, None, None)
+
+
+def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch.dtype) -> tuple:
+    """:class:`AttentionResidual`'s arguments after ``h`` for the LayerNorm ``ln`` and the
+    :class:`~.attention.Attention` ``attn`` in a packed forward (``mask`` a
+    :class:`~.kernel.ScoreMask` with packing)."""
+    return (ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias, attn.out.weight, attn.out.bias,
+            *attn.packed_inputs(mask, offset, dtype), ln.eps)
 
 
 def attention_residual(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
     """``h + attn(ln(h))`` for the packed tokens ``h`` (N, D) of a packed forward (``mask``
     a :class:`~.kernel.ScoreMask` with packing), ``attn`` an :class:`~.attention.Attention`."""
-    return AttentionResidual.apply(h, ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias,
-                                   attn.out.weight, attn.out.bias,
-                                   *attn.packed_inputs(mask, offset, h.dtype), ln.eps)
+    return AttentionResidual.apply(h, *attention_args(ln, attn, mask, offset, h.dtype))

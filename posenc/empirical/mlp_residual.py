@@ -12,8 +12,33 @@ forward (:mod:`.packing`: no hook can be attached) when the sub-layer has no act
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 from torch import nn
+
+
+def mlp_forward(h, g, beta, w1, b1, w2, b2, eps: float, gelu: bool) -> tuple[torch.Tensor, tuple]:
+    """``h + W2 act(W1 LN(h) + b1) + b2`` (``gelu`` False: ReLU); returns it and what
+    :func:`mlp_backward` needs."""
+    x, mean, rstd = torch.native_layer_norm(h, (h.shape[-1],), g, beta, eps)
+    a = torch.addmm(b1, x, w1.t())  # (N, F)
+    u = torch.nn.functional.gelu(a) if gelu else torch.relu(a)
+    y = torch.addmm(b2, u, w2.t()).add_(h)
+    return y, (h, g, beta, mean, rstd, x, a, u, w1, w2)
+
+
+def mlp_backward(saved: Sequence, dy: torch.Tensor, gelu: bool) -> tuple:
+    """The gradients of :func:`mlp_forward`'s tensor inputs ``(h, g, beta, W1, b1, W2, b2)``."""
+    h, g, beta, mean, rstd, x, a, u, w1, w2 = saved
+    dw2, db2 = dy.t().mm(u), dy.sum(0)
+    du = dy.mm(w2)
+    da = (torch.ops.aten.gelu_backward(du, a) if gelu
+          else torch.ops.aten.threshold_backward(du, u, 0))
+    dw1, db1 = da.t().mm(x), da.sum(0)
+    dh, dg, dbeta = torch.ops.aten.native_layer_norm_backward(
+        da.mm(w1), h, (h.shape[-1],), mean, rstd, g, beta, [True, True, True])
+    return dh.add_(dy), dg, dbeta, dw1, db1, dw2, db2
 
 
 class MLPResidual(torch.autograd.Function):
@@ -22,25 +47,14 @@ class MLPResidual(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, g, beta, w1, b1, w2, b2, eps: float, gelu: bool):
-        x, mean, rstd = torch.native_layer_norm(h, (h.shape[-1],), g, beta, eps)
-        a = torch.addmm(b1, x, w1.t())  # (N, F)
-        u = torch.nn.functional.gelu(a) if gelu else torch.relu(a)
-        y = torch.addmm(b2, u, w2.t()).add_(h)
-        ctx.save_for_backward(h, g, beta, mean, rstd, x, a, u, w1, w2)
+        y, saved = mlp_forward(h, g, beta, w1, b1, w2, b2, eps, gelu)
+        ctx.save_for_backward(*saved)
         ctx.gelu = gelu
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        h, g, beta, mean, rstd, x, a, u, w1, w2 = ctx.saved_tensors
-        dw2, db2 = dy.t().mm(u), dy.sum(0)
-        du = dy.mm(w2)
-        da = (torch.ops.aten.gelu_backward(du, a) if ctx.gelu
-              else torch.ops.aten.threshold_backward(du, u, 0))
-        dw1, db1 = da.t().mm(x), da.sum(0)
-        dh, dg, dbeta = torch.ops.aten.native_layer_norm_backward(
-            da.mm(w1), h, (h.shape[-1],), mean, rstd, g, beta, [True, True, True])
-        return dh.add_(dy), dg, dbeta, dw1, db1, dw2, db2, None, None
+        return (*mlp_backward(ctx.saved_tensors, dy, ctx.gelu), None, None)
 
 
 def covers(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: torch.dtype) -> bool:
@@ -58,8 +72,13 @@ def covers(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: torch
                  or (isinstance(mods[1], nn.GELU) and mods[1].approximate == "none")))
 
 
+def mlp_args(ln: nn.LayerNorm, mlp: nn.Sequential) -> tuple:
+    """:class:`MLPResidual`'s arguments after ``h`` (see :func:`covers` for the modules)."""
+    first, act, last = [m for m in mlp if not isinstance(m, nn.Dropout)]
+    return (ln.weight, ln.bias, first.weight, first.bias, last.weight, last.bias, ln.eps,
+            isinstance(act, nn.GELU))
+
+
 def mlp_residual(h: torch.Tensor, ln: nn.LayerNorm, mlp: nn.Sequential) -> torch.Tensor:
     """``h + mlp(ln(h))`` for (N, D) ``h`` (see :func:`covers` for the modules it takes)."""
-    first, act, last = [m for m in mlp if not isinstance(m, nn.Dropout)]
-    return MLPResidual.apply(h, ln.weight, ln.bias, first.weight, first.bias, last.weight,
-                             last.bias, ln.eps, isinstance(act, nn.GELU))
+    return MLPResidual.apply(h, *mlp_args(ln, mlp))

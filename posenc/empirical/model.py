@@ -21,7 +21,8 @@ A forward with no hook attached -- neither a hook point below nor a torch module
 packed on a CPU when padding is masked (:mod:`.packing`): the token-wise parts see the real
 tokens as (N, d_model), and a block's attention and MLP sub-layers run as single autograd
 functions where they cover the case (:mod:`.attention_residual`, :mod:`.packed_attention`,
-:mod:`.mlp_residual`).  Attaching any hook, or setting ``model.pack_tokens = False``, gives the
+:mod:`.mlp_residual`) -- all blocks as one function when every block is covered
+(:mod:`.block_stack`).  Attaching any hook, or setting ``model.pack_tokens = False``, gives the
 padded forward: (batch, pos, d_model) and every module called.
 
 Hook points (TransformerLens's names and layouts; see docs/usage.md):
@@ -46,6 +47,7 @@ from ..errors import PosencError
 from ..parts import NOT_TOEPLITZ
 from .attention import Attention, HeadAblation
 from .attention_residual import attention_residual
+from .block_stack import block_stack
 from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .kernel import ScoreMask, use_packing
@@ -98,10 +100,19 @@ class Block(nn.Module):
                 and not (self.training and self.drop_attn.p > 0)
                 and attention_covers(attn.rotary, h.dtype, attn.dropout if self.training else 0.0))
 
+    def packed_mlp(self, h: torch.Tensor) -> bool:
+        """Whether the MLP sub-layer of a packed forward runs as one function
+        (:mod:`.mlp_residual`): modules it covers, no active dropout."""
+        return mlp_covers(self.ln2, self.mlp, self.training and self.drop.p > 0, h.dtype)
+
+    def packed_sublayers(self, h: torch.Tensor) -> bool:
+        """Whether both sub-layers of a packed forward (no ablation) run as functions, so the
+        block can join :mod:`.block_stack`."""
+        return self.packed_attention(h, None) and self.packed_mlp(h)
+
     def mlp_part(self, h: torch.Tensor, mask: ScoreMask) -> torch.Tensor:
         """``h + drop(mlp(ln2(h)))``: one function (:mod:`.mlp_residual`) in a packed forward."""
-        if mask.packing is not None and mlp_covers(self.ln2, self.mlp, self.training and self.drop.p > 0,
-                                                   h.dtype):
+        if mask.packing is not None and self.packed_mlp(h):
             return mlp_residual(h, self.ln2, self.mlp)  # packed: no hook can be attached
         m = run_hook(self.hook_mlp_out, self.mlp(self.ln2(h)))
         return run_hook(self.hook_resid_post, h + self.drop(m))
@@ -200,7 +211,12 @@ class Transformer(Hooked):
         if mask.packing is not None:
             x0 = mask.packing.from_batch(x0)  # (N, D)
         h = x0
-        for l, block in enumerate(self.blocks):
+        if mask.packing is not None and all(b.packed_sublayers(h) for b in self.blocks):
+            blocks: list = []  # every block in one function (.block_stack): no hook, no ablation
+            h = block_stack(h, self.blocks, mask, offset)
+        else:
+            blocks = list(self.blocks)
+        for l, block in enumerate(blocks):
             ab = ablation if ablation is not None and ablation.layer == l else None
             h = block(h, x0, mask, offset, ab)
             if ab is not None and h.shape[0] != B:  # variants created at this layer

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from posenc.empirical import attention_residual as ar
+from posenc.empirical import block_stack as bs
 from posenc.empirical.attention import Attention
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.kernel import ScoreMask
@@ -84,9 +85,11 @@ def test_forward_and_gradients_are_the_modules(rotary, learned_bias, qkv_bias, c
     ("rope", {"dropout": 0.1}, False),
 ])
 def test_the_blocks_take_it_where_it_covers_the_case(monkeypatch, pe, kw, taken):
-    calls = []
+    calls = []  # one per layer: alone (AttentionResidual) or in the block stack
     real = ar.AttentionResidual.apply
     monkeypatch.setattr(ar.AttentionResidual, "apply", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(bs, "attention_forward",
+                        lambda *a, real=bs.attention_forward: calls.append(1) or real(*a))
     torch.manual_seed(0)
     m = build_model(ModelConfig(pe=pe, d_model=16, n_heads=2, n_layers=2, d_ff=16, **kw),
                     vocab_size=11, n_classes=11, max_len=20).train()

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from posenc.empirical import block_stack as bs
 from posenc.empirical import mlp_residual as mr
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.model import build_model
@@ -63,9 +64,10 @@ def test_what_it_covers():
 @pytest.mark.parametrize("kw,taken", [({}, True), ({"activation": "relu"}, True),
                                       ({"dropout": 0.1}, False)])
 def test_the_model_takes_it_in_a_packed_forward(monkeypatch, kw, taken):
-    calls = []
+    calls = []  # one per layer: alone (MLPResidual) or in the block stack
     real = mr.MLPResidual.apply
     monkeypatch.setattr(mr.MLPResidual, "apply", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(bs, "mlp_forward", lambda *a, real=bs.mlp_forward: calls.append(1) or real(*a))
     torch.manual_seed(0)
     m = build_model(ModelConfig(pe="rope", d_model=16, n_heads=2, n_layers=2, d_ff=16, **kw),
                     vocab_size=11, n_classes=5, max_len=20).train()

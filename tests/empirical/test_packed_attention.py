@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from posenc.empirical import attention_residual as ar
+from posenc.empirical import block_stack as bs
 from posenc.empirical import packed_attention as pa
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.kernel import ScoreMask
@@ -139,7 +140,7 @@ def _model(pe, **kw):
 ])
 def test_the_model_takes_it_where_it_covers_the_case(monkeypatch, pe, kw, taken):
     calls = []
-    for fn in (pa.PackedAttention, ar.AttentionResidual):  # alone, or inside the sub-layer's
+    for fn in (pa.PackedAttention, ar.AttentionResidual, bs.BlockStack):  # alone, or inside
         monkeypatch.setattr(fn, "apply", lambda *a, real=fn.apply: calls.append(1) or real(*a))
     m = _model(pe, **kw).train()
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
