@@ -182,6 +182,19 @@ class Transformer(Hooked):
             x = x + run_hook(self.hook_pos_embed, p.expand(x.shape))
         return x
 
+    def packed_input_embedding(self, tokens: torch.Tensor, packing, offset: int = 0) -> torch.Tensor:
+        """:meth:`input_embedding` of the real tokens only, (N, D) in packed order (no hook can
+        see it): the same sums E[token] + P[position], without the padding's rows."""
+        B, T = tokens.shape
+        flat = tokens.reshape(-1)
+        if not packing.dense:
+            flat = flat.index_select(0, packing.index)
+        x = self.embed(flat)  # (N, D)
+        if self.pos_embed is not None:
+            p = self.pos_embed(T, offset, x.dtype)  # (T, D)
+            x = x + (p.repeat(B, 1) if packing.dense else p.index_select(0, packing.columns))
+        return x
+
     def forward(self, tokens: torch.Tensor, *, offset: int = 0,
                 ablation: Optional[HeadAblation] = None) -> torch.Tensor:
         """tokens (B, T) -> logits (B, C), or (V * B, C) variant-major under an ablation."""
@@ -201,15 +214,16 @@ class Transformer(Hooked):
             # Not while hooks are attached: a hook sees the batch at the length it was given.
             tokens, keep = self._trim(tokens, keep)
             T = tokens.shape[1]
-        x0 = self.input_embedding(tokens, offset)
         # once per forward; packed (the token-wise parts on the real tokens only, see .packing)
         # when no hook and no ablation could see the layout
-        mask = ScoreMask.build(keep, self.cfg.causal, T, x0.dtype, x0.device,
+        mask = ScoreMask.build(keep, self.cfg.causal, T, self.embed.weight.dtype, tokens.device,
                                pack=(self.pack_tokens and unhooked and ablation is None
-                                     and use_packing(x0.device)),
+                                     and use_packing(tokens.device)),
                                merge=self.relative_only)
         if mask.packing is not None:
-            x0 = mask.packing.from_batch(x0)  # (N, D)
+            x0 = self.packed_input_embedding(tokens, mask.packing, offset)  # (N, D)
+        else:
+            x0 = self.input_embedding(tokens, offset)
         h = x0
         if mask.packing is not None and all(b.packed_sublayers(h) for b in self.blocks):
             blocks: list = []  # every block in one function (.block_stack): no hook, no ablation

@@ -61,6 +61,7 @@ class Packing:
         example = index // self.seq  # (N,) its b
         counts = k.sum(axis=1)  # (batch,) real tokens per example
         self.index, self.example = index_tensor(index, device), index_tensor(example, device)
+        self.columns = index_tensor(index - example * self.seq, device)  # (N,) position t
         self.counts = index_tensor(counts, device)
         self.segments: Optional[torch.Tensor] = None  # (rows, T) segment id per slot, merged only
         self.rows, self.slots = self.batch, self.index  # unmerged: row b = example b
