@@ -171,7 +171,7 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
     for job in jobs:
         summary.total += 1
         rid = store.add(job.config, job.kind, job.label)
-        if store.is_done(rid) and _intact(store, rid):
+        if store.is_done(rid) and _intact(store, rid, job):
             summary.skipped += 1
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
@@ -270,10 +270,14 @@ def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed)
         commit(rid, job, staging, result)
 
 
-def _intact(store: RunStore, rid: str) -> bool:
-    """Whether a finished run's result.json reads back (a damaged one is redone)."""
+def _intact(store: RunStore, rid: str, job: Job) -> bool:
+    """Whether a finished run's result.json reads back and, for an experiment, is the result of
+    its config (task, role, seed); a damaged or foreign one is redone."""
     try:
-        store.result(rid)
+        data = store.result(rid)
+        if job.kind == "experiment":
+            from .experiment_result import ExperimentResult
+            ExperimentResult.from_stored(data, id=rid, config=job.config)
         return True
     except PosencError:
         return False

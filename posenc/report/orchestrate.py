@@ -87,9 +87,11 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
              ray_address: Optional[str] = None, device: Optional[str] = None,
              log: Callable[[str], None] = print, wait: bool = False,
              failed: Optional[dict[str, str]] = None,
-             total: Optional[list[int]] = None) -> list[dict[str, Any]]:
+             total: Optional[list[int]] = None) -> list[Any]:
     """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
-    finished runs.  Failures are logged and added to ``failed`` (run id -> message), the number
+    finished runs (:class:`~posenc.empirical.experiment_result.ExperimentResult`, each checked
+    against its job's config: a result that is not the run's is a PosencError).  Failures are
+    logged and added to ``failed`` (run id -> message), the number
     of runs to ``total[0]``."""
     from ..empirical.reproduction import WORKER
     from ..empirical.store import run_id
@@ -120,8 +122,14 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
         failed.update(summary.failed)
     if total is not None:
         total[0] += summary.total
-    rids = [run_id(job.config) for job in jobs]
-    return [store.result(rid) for rid in rids if store.is_done(rid)]
+    from ..empirical.experiment_result import ExperimentResult
+    out = []
+    for job in jobs:  # each result checked against the config its run was asked for
+        rid = run_id(job.config)
+        if store.is_done(rid):
+            out.append(ExperimentResult.from_stored(store.result(rid), id=rid,
+                                                    run_dir=store.run_dir(rid), config=job.config))
+    return out
 
 def _run_mode(config: dict[str, Any]) -> str:
     train = config.get("train", config) if isinstance(config, dict) else {}

@@ -135,3 +135,36 @@ def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
     for rid, (content, mtime) in before.items():
         assert after[rid] == (content, mtime), f"finished run {rid} was redone or changed"
     assert (store / "report" / "report.md").read_text() == (ref / "report" / "report.md").read_text()
+
+
+def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypatch):
+    """The rounds judge the results run_plan returns: a finished run whose result.json says
+    another seed than its config (a swapped or edited file) is redone by the sweep, and a result
+    that is still not its config's when it is read is an error, not a number."""
+    import json
+
+    from posenc.empirical import sweep
+    from posenc.empirical.store import RunStore, run_id
+    from posenc.report.orchestrate import run_plan
+
+    plan = ReproductionPlan.for_command("smoke", seeds=1, roles=["nope"], tasks=["distance"],
+                                        overrides={"task.n_samples": 200, "epochs": 1})
+    store = RunStore(tmp_path / "store")
+    (res,) = run_plan(plan, store, workers=1, log=lambda m: None)
+    (job,) = plan.jobs()
+    seed = job.config["train"]["seed"]
+    assert (res.task, res.role, res.seed) == ("distance", "nope", seed)
+    path = store.run_dir(run_id(job.config)) / "result.json"
+
+    def tamper():
+        data = json.loads(path.read_text())
+        data["summary"]["seed"] = seed + 1
+        path.write_text(json.dumps(data))
+
+    tamper()
+    (res,) = run_plan(plan, store, workers=1, log=lambda m: None)  # redone, not skipped
+    assert res.seed == seed and json.loads(path.read_text())["summary"]["seed"] == seed
+    tamper()
+    monkeypatch.setattr(sweep, "_intact", lambda store, rid, job: True)  # as if it read back
+    with pytest.raises(PosencError, match="does not match its config"):
+        run_plan(plan, store, workers=1, log=lambda m: None)
