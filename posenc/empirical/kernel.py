@@ -120,16 +120,23 @@ class ScoreMask:
     def packed_constant(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """The constant additive terms of a packed forward's scores, summed once per forward and
         shared by the layers (memo): merged rows' block mask (rows, 1, T, T) or the padding keys
-        (rows, 1, 1, T), the causal triangle (T, T), and ``bias`` (H or 1, T, T) -- a PE bias
+        (rows, 1, T, T), the causal triangle (T, T), and ``bias`` (H or 1, T, T) -- a PE bias
         without a gradient, or None; broadcastable to (rows, H, T, T), or None when all are
         absent.  The masks are 0 / -inf, so adding the sum equals adding the terms one by one,
-        bit for bit."""
+        bit for bit.  A padding query (its output is never read) sees its own key: with the
+        causal triangle after leading padding, or in an example that is all padding, its row
+        would otherwise be all -inf, and the NaN row of P would reach real gradients through
+        0 * NaN in the backward (dV = P^T dZ)."""
         key = ("packed", id(bias))  # the entry keeps ``bias`` alive, so its id stays unique
         if key not in self._memo:
             if self.merged:
                 parts = [self.blocks[:, None]]
-            else:
-                parts = [] if self.keys is None else [self.keys[:, None, None, :]]
+            elif self.keys is None:
+                parts = []
+            else:  # (rows, 1, T, T): a padding query sees its own key (see above)
+                keys = self.keys[:, None, :].expand(-1, self.seq, -1).clone()
+                keys.diagonal(dim1=1, dim2=2).zero_()  # a real query's own key is 0 already
+                parts = [keys[:, None]]
             parts += [m for m in (self.causal, bias) if m is not None]
             total = None
             for m in parts:

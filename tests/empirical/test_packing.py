@@ -170,12 +170,44 @@ def test_the_constant_score_terms_sum_once_per_forward_and_equal_the_terms_added
     rows = mask.packing.rows
     s = torch.randn(rows, 2, T, T, dtype=torch.float64)
     masked = s + (mask.blocks[:, None] if merge else mask.keys[:, None, None, :])
+    if not merge:  # a padding query sees its own key
+        pad = (mask.keys == float("-inf")).nonzero()
+        masked[pad[:, 0], :, pad[:, 1], pad[:, 1]] = s[pad[:, 0], :, pad[:, 1], pad[:, 1]]
     masked += mask.causal
     assert torch.equal(s + total, masked + bias)  # bit for bit (0 / -inf masks)
     assert torch.equal(s + mask.packed_constant(None), masked)
     dense = ScoreMask.build(torch.ones(2, 4, dtype=torch.bool), False, 4, torch.float64,
                             torch.device("cpu"), pack=True)
     assert dense.packed_constant(None) is None
+
+
+@pytest.mark.parametrize("pe,causal", [("rope", True), ("relative_bias", False),
+                                       ("relative_bias", True)])
+def test_leading_padding_and_an_all_padding_example_keep_real_gradients_finite(pe, causal):
+    """Packed, a padding query sees its own key: after leading padding under the causal mask,
+    or in an example that is all padding, its softmax row would be all -inf and its NaN would
+    reach the real gradients (0 * NaN in dV = P^T dZ).  The real examples' logits and the
+    gradients equal those of the same examples without the padding-only rows: the left-padded
+    example shifted to the start (a PE that sees i - j only) and the all-padding one left out."""
+    torch.manual_seed(0)
+    m = build_model(ModelConfig(pe=pe, d_model=16, n_heads=2, n_layers=2, d_ff=16, causal=causal),
+                    vocab_size=11, n_classes=5, max_len=20).double().train()
+    tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
+    tok[0, :3] = 0  # leading padding
+    tok[1] = 0  # all padding
+    ref = torch.stack([torch.cat([tok[0, 3:], tok[0, :3]]), tok[2]])  # shifted, ex. 1 left out
+
+    def run(t, rows):
+        m.zero_grad(set_to_none=True)
+        out = m(t)[rows]
+        out.square().sum().backward()
+        return out, [p.grad.clone() for p in m.parameters()]
+
+    got, ggot = run(tok, [0, 2])
+    want, gwant = run(ref, [0, 1])
+    assert torch.allclose(got, want, atol=1e-10)
+    assert all(g.isfinite().all() for g in ggot)
+    assert all(torch.allclose(a, b, atol=1e-10) for a, b in zip(ggot, gwant))
 
 
 def test_prefix_padding_only():
