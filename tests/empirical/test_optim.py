@@ -26,6 +26,18 @@ def _run(opt_cls, params, steps, start=0, lr_decay=True, **kw):
     return opt
 
 
+def _continue(runs, steps, seed, lr=None):
+    """Step each (optimizer, params) of ``runs`` through the same random gradients."""
+    for opt, ps in runs:
+        for step in steps:
+            g = torch.Generator().manual_seed(seed + step)
+            for p in ps:
+                p.grad = torch.randn(p.shape, generator=g)
+            if lr is not None:
+                opt.param_groups[0]["lr"] = lr(step)
+            opt.step()
+
+
 def _same(a, b):
     return all(torch.equal(x, y) for x, y in zip(a, b))
 
@@ -49,13 +61,7 @@ def test_a_state_dict_round_trip_keeps_the_update(tmp_path):
     o2 = FusedAdamW(ours, lr=1e-2, betas=(0.9, 0.98), weight_decay=0.1)
     o2.load_state_dict(torch.load(tmp_path / "o.pt"))
     t = _run(torch.optim.AdamW, theirs, 3, fused=True)
-    for opt, ps in ((o2, ours), (t, theirs)):
-        for step in range(3, 6):
-            g = torch.Generator().manual_seed(100 + step)
-            for p in ps:
-                p.grad = torch.randn(p.shape, generator=g)
-            opt.param_groups[0]["lr"] = 1e-2 / (1 + step)
-            opt.step()
+    _continue(((o2, ours), (t, theirs)), range(3, 6), 100, lr=lambda step: 1e-2 / (1 + step))
     assert _same(ours, theirs)
     assert all(float(o2.state[p]["step"]) == 6 for p in ours)
 
@@ -98,12 +104,7 @@ def test_loading_a_state_into_the_same_optimizer_takes_the_loaded_state():
     t = _run(torch.optim.AdamW, theirs, 3, fused=True)
     t.load_state_dict(copy.deepcopy(donor.state_dict()))  # load_state_dict keeps the tensors
     o.load_state_dict(copy.deepcopy(donor.state_dict()))
-    for opt, ps in ((o, ours), (t, theirs)):
-        for step in range(3, 6):
-            g = torch.Generator().manual_seed(200 + step)
-            for p in ps:
-                p.grad = torch.randn(p.shape, generator=g)
-            opt.step()
+    _continue(((o, ours), (t, theirs)), range(3, 6), 200)
     assert _same(ours, theirs)
     assert all(float(o.state[p]["step"]) == 8 for p in ours)
 
@@ -127,12 +128,7 @@ def test_torchs_adamw_loads_our_state_dict_and_counts_each_step_once():
     _run(torch.optim.AdamW, theirs, 3, fused=True)
     t = torch.optim.AdamW(theirs, lr=1e-2, fused=True)
     t.load_state_dict(copy.deepcopy(o.state_dict()))  # load_state_dict keeps the tensors
-    for opt, ps in ((o, ours), (t, theirs)):
-        for step in range(3, 5):
-            g = torch.Generator().manual_seed(300 + step)
-            for p in ps:
-                p.grad = torch.randn(p.shape, generator=g)
-            opt.step()
+    _continue(((o, ours), (t, theirs)), range(3, 5), 300)
     assert _same(ours, theirs)
     assert all(float(t.state[p]["step"]) == 5 for p in theirs)
     assert all(float(o.state[p]["step"]) == 5 for p in ours)
