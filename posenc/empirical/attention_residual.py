@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from .packed_attention import HeadSlots, attend, attend_backward
 
@@ -87,6 +88,7 @@ class AttentionResidual(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable  # the backward is hand-written: no second derivative
     def backward(ctx, dy):
         grads = attention_backward(ctx.saved_tensors, dy, ctx.slots, ctx.scale, ctx.bias_heads,
                                    ctx.qkv_bias)

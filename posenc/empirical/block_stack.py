@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple, Optional, Sequence
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from .attention_residual import attention_args, attention_backward, attention_forward
 from .mlp_residual import mlp_args, mlp_backward, mlp_forward
@@ -65,6 +66,7 @@ class BlockStack(torch.autograd.Function):
         return h
 
     @staticmethod
+    @once_differentiable  # the backward is hand-written: no second derivative
     def backward(ctx, dy: torch.Tensor):
         saved = ctx.saved_tensors
         plans = ctx.plans

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch import nn
 
 
@@ -53,6 +54,7 @@ class MLPResidual(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable  # the backward is hand-written: no second derivative
     def backward(ctx, dy):
         return (*mlp_backward(ctx.saved_tensors, dy, ctx.gelu), None, None)
 

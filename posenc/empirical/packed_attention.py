@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 from .packing import Packing, index_tensor
 from .pe.rotary import Rotary
@@ -160,6 +161,7 @@ class PackedAttention(torch.autograd.Function):
         return z.view(N, H * d)
 
     @staticmethod
+    @once_differentiable  # the backward is hand-written: no second derivative
     def backward(ctx, dz: torch.Tensor):
         buf, p, w = ctx.saved_tensors
         H, d = ctx.slots.heads, buf.shape[-1]

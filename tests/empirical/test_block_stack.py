@@ -95,3 +95,13 @@ def test_the_model_takes_it_only_when_every_block_is_covered(monkeypatch, pe, kw
         m.eval()  # no dropout in eval: the stack
         m(_tokens())
         assert calls == [1]
+
+
+def test_a_second_derivative_is_refused_not_wrong():
+    """The backwards are hand-written from saved intermediates (no graph of their own): a
+    second derivative through them would be silently wrong, so it raises instead."""
+    m, tok = _model("rope"), _tokens()
+    params = list(m.parameters())
+    grads = torch.autograd.grad(m(tok).square().sum(), params, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        sum(g.square().sum() for g in grads if g.requires_grad).backward()
