@@ -26,6 +26,7 @@ from .packed_attention import HeadSlots
 #: learned bias) then the MLP sub-layer's (LN weight, LN bias, W1, b1, W2, b2)
 ATTENTION_TENSORS, MLP_TENSORS = 7, 6
 PER_BLOCK = ATTENTION_TENSORS + MLP_TENSORS
+QKV_BIAS, LEARNED_BIAS = 3, 6  # positions within a block's tensors
 
 
 class BlockPlan(NamedTuple):
@@ -48,21 +49,23 @@ class BlockStack(torch.autograd.Function):
     @staticmethod
     def forward(ctx, h: torch.Tensor, plans: Sequence[BlockPlan], *tensors):
         saved: list = []
+        sizes: list[tuple[int, int]] = []  # per block: tensors saved by its two sub-layers
         for i, plan in enumerate(plans):
             t = tensors[i * PER_BLOCK:(i + 1) * PER_BLOCK]
-            h, s = attention_forward(h, *t[:ATTENTION_TENSORS], plan.slots, plan.phasors,
-                                     plan.masks, plan.scale, plan.attention_eps)
-            saved += s
-            h, s = mlp_forward(h, *t[ATTENTION_TENSORS:], plan.mlp_eps, plan.gelu)
-            saved += s
+            h, s_attention = attention_forward(h, *t[:ATTENTION_TENSORS], plan.slots, plan.phasors,
+                                               plan.masks, plan.scale, plan.attention_eps)
+            h, s_mlp = mlp_forward(h, *t[ATTENTION_TENSORS:], plan.mlp_eps, plan.gelu)
+            saved += [*s_attention, *s_mlp]
+            sizes.append((len(s_attention), len(s_mlp)))
         ctx.save_for_backward(*saved)
-        ctx.plans = plans
+        ctx.plans, ctx.sizes = plans, sizes
         # per block: the learned bias's heads when it needs a gradient, and whether b_qkv exists
-        ctx.bias_heads = [tensors[i * PER_BLOCK + 6].shape[0]
-                          if tensors[i * PER_BLOCK + 6] is not None
-                          and ctx.needs_input_grad[2 + i * PER_BLOCK + 6] else None
-                          for i in range(len(plans))]
-        ctx.qkv_bias = [tensors[i * PER_BLOCK + 3] is not None for i in range(len(plans))]
+        ctx.bias_heads, ctx.qkv_bias = [], []
+        for i in range(len(plans)):
+            bias = tensors[i * PER_BLOCK + LEARNED_BIAS]
+            needed = bias is not None and ctx.needs_input_grad[2 + i * PER_BLOCK + LEARNED_BIAS]
+            ctx.bias_heads.append(bias.shape[0] if needed else None)
+            ctx.qkv_bias.append(tensors[i * PER_BLOCK + QKV_BIAS] is not None)
         return h
 
     @staticmethod
@@ -71,10 +74,9 @@ class BlockStack(torch.autograd.Function):
         saved = ctx.saved_tensors
         plans = ctx.plans
         grads: list = [None] * (len(plans) * PER_BLOCK)
-        n_attention, n_mlp = 12, 10  # tensors saved per sub-layer (see the two forwards)
         at = len(saved)
         for i in reversed(range(len(plans))):
-            plan = plans[i]
+            plan, (n_attention, n_mlp) = plans[i], ctx.sizes[i]
             dy, *g_mlp = mlp_backward(saved[at - n_mlp:at], dy, plan.gelu)
             at -= n_mlp
             dy, *g_attention = attention_backward(saved[at - n_attention:at], dy, plan.slots,

@@ -53,6 +53,12 @@ class ExperimentResult:
         return self.summary["test_acc"]
 
     @classmethod
+    def from_store(cls, store: Any, rid: str, config: dict[str, Any]) -> "ExperimentResult":
+        """Run ``rid``'s result in ``store`` (a :class:`~posenc.empirical.store.RunStore`),
+        checked against ``config``, the config it was run for."""
+        return cls.from_stored(store.result(rid), id=rid, run_dir=store.run_dir(rid), config=config)
+
+    @classmethod
     def from_stored(cls, data: Any, id: Optional[str] = None, run_dir: Optional[Path] = None,
                     config: Optional[dict[str, Any]] = None) -> "ExperimentResult":
         """The result of a stored ``result.json`` (``data``); ``config``: the run's config

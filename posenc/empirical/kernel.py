@@ -30,7 +30,8 @@ Hooking ``hook_attn_scores`` or ``hook_pattern`` always takes the explicit kerne
 interleaved pairing or no rotation): there the attention is one autograd function
 (:mod:`.packed_attention`), and with keys and values from the layer's own input the whole
 attention sub-layer is (:mod:`.attention_residual`), as is the MLP sub-layer
-(:mod:`.mlp_residual`).  The explicit kernel below serves the other packed cases (xPos, half
+(:mod:`.mlp_residual`); when every block is covered, all blocks are one function
+(:mod:`.block_stack`).  The explicit kernel below serves the other packed cases (xPos, half
 pairing, MLA, dropout in training, bfloat16), with the mask rules that follow.
 
 **Mask** (:class:`ScoreMask`): built once per forward and shared by every layer: the padding
@@ -92,8 +93,9 @@ class ScoreMask:
     @property
     def blocks(self) -> Optional[torch.Tensor]:
         """(rows, T, T) additive mask of merged rows (each query on its own segment's keys), or
-        None; built on first use -- only a bias, the causal triangle or SDPA need it, the explicit
-        kernel takes :meth:`score_columns` instead."""
+        None; built on first use -- the packed attention (:meth:`packed_constant`), a bias, the
+        causal triangle or SDPA need it; the explicit kernel without them takes
+        :meth:`score_columns` instead."""
         if self._blocks is None and self.merged:
             assert self.packing is not None
             self._blocks = self.packing.block_mask(self.dtype)

@@ -185,14 +185,10 @@ class Transformer(Hooked):
     def packed_input_embedding(self, tokens: torch.Tensor, packing, offset: int = 0) -> torch.Tensor:
         """:meth:`input_embedding` of the real tokens only, (N, D) in packed order (no hook can
         see it): the same sums E[token] + P[position], without the padding's rows."""
-        B, T = tokens.shape
-        flat = tokens.reshape(-1)
-        if not packing.dense:
-            flat = flat.index_select(0, packing.index)
-        x = self.embed(flat)  # (N, D)
+        x = self.embed(packing.from_batch(tokens))  # (N, D)
         if self.pos_embed is not None:
-            p = self.pos_embed(T, offset, x.dtype)  # (T, D)
-            x = x + (p.repeat(B, 1) if packing.dense else p.index_select(0, packing.columns))
+            p = self.pos_embed(tokens.shape[1], offset, x.dtype)  # (T, D)
+            x = x + p.index_select(0, packing.columns)
         return x
 
     def forward(self, tokens: torch.Tensor, *, offset: int = 0,

@@ -30,11 +30,11 @@ class FusedAdamW(torch.optim.AdamW):
 
     def _group_states(self, i: int, group: dict, grads: list) -> Optional[list]:
         """The state dicts of group ``i``'s parameters when the fused CPU step applies to it this
-        step (every parameter on a CPU with a dense gradient -- ``grads``, no flag the kernel call
-        below does not pass, a float learning rate, the state created), else None.  The list is cached per
-        group while ``self.state`` and the group's parameter list are the same objects (torch
-        replaces ``self.state`` on ``load_state_dict``): looking a Parameter up in the state
-        dict calls its Python ``__hash__``, 49 times per step for the quick model."""
+        step (every parameter on a CPU with a dense gradient -- ``grads``, no flag the kernel
+        call below does not pass, a float learning rate, the state created), else None.  The list
+        is cached per group while ``self.state`` and the group's parameter list are the same
+        objects (torch replaces ``self.state`` on ``load_state_dict``): looking a Parameter up in
+        the state dict calls its Python ``__hash__``, 49 times per step for the quick model."""
         params = group["params"]
         if any(g is None or not g.is_cpu or g.is_sparse for g in grads):
             return None

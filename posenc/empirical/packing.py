@@ -60,15 +60,16 @@ class Packing:
         index = np.flatnonzero(k)  # (N,) flat positions b * T + t
         example = index // self.seq  # (N,) its b
         counts = k.sum(axis=1)  # (batch,) real tokens per example
+        columns = index - example * self.seq  # (N,) position t in the example
         self.index, self.example = index_tensor(index, device), index_tensor(example, device)
-        self.columns = index_tensor(index - example * self.seq, device)  # (N,) position t
+        self.columns = index_tensor(columns, device)
         self.counts = index_tensor(counts, device)
         self.segments: Optional[torch.Tensor] = None  # (rows, T) segment id per slot, merged only
         self.rows, self.slots = self.batch, self.index  # unmerged: row b = example b
         if merge and bool((k == (np.arange(self.seq)[None, :] < counts[:, None])).all()):
-            self._merge(counts.tolist(), index, example, device)  # real tokens a prefix
+            self._merge(counts.tolist(), example, columns, device)  # real tokens a prefix
 
-    def _merge(self, lengths: list[int], index: np.ndarray, example: np.ndarray,
+    def _merge(self, lengths: list[int], example: np.ndarray, columns: np.ndarray,
                device: torch.device) -> None:
         """First-fit decreasing: each example (longest first, ties by index) goes to the first row
         with room; ``slots`` maps packed token n to row * T + column."""
@@ -87,7 +88,7 @@ class Packing:
             used[row] += 1
         if len(room) == self.batch:
             return  # nothing shares a row: the plain layout
-        slots = np.asarray(start, dtype=np.int64)[example] + (index - example * T)
+        slots = np.asarray(start, dtype=np.int64)[example] + columns
         segments = np.full(len(room) * T, -1, dtype=np.int64)
         segments[slots] = example
         # the segment's number within its row; the free columns at a row's end: one more

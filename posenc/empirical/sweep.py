@@ -274,10 +274,11 @@ def _intact(store: RunStore, rid: str, job: Job) -> bool:
     """Whether a finished run's result.json reads back and, for an experiment, is the result of
     its config (task, role, seed); a damaged or foreign one is redone."""
     try:
-        data = store.result(rid)
         if job.kind == "experiment":
             from .experiment_result import ExperimentResult
-            ExperimentResult.from_stored(data, id=rid, config=job.config)
+            ExperimentResult.from_store(store, rid, job.config)
+        else:
+            store.result(rid)
         return True
     except PosencError:
         return False

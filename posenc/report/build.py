@@ -41,8 +41,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
     for rec in store.records():
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
-        res = ExperimentResult.from_stored(store.result(rec.id), id=rec.id,
-                                           run_dir=store.run_dir(rec.id), config=rec.config)
+        res = ExperimentResult.from_store(store, rec.id, rec.config)
         results.append(res)
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,

@@ -127,8 +127,7 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     for job in jobs:  # each result checked against the config its run was asked for
         rid = run_id(job.config)
         if store.is_done(rid):
-            out.append(ExperimentResult.from_stored(store.result(rid), id=rid,
-                                                    run_dir=store.run_dir(rid), config=job.config))
+            out.append(ExperimentResult.from_store(store, rid, job.config))
     return out
 
 def _run_mode(config: dict[str, Any]) -> str:
