@@ -4,13 +4,16 @@ from typing import Any, Optional
 
 
 def result(task: str, role: str, seed: int, acc: float, drop: float = 0.1, index: float = 0.5,
-           n_test: int = 900, r2: Optional[dict[str, float]] = None) -> dict[str, Any]:
+           n_test: int = 900, r2: Optional[dict[str, float]] = None,
+           chance: Optional[float] = None) -> dict[str, Any]:
     """One run: test accuracy ``acc`` (fraction), one ablated layer with the given largest drop
-    (fraction) and deposit index, and a probe R^2 per site when given."""
+    (fraction) and deposit index, a probe R^2 per site and the chance rate (fraction) when
+    given."""
     layer = {"layer": 0, "largest_drop": drop, "deposit_index": index, "runner_up_gap": 0.0,
              "deposit_head": 0, "baseline_acc": acc}
     return {"summary": {"task": task, "pe": role, "seed": seed, "preset": "smoke",
-                        "test_acc": acc, "n_test": n_test, "tags": {"role": role}},
+                        "test_acc": acc, "n_test": n_test, "tags": {"role": role},
+                        **({"chance": chance} if chance is not None else {})},
             "ablation": {"zero": {"layers": [layer]}},
             "probe": {"probe_r2": r2} if r2 is not None else None}
 

@@ -87,6 +87,13 @@ def _dynamics_complete(folder: Path, dyn: Any) -> bool:
     return header.get("dynamics") == dyn.to_dict() and bool(records) and bool(records[-1].get("final"))
 
 
+def chance_rate(data: Any) -> float:
+    """The accuracy of always answering the most frequent label of ``data`` (a TaskData): the
+    task's chance rate as the verdicts use it (a PE within a few points of it learned nothing)."""
+    import torch
+    return float(torch.bincount(data.labels).max()) / max(1, len(data))
+
+
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """Train, ablate every head in every layer, probe position; see the module doc."""
     from .ablation import ablate
@@ -125,7 +132,8 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
                "code": cfg.model.code,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
-               "n_test": len(test), "epochs": len(res.metrics), "seconds": res.seconds,
+               "n_test": len(test), "chance": chance_rate(test),
+               "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags}
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy

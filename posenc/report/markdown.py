@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..proofs.verdicts.empirical import LEARNED_MARGIN
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .theory_tables import THEORY_EXAMPLES
@@ -114,14 +115,25 @@ def _accuracy(inp: ReportInputs) -> list[str]:
     lines = ["", SECTIONS[1], "", "![accuracy](accuracy.png)", "",
              "Mean over seeds with a 95% Student-t interval on the logit scale (delta method; it "
              "stays inside 0-100%); *test SE*: one run's test-set binomial standard error "
-             "(mean over seeds), the sampling error of a single accuracy.", "",
+             "(mean over seeds), the sampling error of a single accuracy; *chance*: the test "
+             "split's majority-label rate; *learned*: the mean is at least "
+             f"{LEARNED_MARGIN:g} points above chance -- a PE that did not learn a task stays out "
+             "of that task's deposit statistics (its ablation drops are noise).", "",
              "| task | PE (role) | spec | test accuracy %: mean [95% CI] | test SE (points) | "
-             "per seed |", "|---|---|---|---|---|---|"]
+             "chance % | learned | per seed |", "|---|---|---|---|---|---|---|---|"]
+    unlearned = []
     for task, roles in inp.accuracy.items():
         for role, row in roles.items():
             vals = ", ".join(f"{v:.1f}" for v in row["values"])
             se = "-" if row.get("test_se") is None else f"±{row['test_se']:.1f}"
-            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {vals} |")
+            chance = "-" if row.get("chance") is None else f"{row['chance']:.1f}"
+            learned = "yes" if row.get("learned", True) else "**no**"
+            if not row.get("learned", True):
+                unlearned.append(f"{role} ({task})")
+            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {chance} | "
+                         f"{learned} | {vals} |")
+    lines += ["", "Did not learn their task (left out of its deposit statistics): "
+              + (", ".join(unlearned) if unlearned else "none") + "."]
     return lines
 
 

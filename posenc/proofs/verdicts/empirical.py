@@ -19,6 +19,14 @@ Statistics, all computed on the same seed (runs of one seed share data):
 14. Partial RoPE on ``distance``: ``acc(rope on k heads) - acc(rope)`` > -5 points for
     k = 1 and k = 2.
 
+Judged only where the models learned (:meth:`Runs.learned`): a PE whose mean test accuracy is
+within :data:`LEARNED_MARGIN` points of its task's chance rate (the test split's majority-label
+rate, recorded by the sweep) learned nothing, and its ablation drops and deposit indices are
+noise.  Such a PE leaves the "max over additive PEs" of 12 (and is named in the part's note);
+a deposit statistic (12, 13a and the negative controls of :mod:`.measured`) whose RoPE or MLA run
+did not learn is ``inconclusive``, saying which PE did not learn.  Accuracy orderings (10, 11,
+13b, 14) keep every PE: a PE at chance is a result there.
+
 Then the claims measured as the paper states them (:mod:`.measured`: the
 Absolute+RoPE direction claim EH, the negative controls, optimisation stability, the relative
 table's attenuation).
@@ -41,6 +49,9 @@ from .runs import SeedRuns, judge_part
 from .verdict import Verdict, at_ceiling, bounded_interval, binomial_se, verdict_from_parts
 
 POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
+#: points above chance a PE's mean test accuracy must reach for the PE to count as having learned
+#: a task (see :meth:`Runs.learned`)
+LEARNED_MARGIN = 5.0
 
 
 class Runs(SeedRuns):
@@ -48,6 +59,29 @@ class Runs(SeedRuns):
 
     def acc(self, task: str, role: str, seed: int) -> float:
         return 100.0 * self.by[(task, role)][seed].test_acc
+
+    def chance(self, task: str, role: str) -> Optional[float]:
+        """The chance rate (percent) of the role's runs on ``task``: the mean over its seeds of
+        the test split's majority-label rate; None when a run did not record it (older runs)."""
+        vals = [r.summary.get("chance") for r in self.by.get((task, role), {}).values()]
+        if not vals or any(not isinstance(v, (int, float)) for v in vals):
+            return None
+        return 100.0 * sum(vals) / len(vals)
+
+    def learned(self, task: str, role: str) -> bool:
+        """Whether the role's mean test accuracy on ``task`` is at least :data:`LEARNED_MARGIN`
+        points above its chance rate (True when the chance rate is not recorded: nothing is then
+        excluded)."""
+        chance = self.chance(task, role)
+        by_seed = self.by.get((task, role), {})
+        if chance is None or not by_seed:
+            return True
+        mean = sum(self.acc(task, role, s) for s in by_seed) / len(by_seed)
+        return mean >= chance + LEARNED_MARGIN
+
+    def not_learned(self, task: str, roles: Iterable[str]) -> list[str]:
+        """The roles of ``roles`` with runs on ``task`` that did not learn it."""
+        return [r for r in roles if self.by.get((task, r)) and not self.learned(task, r)]
 
     def deposit(self, task: str, role: str, seed: int, mode: str = "zero") -> dict[str, Any]:
         """The layer with the largest single-head drop (drops and gaps in points)."""
@@ -71,6 +105,43 @@ def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
     return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
                       configs=configs, missing_note=missing_note,
                       ceiling=ceiling if ordering else None)
+
+
+def unlearned_note(roles: Iterable[str]) -> str:
+    return (f"{', '.join(roles)} did not learn the task (mean accuracy within {LEARNED_MARGIN:g} "
+            "points of chance): its ablations are noise")
+
+
+def learned_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
+                 part: Callable[[], dict[str, Any]], configs: Optional[list[tuple[str, str]]] = None
+                 ) -> dict[str, Any]:
+    """``part()``, or an inconclusive part naming the runs of ``configs`` (default: ``task`` x
+    ``roles``) that did not learn their task: a deposit statistic needs models that learned."""
+    configs = configs if configs is not None else [(task, r) for r in roles]
+    bad = [r if t == task else f"{t}/{r}" for t, r in configs if runs.not_learned(t, (r,))]
+    if not bad:
+        return part()
+    return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None, "interval": None,
+            "note": unlearned_note(bad), "task": task, "roles": list(roles)}
+
+
+def _versus_additive(name: str, runs: Runs, task: str, stat: Callable[[int, tuple[str, ...]], float],
+                     bounds: tuple[float, float]) -> dict[str, Any]:
+    """A deposit part RoPE vs the max over the additive PEs that learned ``task``."""
+    learned = tuple(r for r in ADDITIVE if r not in runs.not_learned(task, ADDITIVE))
+    left_out = [r for r in ADDITIVE if r not in learned]
+    if not learned:
+        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
+                "interval": None, "note": unlearned_note(left_out), "task": task,
+                "roles": ["rope", *ADDITIVE]}
+    out = learned_part(name, runs, task, ("rope",) + learned,
+                       lambda: _part(name, runs, task, ("rope",) + learned,
+                                     lambda s: stat(s, learned), 0.0, "above", bounds=bounds),
+                       configs=[(task, "rope")])
+    if left_out:
+        extra = "left out of the max: " + unlearned_note(left_out)
+        out["note"] = f"{out['note']}; {extra}" if out.get("note") else extra
+    return out
 
 
 def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
@@ -105,21 +176,22 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
         "(a) top single-head drop(rope) - max over additive; (b) deposit index(rope) - max "
         "over additive; distance, zero ablation",
         "ablating the deposit head costs ~60 points; other heads ~0",
-        [_part("top drop: rope - additive", runs, D, ("rope",) + ADDITIVE,
-               lambda s: runs.deposit(D, "rope", s, mode)["drop"]
-               - max(runs.deposit(D, r, s, mode)["drop"] for r in ADDITIVE), 0.0, "above"),
-         _part("deposit index: rope - additive", runs, D, ("rope",) + ADDITIVE,
-               lambda s: runs.deposit(D, "rope", s, mode)["index"]
-               - max(runs.deposit(D, r, s, mode)["index"] for r in ADDITIVE), 0.0, "above",
-               bounds=UNIT)]))
+        [_versus_additive("top drop: rope - additive", runs, D,
+                          lambda s, add: runs.deposit(D, "rope", s, mode)["drop"]
+                          - max(runs.deposit(D, r, s, mode)["drop"] for r in add), POINTS),
+         _versus_additive("deposit index: rope - additive", runs, D,
+                          lambda s, add: runs.deposit(D, "rope", s, mode)["index"]
+                          - max(runs.deposit(D, r, s, mode)["index"] for r in add), UNIT)]))
 
     out.append(verdict_from_parts(
         "E13", "MLA removes the concentration at comparable accuracy",
         "(a) deposit index(rope) - deposit index(mla); (b) acc(mla) - acc(rope) > -10 points",
         "MLA 88.34%, no single-head deposit",
-        [_part("DI: rope - mla", runs, D, ("rope", "mla"),
-               lambda s: runs.deposit(D, "rope", s, mode)["index"]
-               - runs.deposit(D, "mla", s, mode)["index"], 0.0, "above", bounds=UNIT),
+        [learned_part("DI: rope - mla", runs, D, ("rope", "mla"),
+                      lambda: _part("DI: rope - mla", runs, D, ("rope", "mla"),
+                                    lambda s: runs.deposit(D, "rope", s, mode)["index"]
+                                    - runs.deposit(D, "mla", s, mode)["index"], 0.0, "above",
+                                    bounds=UNIT)),
          _part("acc: mla - rope", runs, D, ("rope", "mla"),
                lambda s: runs.acc(D, "mla", s) - runs.acc(D, "rope", s), -10.0, "above")]))
 
@@ -136,10 +208,11 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
 
 
 def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]]]:
-    """task -> role -> {mean, low, high, values, test_se, pe} of test accuracy in points: the
-    mean over seeds with a logit-scale 95% interval inside [0, 100]
-    (:func:`~.verdict.bounded_interval`), and ``test_se``, the mean over seeds of one run's
-    test-set binomial standard error (:func:`~.verdict.binomial_se`)."""
+    """task -> role -> {mean, low, high, values, test_se, pe, chance, learned} of test accuracy
+    in points: the mean over seeds with a logit-scale 95% interval inside [0, 100]
+    (:func:`~.verdict.bounded_interval`), ``test_se``, the mean over seeds of one run's
+    test-set binomial standard error (:func:`~.verdict.binomial_se`), the chance rate in points
+    (None when not recorded) and whether the PE learned the task (:meth:`Runs.learned`)."""
     runs = Runs(results)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (task, role), by_seed in sorted(runs.by.items()):
@@ -151,7 +224,8 @@ def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]
         table[task][role] = {"mean": iv.estimate, "low": iv.low, "high": iv.high, "values": vals,
                              "test_se": None if any(math.isnan(x) for x in ses)
                              else sum(ses) / len(ses),
-                             "pe": next(iter(by_seed.values())).pe}
+                             "pe": next(iter(by_seed.values())).pe,
+                             "chance": runs.chance(task, role), "learned": runs.learned(task, role)}
     return dict(table)
 
 

@@ -37,7 +37,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...roles import ADDITIVE
-from .empirical import UNIT, Runs, _part
+from .empirical import UNIT, Runs, _part, learned_part
 from .verdict import Verdict, verdict_from_parts
 
 if TYPE_CHECKING:
@@ -73,6 +73,16 @@ def _layer_drops(result: ExperimentResult, mode: str) -> list[float]:
     return [100.0 * la["largest_drop"] for la in result.ablation[mode]["layers"]]
 
 
+def _distance_minus_count(name: str, runs: Runs, dep: Any, key: str,
+                          bounds: tuple[float, float]) -> dict[str, Any]:
+    """NC1's part: RoPE's deposit ``key`` on distance minus on count, same seed; both runs must
+    have learned their task."""
+    configs = [(D, "rope"), (C, "rope")]
+    return learned_part(name, runs, D, ("rope",), lambda: _part(
+        name, runs, D, ("rope",), lambda s: dep(D, s)[key] - dep(C, s)[key], 0.0, "above",
+        bounds=bounds, configs=configs), configs=configs)
+
+
 def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
     by = runs.by
     out = []
@@ -97,12 +107,10 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
         "(a) DI(rope, distance) - DI(rope, count); (b) top single-head drop, distance - count "
         "(points); same seed, zero ablation",
         "the deposit pattern belongs to position-sensitive tasks",
-        [_part("DI: distance - count", runs, D, ("rope",),
-               lambda s: dep(D, s)["index"] - dep(C, s)["index"], 0.0, "above", bounds=UNIT,
-               configs=[(D, "rope"), (C, "rope")]),
-         _part("top drop: distance - count", runs, D, ("rope",),
-               lambda s: dep(D, s)["drop"] - dep(C, s)["drop"], 0.0, "above",
-               configs=[(D, "rope"), (C, "rope")])], digits=2))
+        [_distance_minus_count(name, runs, dep, key, bounds)
+         for name, key, bounds in (("DI: distance - count", "index", UNIT),
+                                   ("top drop: distance - count", "drop", (-100.0, 100.0)))],
+        digits=2))
 
     def depth(s: int) -> Optional[float]:
         drops = _layer_drops(by[(D, "rope")][s], mode)
@@ -112,8 +120,9 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
         "largest single-head drop in layer 0 - largest in any later layer (points); RoPE, "
         "distance, zero ablation",
         "one head of a shallow layer carries the position reasoning",
-        [_part("layer 0 - later layers", runs, D, ("rope",), depth, 0.0, "above",
-               missing_note="one layer only")], digits=1))
+        [learned_part("layer 0 - later layers", runs, D, ("rope",),
+                      lambda: _part("layer 0 - later layers", runs, D, ("rope",), depth, 0.0,
+                                    "above", missing_note="one layer only"))], digits=1))
 
     out.append(_v(
         "NC3", "Learned absolute PE (the paper code's random PE) behaves like the other additive "
@@ -123,9 +132,11 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
         [_part("acc: rope - learned", runs, D, ("rope", "learned"),
                lambda s: runs.acc(D, "rope", s) - runs.acc(D, "learned", s), 0.0, "above",
                ordering=True),
-         _part("DI: rope - learned", runs, D, ("rope", "learned"),
-               lambda s: runs.deposit(D, "rope", s, mode)["index"]
-               - runs.deposit(D, "learned", s, mode)["index"], 0.0, "above", bounds=UNIT)],
+         learned_part("DI: rope - learned", runs, D, ("rope", "learned"),
+                      lambda: _part("DI: rope - learned", runs, D, ("rope", "learned"),
+                                    lambda s: runs.deposit(D, "rope", s, mode)["index"]
+                                    - runs.deposit(D, "learned", s, mode)["index"], 0.0, "above",
+                                    bounds=UNIT))],
         digits=2))
 
     def lead(key: str):

@@ -4,7 +4,7 @@ runs, and the accuracy table's bounded intervals and test-set standard errors.""
 import math
 
 import pytest
-from synthetic_runs import sweep
+from synthetic_runs import result, sweep
 
 from posenc.proofs.verdicts.empirical import accuracy_table, evaluate
 from posenc.proofs.verdicts.verdict import binomial_se
@@ -53,3 +53,64 @@ def test_accuracy_table_interval_stays_in_range_and_reports_the_test_se():
     assert 0 <= row["low"] < 85.5 and 96.5 < row["high"] <= 100
     assert row["test_se"] == pytest.approx((binomial_se(96.5, 900) + binomial_se(85.5, 900)) / 2)
     assert math.isclose(binomial_se(85.5, 900), 100 * math.sqrt(0.855 * 0.145 / 900))
+
+
+def _deposit_runs(alibi_acc, chance, rope_acc=0.9, alibi_index=0.99):
+    """RoPE with a clear deposit (index 0.8, drop 60 points) against absolute and relative PEs
+    that spread it (0.3, 10 points) and an ALiBi run whose single-head numbers are extreme
+    (index ``alibi_index``, drop 90 points) at accuracy ``alibi_acc``."""
+    out = []
+    for s in range(4):
+        j = 0.01 * s
+        out.append(result(D, "rope", s, rope_acc + j, drop=0.6 + j, index=0.8 + j, chance=chance))
+        for role in ("absolute", "relative"):
+            out.append(result(D, role, s, 0.5 + j, drop=0.1 + j, index=0.3 + j, chance=chance))
+        out.append(result(D, "alibi", s, alibi_acc + j / 10, drop=0.9 - j, index=alibi_index - j,
+                          chance=chance))
+    return out
+
+
+def test_a_pe_at_chance_leaves_the_max_over_additive_pes():
+    # ALiBi at 2% with chance 1.4%: it learned nothing, and its 90-point "drop" is noise
+    v = next(v for v in evaluate(_deposit_runs(0.02, 0.014)) if v.claim == "E12")
+    assert v.verdict == "confirmed", v.parts
+    assert all("alibi did not learn" in p["note"] for p in v.parts)
+    # the same runs with the chance rate unrecorded: ALiBi counts, and its noise refutes E12 --
+    # the filter is what decides here (and it fails if the filter is removed)
+    runs = _deposit_runs(0.02, None)
+    assert next(v for v in evaluate(runs) if v.claim == "E12").verdict == "refuted"
+    # a learned ALiBi (50% against chance 1.4%) stays in the max
+    learned = next(v for v in evaluate(_deposit_runs(0.5, 0.014)) if v.claim == "E12")
+    assert learned.verdict == "refuted" and not any("alibi" in p.get("note", "") for p in learned.parts)
+
+
+def test_within_the_margin_of_chance_is_not_learned():
+    from posenc.proofs.verdicts.empirical import LEARNED_MARGIN, Runs
+    chance = 0.1
+    just_below = chance + (LEARNED_MARGIN - 0.5) / 100
+    just_above = chance + (LEARNED_MARGIN + 0.5) / 100
+    runs = Runs([result(D, "alibi", 0, just_below, chance=chance),
+                 result(D, "relative", 0, just_above, chance=chance),
+                 result(D, "absolute", 0, 0.0)])
+    assert not runs.learned(D, "alibi") and runs.learned(D, "relative")
+    assert runs.learned(D, "absolute")  # chance not recorded: nothing excluded
+    assert runs.not_learned(D, ("alibi", "relative", "absolute", "mla")) == ["alibi"]
+
+
+def test_a_deposit_claim_whose_rope_did_not_learn_is_inconclusive():
+    runs = _deposit_runs(0.5, 0.014, rope_acc=0.02)
+    runs += [result(D, "mla", s, 0.5, drop=0.1, index=0.3, chance=0.014) for s in range(4)]
+    by = {v.claim: v for v in evaluate(runs)}
+    for claim in ("E12", "NC2"):
+        assert by[claim].verdict == "inconclusive"
+        assert all("rope did not learn" in p["note"] for p in by[claim].parts), by[claim].parts
+    di, acc = by["E13"].parts
+    assert di["verdict"] == "inconclusive" and "rope did not learn" in di["note"]
+    assert acc["verdict"] == "confirmed"  # an accuracy margin keeps the PE: at chance is a result
+
+
+def test_accuracy_table_reports_chance_and_learned():
+    table = accuracy_table([result(D, "alibi", s, 0.02, chance=0.014) for s in range(2)]
+                           + [result(D, "rope", s, 0.9, chance=0.014) for s in range(2)])
+    assert table[D]["alibi"]["chance"] == pytest.approx(1.4)
+    assert table[D]["alibi"]["learned"] is False and table[D]["rope"]["learned"] is True
