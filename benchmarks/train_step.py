@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from paper_baseline import PaperModel
 
+from posenc.empirical import fast
 from posenc.empirical.config import preset
 from posenc.empirical.runs import dataset_for, model_for
 from posenc.empirical.tasks import PAD
@@ -146,9 +147,12 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
     for m in (ours, eager, paper):
         m.train(not cfg.model.dropout)  # the paper preset's dropout would make forwards differ
     with torch.no_grad():
-        err = max((ours(t) - eager_forward(eager, t)).abs().max().item() for t, _ in batches)
+        err = max((fast.forward(ours, t) - eager_forward(eager, t)).abs().max().item()
+                  for t, _ in batches)
     assert err < 1e-4, f"implementations disagree: {err}"
-    steps = {"posenc": make_step(lambda t: ours(t), ours, batches, opt=make_optimizer(ours, cfg)),
+    # posenc: the training step's forward (the fast path's door; the default TrainConfig.step)
+    steps = {"posenc": make_step(lambda t: fast.forward(ours, t), ours, batches,
+                                 opt=make_optimizer(ours, cfg)),
              "paper-code": make_step(lambda t: paper(t), paper, batches),
              "eager": make_step(lambda t: eager_forward(eager, t), eager, batches)}
     for extra in also:

@@ -51,7 +51,6 @@ from torch import nn
 
 from .hooks import HookPoint, run_hook
 from .kernel import ScoreMask, explicit_attention, use_sdpa
-from .packed_attention import HeadSlots, PackedAttention, covers
 
 
 @dataclass
@@ -137,10 +136,21 @@ class AttentionBase(nn.Module):
                                   self.hook_attn_scores if self.hook_attn_scores.active else None,
                                   self.hook_pattern if self.hook_pattern.active else None)
 
-    def finish(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
-               offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
-        """q, k (post-rotation), v (B, H, T, d); attention; hook_z; ablation; W_O -> (B', T, D),
-        or (N, D) for a packed forward (``mask.packing``)."""
+    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
+                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input ->
+        (B', T, D) (B' = variants * B under an ablation): W_O of :meth:`mix`."""
+        return self.out(self.mix(x, kv, mask, offset, ablation))
+
+    def mix(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int,
+            ablation: Optional[HeadAblation]) -> torch.Tensor:
+        """The heads' outputs before W_O, (B', T, H * dh) (each subclass)."""
+        raise NotImplementedError
+
+    def combine(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
+                offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
+        """q, k (post-rotation), v (B, H, T, d); attention; hook_z; ablation -> the heads'
+        outputs (B', T, H * dh), before W_O."""
         B, _, T, _ = q.shape
         if k.shape[0] != B:  # keys/values from a shared (un-ablated) input: broadcast over variants
             k, v = k.repeat(B // k.shape[0], 1, 1, 1), v.repeat(B // v.shape[0], 1, 1, 1)
@@ -148,16 +158,7 @@ class AttentionBase(nn.Module):
         z = run_hook(self.hook_z, heads_last(self.attend(q, k, v, mask, bias)))  # (B, T, H, dh)
         if ablation is not None:
             z = ablation.apply(z)  # (V * B, T, H, dh)
-        z = z.reshape(z.shape[0], T, -1)
-        return self.out(z if mask.packing is None else mask.packing.pack(z))
-
-    @staticmethod
-    def padded(mask: ScoreMask, x: torch.Tensor, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The inputs in the (B, T, D) layout: unpacked (zeros at padding) in a packed forward."""
-        if mask.packing is None:
-            return x, kv
-        xp = mask.packing.unpack(x)
-        return xp, (xp if kv is x else mask.packing.unpack(kv))
+        return z.reshape(z.shape[0], T, -1)
 
 
 class Attention(AttentionBase):
@@ -171,20 +172,22 @@ class Attention(AttentionBase):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=qkv_bias)  # rows: W_q, W_k, W_v
         self.rotary = rotary
 
-    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
-                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
-        """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input; in a
-        packed forward (``mask.packing``) both (N, D) and the output (N, D)."""
+    def mix(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
+            ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        """x (B, T, D), kv (B or fewer, T, D) -> the heads' outputs (B', T, D) before W_O."""
         x = run_hook(self.hook_q_in, x)
-        D, unpack = self.d_model, (lambda t: t) if mask.packing is None else mask.packing.unpack
-        if mask.packing is not None and ablation is None and covers(
-                self.rotary, x.dtype, self.dropout if self.training else 0.0):
-            return self.out(self.packed(x, kv, mask, offset))
+        D = self.d_model
         if kv is x and not self.hook_kv_in.active:
-            q, k, v = unpack(self.qkv(x)).split(D, dim=-1)  # one GEMM when keys come from x
+            q, k, v = self.qkv(x).split(D, dim=-1)  # one GEMM when keys come from x
         else:
             q, kv = self.split_projection(x, run_hook(self.hook_kv_in, kv))
-            q, (k, v) = unpack(q), unpack(kv).split(D, dim=-1)
+            k, v = kv.split(D, dim=-1)
+        return self.heads(q, k, v, mask, offset, ablation)
+
+    def heads(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: ScoreMask,
+              offset: int, ablation: Optional[HeadAblation]) -> torch.Tensor:
+        """Projected q (B, T, D), k, v (B or fewer, T, D) -> the heads' outputs (B', T, D):
+        split into heads, hooks, rotation, :meth:`combine`."""
         B, T, _ = q.shape
         H, dh = self.n_heads, self.head_dim
         q = q.view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
@@ -193,7 +196,7 @@ class Attention(AttentionBase):
         q, k, v = self.qkv_hooks(q, k, v)
         if self.rotary is not None:
             q, k = self.rot_hooks(*self.rotary.rotate_qk(q, k, offset))
-        return self.finish(q, k, v, mask, offset, ablation)
+        return self.combine(q, k, v, mask, offset, ablation)
 
     def split_projection(self, x: torch.Tensor, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Q from ``x`` and K, V from ``kv`` (keys and values from another input): (.., D) and
@@ -201,27 +204,6 @@ class Attention(AttentionBase):
         D, W, b = self.d_model, self.qkv.weight, self.qkv.bias
         return (F.linear(x, W[:D], None if b is None else b[:D]),
                 F.linear(kv, W[D:], None if b is None else b[D:]))
-
-    def packed(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int) -> torch.Tensor:
-        """A packed forward's heads' outputs (N, D) by :mod:`.packed_attention` (no hook can be
-        attached: a hook turns packing off)."""
-        qkv = self.qkv(x) if kv is x else torch.cat(self.split_projection(x, kv), dim=1)
-        return PackedAttention.apply(qkv, *self.packed_inputs(mask, offset, x.dtype))
-
-    def packed_inputs(self, mask: ScoreMask, offset: int, dtype: torch.dtype) -> tuple:
-        """What :class:`.packed_attention.PackedAttention` takes besides Q/K/V, for this layer in a
-        packed forward: a learned PE bias (H or 1, T, T) or None, the index maps, the rotation's
-        phasors or None, the constant additive terms -- the merged rows' block mask or the
-        padding keys, the causal triangle and a fixed PE bias, summed once per forward
-        (:meth:`.kernel.ScoreMask.packed_constant`) -- and the score scale."""
-        assert mask.packing is not None
-        T = mask.seq
-        bias = self.positional_bias(T, offset, dtype)
-        learned = bias is not None and bias.requires_grad
-        constant = mask.packed_constant(None if learned else bias)
-        return (bias if learned else None, HeadSlots.of(mask.packing, self.n_heads),
-                None if self.rotary is None else self.rotary.phasors(T, offset, dtype),
-                () if constant is None else (constant,), self.head_dim ** -0.5)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Per-head matrices: W_q, W_k, W_v (H, dh, D) and W_o (H, D, dh)."""

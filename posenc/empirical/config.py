@@ -30,6 +30,7 @@ from ..limits import MAX_HEADS, MAX_WIDTH
 
 TASKS = ("distance", "count")
 PRECISIONS = ("float32", "bfloat16")
+STEPS = ("fast", "reference")  # TrainConfig.step: posenc.empirical.fast, or the model's own forward
 PRESET_NAMES = ("smoke", "quick", "paper")
 
 
@@ -165,6 +166,12 @@ class TrainConfig:
     ``epochs`` (then a maximum).  The final model is the best-validation one (earliest on ties):
     its weights are what the finished checkpoint holds and its test accuracy is the run's.  Like
     ``precision``, both fields are left out of the config dict at their defaults.
+
+    ``step``: ``fast`` (default) or ``reference`` -- the training step's forward and optimiser
+    (see :mod:`.train`): the CPU fast path (:mod:`posenc.empirical.fast`: packed forward, fused
+    AdamW) or the model's own readable forward and torch's default AdamW.  Both compute the same
+    step up to float rounding, which training amplifies, so ``reference`` is part of the run id;
+    at ``fast`` the field is left out of the config dict (run ids and stores stay valid).
     """
 
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -184,6 +191,7 @@ class TrainConfig:
     precision: str = "float32"
     patience: Optional[int] = None
     val_frac: float = 0.1
+    step: str = "fast"
 
     def __post_init__(self) -> None:
         _check(is_int(self.seed)
@@ -204,6 +212,7 @@ class TrainConfig:
             _pos_int("patience", self.patience)
         _check(isinstance(self.val_frac, (int, float)) and 0 < self.val_frac < 1,
                f"val_frac must be in (0, 1); got {self.val_frac!r}")
+        _check(self.step in STEPS, f"step must be {' or '.join(STEPS)}; got {self.step!r}")
         # refused here, when the config is made (a sweep validates every config before it runs
         # one), not first when the model is built (the Transformer checks it too)
         _check(self.model.code != "paper" or self.task.n_classes <= self.task.vocab_size,
@@ -243,7 +252,7 @@ class TrainConfig:
 
 #: Fields written into the config dict only when they differ from their default, so that run ids
 #: and stores written before the field existed stay valid.
-_LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1}
+_LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1, "step": "fast"}
 
 NOTES = {
     "paper": "vocab_size 100 (distance) / 128 (count: it must hold the 101 classes, which the "

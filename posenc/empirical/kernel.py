@@ -25,19 +25,13 @@ head dim   1 thread    2 threads
 
 Hooking ``hook_attn_scores`` or ``hook_pattern`` always takes the explicit kernel.
 
-**Packed forwards** (a CPU, no hook, no ablation: :mod:`.packing`) take neither for the cases
-:func:`.packed_attention.covers` lists (no attention dropout, float32 / float64, plain RoPE with
-interleaved pairing or no rotation): there the attention is one autograd function
-(:mod:`.packed_attention`), and with keys and values from the layer's own input the whole
-attention sub-layer is (:mod:`.attention_residual`), as is the MLP sub-layer
-(:mod:`.mlp_residual`); when every block is covered, all blocks are one function
-(:mod:`.block_stack`).  The explicit kernel below serves the other packed cases (xPos, half
-pairing, MLA, dropout in training, bfloat16), with the mask rules that follow.
+The CPU fast path (:mod:`posenc.empirical.fast`) runs the same kernel on its packed rows, with
+a mask of its own (:class:`~posenc.empirical.fast.mask.PackedMask`, a subclass of
+:class:`ScoreMask` that adds the merged rows' block mask); nothing here knows about packing.
 
 **Mask** (:class:`ScoreMask`): built once per forward and shared by every layer: the padding
-keys as a (batch, T) additive vector (0 / -inf) -- or, in a packed forward with merged rows
-(:mod:`.packing`), the (rows, T, T) block mask of the rows' segments -- and the causal triangle
-(T, T).  Without a bias or the causal triangle the explicit kernel folds the mask into the score
+keys as a (batch, T) additive vector (0 / -inf) and the causal triangle (T, T).  Without a bias
+or the causal triangle the explicit kernel folds the mask into the score
 GEMM as extra columns of q and k (:meth:`ScoreMask.score_columns`; no pass over the scores);
 with a PE bias or the causal triangle, M + B is materialised as (batch * heads, T, T) once per
 forward for a fixed bias (ALiBi, custom kernels: one module shared by all layers, so every layer
@@ -53,8 +47,6 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from .packing import Packing
-
 # Smallest d_qk from which SDPA is used on a CPU (measured, see the module doc).
 CPU_SDPA_MIN_HEAD_DIM = 32
 
@@ -64,98 +56,49 @@ def use_sdpa(device: torch.device, d_qk: int) -> bool:
     return device.type != "cpu" or d_qk >= CPU_SDPA_MIN_HEAD_DIM
 
 
-def use_packing(device: torch.device) -> bool:
-    """Whether forwards on ``device`` may run packed (:mod:`.packing`): measured on a CPU
-    (benchmarks/train_step.py); not on a GPU (none was available to measure it, and packing costs
-    host synchronisations there), so a GPU keeps the padded layout."""
-    return device.type == "cpu"
-
-
 class ScoreMask:
     """Additive mask M (0 / -inf) of one forward: padding keys and the causal triangle.
 
-    ``keys``: (batch, T) additive key mask or None; ``causal``: (T, T) or None; ``packing``: the
-    real tokens when the token-wise parts run packed (:mod:`.packing`), else None.  With merged
-    rows ``keys`` is None and :attr:`blocks` holds the mask instead; ``dtype`` is the masks' dtype.
+    ``keys``: (batch, T) additive key mask or None; ``causal``: (T, T) or None; ``dtype`` is the
+    masks' dtype.  :meth:`base` and :meth:`score_columns` are the key mask's two forms; the fast
+    path's subclass gives them for its merged rows.
     """
 
     def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int,
-                 packing: Optional[Packing] = None, dtype: torch.dtype = torch.float32):
-        self.keys, self.causal, self.seq, self.packing, self.dtype = keys, causal, seq, packing, dtype
+                 dtype: torch.dtype = torch.float32):
+        self.keys, self.causal, self.seq, self.dtype = keys, causal, seq, dtype
         self._memo: dict[tuple, tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
         self._columns: dict[torch.dtype, Optional[tuple[torch.Tensor, torch.Tensor]]] = {}
-        self._blocks: Optional[torch.Tensor] = None
 
-    @property
-    def merged(self) -> bool:
-        return self.packing is not None and self.packing.merged
+    @staticmethod
+    def key_mask(keep: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """keep (B, T) bool -> (B, T) additive: 0 at a real key, -inf at padding."""
+        return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, float("-inf"))
 
-    @property
-    def blocks(self) -> Optional[torch.Tensor]:
-        """(rows, T, T) additive mask of merged rows (each query on its own segment's keys), or
-        None; built on first use -- the packed attention (:meth:`packed_constant`), a bias, the
-        causal triangle or SDPA need it; the explicit kernel without them takes
-        :meth:`score_columns` instead."""
-        if self._blocks is None and self.merged:
-            assert self.packing is not None
-            self._blocks = self.packing.block_mask(self.dtype)
-        return self._blocks
+    @staticmethod
+    def triangle(seq: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """(T, T) additive causal mask: -inf above the diagonal (key j > query i)."""
+        return torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
+            torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
 
     @classmethod
     def build(cls, keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
-              device: torch.device, pack: bool = False, merge: bool = False) -> "ScoreMask":
-        """keep (B, T) bool (False = padding key) or None; causal: mask j > i; pack: run the
-        token-wise parts on the real tokens only (all of them without padding); merge: let
-        short examples share attention rows (:mod:`.packing`; only for PEs that see i - j)."""
+              device: torch.device) -> "ScoreMask":
+        """keep (B, T) bool (False = padding key) or None; causal: mask j > i."""
         padded = keep is not None and not bool(keep.all())  # no padding: no mask
-        # packed even without padding (every token real): the sub-layer functions need the layout
-        packing = Packing(keep, merge and padded) if pack and keep is not None else None
-        keys = None
-        if padded and not (packing is not None and packing.merged):  # merged: the blocks instead
-            keys = torch.zeros(keep.shape, dtype=dtype, device=device).masked_fill(~keep, float("-inf"))
-        tri = None
-        if causal:
-            tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
-                torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
-        return cls(keys, tri, seq, packing, dtype)
+        keys = cls.key_mask(keep, dtype) if padded else None
+        return cls(keys, cls.triangle(seq, dtype, device) if causal else None, seq, dtype)
 
-    def packed_constant(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        """The constant additive terms of a packed forward's scores, summed once per forward and
-        shared by the layers (memo): merged rows' block mask (rows, 1, T, T) or the padding keys
-        (rows, 1, T, T), the causal triangle (T, T), and ``bias`` (H or 1, T, T) -- a PE bias
-        without a gradient, or None; broadcastable to (rows, H, T, T), or None when all are
-        absent.  The masks are 0 / -inf, so adding the sum equals adding the terms one by one,
-        bit for bit.  A padding query (its output is never read) sees its own key: with the
-        causal triangle after leading padding, or in an example that is all padding, its row
-        would otherwise be all -inf, and the NaN row of P would reach real gradients through
-        0 * NaN in the backward (dV = P^T dZ)."""
-        key = ("packed", id(bias))  # the entry keeps ``bias`` alive, so its id stays unique
-        if key not in self._memo:
-            if self.merged:
-                parts = [self.blocks[:, None]]
-            elif self.keys is None:
-                parts = []
-            else:  # (rows, 1, T, T): a padding query sees its own key (see above)
-                keys = self.keys[:, None, :].expand(-1, self.seq, -1).clone()
-                keys.diagonal(dim1=1, dim2=2).zero_()  # a real query's own key is 0 already
-                parts = [keys[:, None]]
-            parts += [m for m in (self.causal, bias) if m is not None]
-            total = None
-            for m in parts:
-                total = m if total is None else total + m
-            self._memo[key] = (bias, total)
-        return self._memo[key][1]
+    def base(self) -> Optional[torch.Tensor]:
+        """The key mask broadcastable to (B, H, T, T), or None."""
+        return None if self.keys is None else self.keys[:, None, None, :]
 
     def score_columns(self, dtype: torch.dtype) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
-        """The mask (without causal triangle) as extra columns of q and k, (B, 1, T, S) each, or
-        None without one: padding keys ``[1] . [m_j]``; merged rows
-        :meth:`.packing.Packing.score_columns`.  Built once per forward (memo)."""
+        """The padding keys as extra columns of q and k, ``[1] . [m_j]``, (B, 1, T, 1) each, or
+        None without padding.  Built once per forward (memo)."""
         if dtype not in self._columns:
             cols: Optional[tuple[torch.Tensor, torch.Tensor]] = None
-            if self.merged:
-                assert self.packing is not None
-                cols = self.packing.score_columns(dtype)
-            elif self.keys is not None:
+            if self.keys is not None:
                 keys = self.keys.to(dtype)[:, None, :, None]  # (B, 1, T, 1)
                 cols = (torch.ones_like(keys), keys)
             self._columns[dtype] = cols
@@ -163,8 +106,6 @@ class ScoreMask:
 
     def repeat(self, times: int) -> "ScoreMask":
         """The mask of a batch repeated ``times`` (ablation variants, variant-major)."""
-        if self.packing is not None:
-            raise ValueError("a packed forward has no ablation variants")
         if self.keys is None:
             return self
         return ScoreMask(self.keys.repeat(times, 1), self.causal, self.seq, dtype=self.dtype)
@@ -178,10 +119,7 @@ class ScoreMask:
     def additive(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """The whole M + B, broadcastable to (B, H, T, T) (for SDPA), or None."""
         small = self.small(bias)
-        if self.keys is not None:
-            base: Optional[torch.Tensor] = self.keys[:, None, None, :]
-        else:
-            base = None if self.blocks is None else self.blocks[:, None]
+        base = self.base()
         if base is None:
             return None if small is None else small[None]
         return base if small is None else base + small[None]
@@ -215,8 +153,7 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     value (0 or -inf), so ``[q/sqrt(d), 1] . [k, m_j] = q.k/sqrt(d) + m_j`` and nothing of size
     (B, H, T, T) is materialised besides the scores.  (The extra column of dq is 0 * -inf at
     masked keys; it belongs to the constant 1 and is dropped, so no NaN reaches a gradient.)
-    Merged rows' block mask rides the same way, as one-hot segment columns
-    (:meth:`~posenc.empirical.packing.Packing.score_columns`).
+    (The fast path's merged rows ride the same way, as one-hot segment columns.)
     ``scores_hook`` / ``pattern_hook``: functions of the (B, H, T, T) scores / pattern, or None.
     """
     B, H, T, d = q.shape

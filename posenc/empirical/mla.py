@@ -55,9 +55,9 @@ class MLAAttention(AttentionBase):
         self.k_rope = nn.Linear(d_model, r if self.shared_rope_key else H * r, bias=False)  # W_kr
         self.rotary = MLA_MODULES[structure(spec).mla.kind](spec, r)
 
-    def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
-                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
-        x, kv = self.padded(mask, x, kv)  # a packed forward: MLA's projections run padded
+    def mix(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
+            ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+        """x (B, T, D), kv (B or fewer, T, D) -> the heads' outputs (B', T, H * dh) before W_O."""
         B, T, _ = x.shape
         H, dh, r = self.n_heads, self.head_dim, self.rope_dim
         x, kv = run_hook(self.hook_q_in, x), run_hook(self.hook_kv_in, kv)
@@ -75,7 +75,7 @@ class MLAAttention(AttentionBase):
         q = torch.cat([q[..., :dh], self.rotary(q[..., dh:], offset)], dim=-1)
         k = torch.cat([k[..., :dh], self.rotary(k[..., dh:], offset)], dim=-1)
         q, k = self.rot_hooks(q, k)
-        return self.finish(q, k, v, mask, offset, ablation)
+        return self.combine(q, k, v, mask, offset, ablation)
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Effective per-head maps from the normed input (D wide).

@@ -16,14 +16,10 @@ final LayerNorm; for MLA (``mla:rope=paper_code``) a dropout inside the MLP and
 none after the attention; both classify over the vocabulary (``n_classes`` is
 then ``vocab_size``).
 
-A forward with no hook attached -- neither a hook point below nor a torch module hook
-(``register_forward_hook`` and the like, global or on any submodule) -- and no head ablation runs
-packed on a CPU when padding is masked (:mod:`.packing`): the token-wise parts see the real
-tokens as (N, d_model), and a block's attention and MLP sub-layers run as single autograd
-functions where they cover the case (:mod:`.attention_residual`, :mod:`.packed_attention`,
-:mod:`.mlp_residual`) -- all blocks as one function when every block is covered
-(:mod:`.block_stack`).  Attaching any hook, or setting ``model.pack_tokens = False``, gives the
-padded forward: (batch, pos, d_model) and every module called.
+This is the reference forward: one padded computation, (batch, pos, d_model) throughout and every
+module called, with or without hooks or a head ablation -- a hook never changes what is computed.
+The CPU fast path of training (packing, fused sub-layers: :mod:`posenc.empirical.fast`) reads these
+modules and parameters from outside; nothing here knows about it.
 
 Hook points (TransformerLens's names and layouts; see docs/usage.md):
 ``hook_embed`` E[token] and ``hook_pos_embed`` P[position] (batch, pos,
@@ -44,17 +40,11 @@ from torch import nn
 
 from ..encodings import parse_spec
 from ..errors import PosencError
-from ..parts import NOT_TOEPLITZ
 from .attention import Attention, HeadAblation
-from .attention_residual import attention_residual
-from .block_stack import block_stack
 from .config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
-from .kernel import ScoreMask, use_packing
+from .kernel import ScoreMask
 from .mla import MLAAttention
-from .mlp_residual import covers as mlp_covers
-from .mlp_residual import mlp_residual
-from .packed_attention import covers as attention_covers
 from .pe.plan import plan_for
 from .tasks import PAD
 
@@ -78,44 +68,24 @@ class Block(nn.Module):
 
     def forward(self, h: torch.Tensor, x0: torch.Tensor, mask: ScoreMask, offset: int,
                 ablation: Optional[HeadAblation]) -> torch.Tensor:
-        if mask.packing is not None and self.packed_attention(h, ablation):
-            h = attention_residual(h, self.ln1, self.attn, mask, offset)  # no hook can be attached
-            return self.mlp_part(h, mask)
+        """h, x0 (B, T, D) -> (B', T, D) (B' = variants * B from an ablation at this layer)."""
         h = run_hook(self.hook_resid_pre, h)
         a = self.ln1(h)
-        kv = (self.ln1(x0) if self.kv_norm else x0) if self.kv_from_input else a
+        kv = self.kv_input(a, x0)
         out = self.attn(a, kv, mask, offset, ablation)  # (B', T, D)
         out = run_hook(self.hook_attn_out, out)
         if out.shape[0] != h.shape[0]:  # ablation variants: residual repeated variant-major
             h = h.repeat(out.shape[0] // h.shape[0], 1, 1)
         h = run_hook(self.hook_resid_mid, h + self.drop_attn(out))
-        return self.mlp_part(h, mask)
-
-    def packed_attention(self, h: torch.Tensor, ablation: Optional[HeadAblation]) -> bool:
-        """Whether the attention sub-layer of a packed forward runs as one function
-        (:mod:`.attention_residual`): keys and values from ``h``, plain :class:`Attention` with a
-        rotation / dtype it covers, no dropout after it, no ablation."""
-        attn = self.attn
-        return (ablation is None and not self.kv_from_input and type(attn) is Attention
-                and not (self.training and self.drop_attn.p > 0)
-                and attention_covers(attn.rotary, h.dtype, attn.dropout if self.training else 0.0))
-
-    def packed_mlp(self, h: torch.Tensor) -> bool:
-        """Whether the MLP sub-layer of a packed forward runs as one function
-        (:mod:`.mlp_residual`): modules it covers, no active dropout."""
-        return mlp_covers(self.ln2, self.mlp, self.training and self.drop.p > 0, h.dtype)
-
-    def packed_sublayers(self, h: torch.Tensor) -> bool:
-        """Whether both sub-layers of a packed forward (no ablation) run as functions, so the
-        block can join :mod:`.block_stack`."""
-        return self.packed_attention(h, None) and self.packed_mlp(h)
-
-    def mlp_part(self, h: torch.Tensor, mask: ScoreMask) -> torch.Tensor:
-        """``h + drop(mlp(ln2(h)))``: one function (:mod:`.mlp_residual`) in a packed forward."""
-        if mask.packing is not None and self.packed_mlp(h):
-            return mlp_residual(h, self.ln2, self.mlp)  # packed: no hook can be attached
         m = run_hook(self.hook_mlp_out, self.mlp(self.ln2(h)))
         return run_hook(self.hook_resid_post, h + self.drop(m))
+
+    def kv_input(self, a: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
+        """The attention's key / value input: ``a = LN1(h)``, or the input embeddings ``x0``
+        (``kv_source='input'``; through LN1 unless paper-code mode)."""
+        if not self.kv_from_input:
+            return a
+        return self.ln1(x0) if self.kv_norm else x0
 
 
 class Transformer(Hooked):
@@ -131,11 +101,6 @@ class Transformer(Hooked):
         self.cfg, self.vocab_size, self.n_classes, self.max_len = cfg, vocab_size, n_classes, max_len
         self.spec = parse_spec(cfg.pe)
         self.plan = plan_for(self.spec)
-        # Packed forwards (.packing): the token-wise parts on the real tokens only; rows shared by
-        # short examples when the attention sees positions only through i - j.  False: always
-        # the padded layout (the reference the tests compare with).
-        self.pack_tokens = True
-        self.relative_only = not any(p.kind in NOT_TOEPLITZ for p in self.spec.parts())
         D, H = cfg.d_model, cfg.n_heads
         self.embed = nn.Embedding(vocab_size, D)
         self.pos_embed = self.plan.make_absolute(D, max_len)
@@ -167,28 +132,12 @@ class Transformer(Hooked):
         # the modules a torch hook could sit on (the hook points have their own .fns)
         self._modules_no_points = [m for m in self.modules() if not isinstance(m, HookPoint)]
 
-    @staticmethod
-    def _trim(tokens: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Drop the trailing columns that are padding in every example (at least one stays)."""
-        real = keep.any(dim=0).nonzero()
-        length = int(real[-1]) + 1 if len(real) else tokens.shape[1]
-        return (tokens, keep) if length == tokens.shape[1] else (tokens[:, :length], keep[:, :length])
-
     def input_embedding(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x0 = token embedding + absolute PE of positions offset.. : (B, T, D)."""
         x = run_hook(self.hook_embed, self.embed(tokens))  # (B, T, D)
         if self.pos_embed is not None:
             p = self.pos_embed(tokens.shape[1], offset, x.dtype)  # (T, D)
             x = x + run_hook(self.hook_pos_embed, p.expand(x.shape))
-        return x
-
-    def packed_input_embedding(self, tokens: torch.Tensor, packing, offset: int = 0) -> torch.Tensor:
-        """:meth:`input_embedding` of the real tokens only, (N, D) in packed order (no hook can
-        see it): the same sums E[token] + P[position], without the padding's rows."""
-        x = self.embed(packing.from_batch(tokens))  # (N, D)
-        if self.pos_embed is not None:
-            p = self.pos_embed(tokens.shape[1], offset, x.dtype)  # (T, D)
-            x = x + p.index_select(0, packing.columns)
         return x
 
     def forward(self, tokens: torch.Tensor, *, offset: int = 0,
@@ -203,30 +152,9 @@ class Transformer(Hooked):
                               f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
                               f"{tuple(ablation.gate.shape)}")
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
-        unhooked = not any(p.fns for p in self._points) and not self._torch_hooked()
-        if keep is not None and (ablation is None or ablation.replacement is None) and unhooked:
-            # Padding columns at the end of the whole batch are masked keys and pooled with weight
-            # 0: dropping them leaves every logit the same up to float rounding (summation order).
-            # Not while hooks are attached: a hook sees the batch at the length it was given.
-            tokens, keep = self._trim(tokens, keep)
-            T = tokens.shape[1]
-        # once per forward; packed (the token-wise parts on the real tokens only, see .packing)
-        # when no hook and no ablation could see the layout
-        mask = ScoreMask.build(keep, self.cfg.causal, T, self.embed.weight.dtype, tokens.device,
-                               pack=(self.pack_tokens and unhooked and ablation is None
-                                     and use_packing(tokens.device)),
-                               merge=self.relative_only)
-        if mask.packing is not None:
-            x0 = self.packed_input_embedding(tokens, mask.packing, offset)  # (N, D)
-        else:
-            x0 = self.input_embedding(tokens, offset)
-        h = x0
-        if mask.packing is not None and all(b.packed_sublayers(h) for b in self.blocks):
-            blocks: list = []  # every block in one function (.block_stack): no hook, no ablation
-            h = block_stack(h, self.blocks, mask, offset)
-        else:
-            blocks = list(self.blocks)
-        for l, block in enumerate(blocks):
+        mask = ScoreMask.build(keep, self.cfg.causal, T, self.embed.weight.dtype, tokens.device)
+        h = x0 = self.input_embedding(tokens, offset)  # (B, T, D)
+        for l, block in enumerate(self.blocks):
             ab = ablation if ablation is not None and ablation.layer == l else None
             h = block(h, x0, mask, offset, ab)
             if ab is not None and h.shape[0] != B:  # variants created at this layer
@@ -236,19 +164,21 @@ class Transformer(Hooked):
                 if keep is not None:
                     keep = keep.repeat(rep, 1)
         h = self.ln_f(h)
-        if mask.packing is not None:
-            pooled = mask.packing.mean(h)
-        elif keep is None:
+        if keep is None:
             pooled = h.mean(dim=1)
         else:
             w = keep.to(h.dtype)[:, :, None]  # (B, T, 1)
             pooled = (h * w).sum(dim=1) / w.sum(dim=1).clamp(min=1)
         return self.classifier(run_hook(self.hook_pooled, pooled))
 
+    def hooked(self) -> bool:
+        """Whether anything could watch a forward: a hook point with a hook, or a torch module
+        hook (global, or on any submodule but the hook points)."""
+        return any(p.fns for p in self._points) or self._torch_hooked()
+
     def _torch_hooked(self) -> bool:
         """Whether a torch module hook (global, or on any submodule but the hook points) is
-        registered: such hooks see what the padded forward computes, so the forward is then not
-        packed."""
+        registered."""
         g = nn.modules.module
         if (g._global_forward_hooks or g._global_forward_pre_hooks or g._global_backward_hooks
                 or g._global_backward_pre_hooks):

@@ -8,9 +8,15 @@ order of epoch e from a generator seeded with ``(seed, e)``, and the global RNG
 or a run resumed after a kill -- give the same metrics bit for bit (for a
 fixed ``num_threads``).  ``metrics.jsonl`` holds only such reproducible
 numbers; wall-clock times go to ``train_summary.json``.  Bit-for-bit holds within one version of
-the step's arithmetic: a change that only reorders float operations (2026-11-30: packed forwards,
-:mod:`.packing`, and the fused AdamW of :func:`make_optimizer`) changes the rounding, and over
-thousands of steps training amplifies it into different per-seed numbers of the same distribution.
+the step's arithmetic: a change that only reorders float operations (2026-11-30: packed forwards
+and the fused AdamW, now :mod:`posenc.empirical.fast`) changes the rounding, and over thousands
+of steps training amplifies it into different per-seed numbers of the same distribution.
+
+``config.step`` chooses the step: ``fast`` (default) runs the training and evaluation forwards
+through :func:`posenc.empirical.fast.forward` (packed on a CPU; it falls back to the model's own
+forward, with a logged reason, where it does not cover the case) and steps with
+:class:`~posenc.empirical.fast.FusedAdamW`; ``reference`` runs ``model(tokens)`` -- the readable
+forward of :mod:`.model` -- and torch's default AdamW.
 
 Early stopping (``config.patience`` set, see :class:`~posenc.empirical.config.TrainConfig`):
 a validation split carved from the training split (:func:`~posenc.empirical.tasks.carve_validation`)
@@ -37,7 +43,8 @@ from ..errors import PosencError
 from ..limits import check_memory
 from .config import TrainConfig, memory_estimate
 from .model import Transformer
-from .optim import FusedAdamW
+from .fast import FusedAdamW
+from .fast import forward as fast_forward
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
                    read_config, same_run, write_metrics)
@@ -78,16 +85,24 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def step_forward(step: str) -> Callable[[Transformer, torch.Tensor], torch.Tensor]:
+    """The forward of ``TrainConfig.step``: ``fast`` -> :func:`posenc.empirical.fast.forward`,
+    ``reference`` -> the model's own forward."""
+    return fast_forward if step == "fast" else Transformer.__call__
+
+
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with the config's lr, betas and weight decay: torch's fused kernel (one pass over all
-    parameters; :class:`.optim.FusedAdamW`) for float32 parameters on a CPU or CUDA device, else
-    its default implementation.
+    """AdamW with the config's lr, betas and weight decay: with ``step='fast'``, torch's fused
+    kernel (one pass over all parameters; :class:`~posenc.empirical.fast.FusedAdamW`) for float32
+    parameters on a CPU or CUDA device, else (and with ``step='reference'``) its default
+    implementation.
     The fused kernel computes the same update as torch's default (a for-loop over the parameters
     on a CPU) up to float rounding -- a test compares them over training steps -- and is cheaper
     per step for a model this small (benchmarks/train_step.py)."""
     params = list(model.parameters())
     kw = dict(lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
-    if all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda") for p in params):
+    if config.step == "fast" and all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda")
+                                     for p in params):
         return FusedAdamW(params, **kw)  # torch's fused kernel; a cheaper step on a CPU
     return torch.optim.AdamW(params, **kw)
 
@@ -123,8 +138,11 @@ def autocast(precision: str, device: torch.device) -> torch.autocast:
 
 @torch.inference_mode()
 def evaluate(model: Transformer, data: TaskData, batch_size: int = 512,
-             device: torch.device | str = "cpu", precision: str = "float32") -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``model`` on ``data`` (forward under ``precision``)."""
+             device: torch.device | str = "cpu", precision: str = "float32",
+             step: str = "fast") -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``model`` on ``data`` (forward under ``precision``, by
+    ``step``'s forward: :func:`step_forward`)."""
+    forward = step_forward(step)
     was_training = model.training
     model.eval()
     loss_sum, correct = 0.0, 0
@@ -132,7 +150,7 @@ def evaluate(model: Transformer, data: TaskData, batch_size: int = 512,
         tok = data.tokens[s:s + batch_size].to(device)
         y = data.labels[s:s + batch_size].to(device)
         with autocast(precision, tok.device):
-            logits = model(tok).float()
+            logits = forward(model, tok).float()
         loss_sum += float(F.cross_entropy(logits, y, reduction="sum"))
         correct += int((logits.argmax(-1) == y).sum())
     model.train(was_training)
@@ -197,6 +215,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     torch.manual_seed(config.seed)
     model = model_for(config).to(device)
     opt = make_optimizer(model, config)
+    forward = step_forward(config.step)
     n = len(train_data)
     steps_per_epoch = math.ceil(n / config.batch_size)
     total = steps_per_epoch * config.epochs
@@ -249,7 +268,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                     group["lr"] = config.lr * lr_factor(step, total, warmup)
                 idx = order[b * config.batch_size:(b + 1) * config.batch_size]
                 with autocast(config.precision, device):
-                    logits = model(tokens[idx]).float()
+                    logits = forward(model, tokens[idx]).float()
                 loss = F.cross_entropy(logits, labels[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -266,13 +285,13 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 if on_step is not None:
                     on_step(step, float(loss.detach()))
             test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
-                                           config.precision)
+                                           config.precision, config.step)
             metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
                             "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})
             if val_data is not None:
                 val_loss, val_acc = evaluate(model, val_data, config.eval_batch_size, device,
-                                             config.precision)
+                                             config.precision, config.step)
                 metrics[-1].update(val_loss=val_loss, val_acc=val_acc)
                 if best_index([m["val_acc"] for m in metrics]) == len(metrics) - 1:
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -1,4 +1,4 @@
-"""The attention sub-layer function (posenc.empirical.attention_residual): its backward is the
+"""The attention sub-layer function (posenc.empirical.fast.attention_residual): its backward is the
 gradient of its forward (float64 gradcheck, every input: LayerNorm, projections with and without
 a Q/K/V bias, a learned PE bias), its forward is ``h + attn(ln(h))`` of the modules op by op, and
 the model's blocks take it exactly where it covers the case."""
@@ -7,13 +7,14 @@ import pytest
 import torch
 from torch import nn
 
-from posenc.empirical import attention_residual as ar
-from posenc.empirical import block_stack as bs
+from posenc.empirical import fast
 from posenc.empirical.attention import Attention
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.kernel import ScoreMask
+from posenc.empirical.fast import attention_residual as ar
+from posenc.empirical.fast import block_stack as bs
+from posenc.empirical.fast.mask import PackedMask
+from posenc.empirical.fast.packed_attention import HeadSlots, layer_inputs
 from posenc.empirical.model import build_model
-from posenc.empirical.packed_attention import HeadSlots
 from posenc.empirical.pe.bias import T5Bias
 from posenc.empirical.pe.rotary import Rotary
 
@@ -30,7 +31,7 @@ def _setup(rotary, learned_bias, qkv_bias, causal, dtype=torch.float64):
         for p in [*attn.parameters(), *ln.parameters()]:
             p.normal_(0.0, 0.7)
     keep = torch.arange(T)[None, :] < torch.tensor([[6], [2], [3]])  # rows [6], [3, 2, free]
-    mask = ScoreMask.build(keep, causal, T, dtype, torch.device("cpu"), pack=True, merge=True)
+    mask = PackedMask.pack(keep, causal, T, dtype, torch.device("cpu"), merge=True)
     h = torch.randn(int(keep.sum()), D, dtype=dtype, requires_grad=True)
     return attn, ln, mask, h
 
@@ -44,7 +45,7 @@ def test_backward_is_the_gradient_of_the_forward(rotary, learned_bias, qkv_bias,
     attn, ln, mask, h = _setup(rotary, learned_bias, qkv_bias, causal)
     slots = HeadSlots.of(mask.packing, H)
     w = None if attn.rotary is None else attn.rotary.phasors(T, 0, h.dtype)
-    masks = attn.packed_inputs(mask, 0, h.dtype)[3]  # the block mask (and causal)
+    masks = layer_inputs(attn, mask, 0, h.dtype)[3]  # the block mask (and causal)
     bias = attn.positional_bias(T, 0, h.dtype)
     if bias is not None:
         bias = bias.detach().requires_grad_(True)  # the (H, T, T) bias itself an input
@@ -66,8 +67,8 @@ def test_backward_is_the_gradient_of_the_forward(rotary, learned_bias, qkv_bias,
 def test_forward_and_gradients_are_the_modules(rotary, learned_bias, qkv_bias, causal):
     attn, ln, mask, h = _setup(rotary, learned_bias, qkv_bias, causal, torch.float32)
     got = ar.attention_residual(h, ln, attn, mask, 0)
-    a = ln(h)
-    want = h + attn(a, a, mask, 0)  # the modules op by op (LayerNorm, Linear, attention, Linear)
+    rows = mask.packing.unpack(ln(h))  # the modules op by op on the rows (LayerNorm, Linear,
+    want = h + mask.packing.pack(attn(rows, rows, mask, 0))  # the reference attention, Linear)
     # float32, O(1) values, sums of <= 8 terms: the same kernels in another order, ~1e-7 relative
     assert torch.allclose(got, want, rtol=0, atol=1e-5)
     params = [h, *ln.parameters(), *attn.parameters()]
@@ -95,7 +96,7 @@ def test_the_blocks_take_it_where_it_covers_the_case(monkeypatch, pe, kw, taken)
                     vocab_size=11, n_classes=11, max_len=20).train()
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
     tok[0, 5:] = 0  # padding: a packed forward
-    m(tok).sum().backward()
+    fast.forward(m, tok).sum().backward()
     assert len(calls) == (2 if taken else 0)
 
 

@@ -1,14 +1,15 @@
-"""BlockStack (posenc.empirical.block_stack): every block of a packed forward in one autograd
+"""BlockStack (posenc.empirical.fast.block_stack): every block of a packed forward in one autograd
 function -- bit for bit what the per-sub-layer functions compute, forward and backward;
 torch.autograd.gradcheck of its backward in float64; and when the model takes it."""
 
 import pytest
 import torch
 
-from posenc.empirical import block_stack as bs
-from posenc.empirical import model as model_module
+from posenc.empirical import fast
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.kernel import ScoreMask
+from posenc.empirical.fast import block_stack as bs
+from posenc.empirical.fast import packed as fast_packed
+from posenc.empirical.fast.mask import PackedMask
 from posenc.empirical.model import build_model
 
 CASES = [("rope", {}), ("alibi", {"causal": True}), ("relative_bias", {}), ("sinusoidal", {}),
@@ -30,7 +31,7 @@ def _tokens():
 
 def _run(m, tok):
     m.zero_grad(set_to_none=True)
-    out = m(tok)
+    out = fast.forward(m, tok)
     out.square().sum().backward()
     return out, {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None}
 
@@ -44,7 +45,7 @@ def test_the_stack_is_the_per_sublayer_functions_bit_for_bit(monkeypatch, pe, kw
     monkeypatch.setattr(bs.BlockStack, "apply", lambda *a: calls.append(1) or real(*a))
     got, ggot = _run(m, tok)
     assert calls == [1]  # one function for all three blocks
-    monkeypatch.setattr(model_module.Block, "packed_sublayers", lambda self, h: False)
+    monkeypatch.setattr(fast_packed, "stacked", lambda blocks, dtype: False)
     want, gwant = _run(m, tok)  # each block's AttentionResidual and MLPResidual
     assert calls == [1]
     assert torch.equal(got, want)
@@ -62,7 +63,7 @@ def test_gradcheck_of_the_stack(pe, kw):
         block.attn.qkv.bias = torch.nn.Parameter(torch.randn(12, dtype=torch.float64))
     keep = torch.tensor([[True] * 5 + [False], [True, True, False, False, False, False],
                          [True] * 6])
-    mask = ScoreMask.build(keep, cfg.causal, 6, torch.float64, torch.device("cpu"), pack=True,
+    mask = PackedMask.pack(keep, cfg.causal, 6, torch.float64, torch.device("cpu"),
                            merge=True)
     assert mask.packing is not None
     plans, tensors = bs.stack_inputs(m.blocks, mask, 0, torch.float64)
@@ -89,11 +90,11 @@ def test_the_model_takes_it_only_when_every_block_is_covered(monkeypatch, pe, kw
     real = bs.BlockStack.apply
     monkeypatch.setattr(bs.BlockStack, "apply", lambda *a: calls.append(1) or real(*a))
     m = _model(pe, **kw)
-    m(_tokens()).sum().backward()
+    fast.forward(m, _tokens()).sum().backward()
     assert not calls
     if "dropout" in kw:
         m.eval()  # no dropout in eval: the stack
-        m(_tokens())
+        fast.forward(m, _tokens())
         assert calls == [1]
 
 
@@ -102,6 +103,7 @@ def test_a_second_derivative_is_refused_not_wrong():
     second derivative through them would be silently wrong, so it raises instead."""
     m, tok = _model("rope"), _tokens()
     params = list(m.parameters())
-    grads = torch.autograd.grad(m(tok).square().sum(), params, create_graph=True)
+    grads = torch.autograd.grad(fast.forward(m, tok).square().sum(), params,
+                                create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable"):
         sum(g.square().sum() for g in grads if g.requires_grad).backward()

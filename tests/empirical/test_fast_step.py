@@ -1,7 +1,8 @@
-"""The fast training step computes what the model computed before it: same logits (float32 and
-float64) and gradients as the pre-speed-up forward (SDPA, real-formula RoPE, per-layer masks) on
-the same weights, for every PE family and model switch; the kernel choice; shared parameter-free
-modules leave the checkpoint layout unchanged."""
+"""The model's (reference) forward computes what the model computed before the speed-ups: same
+logits (float32 and float64) and gradients as the pre-speed-up forward (SDPA, real-formula RoPE,
+per-layer masks) on the same weights, for every PE family and model switch; the kernel choice;
+shared parameter-free modules leave the checkpoint layout unchanged.  (The fast path against the
+reference: test_fast.py, test_packing.py.)"""
 
 import pytest
 import torch
@@ -143,10 +144,13 @@ def test_sdpa_kernel_equals_the_explicit_kernel_and_the_previous_forward(pe, cau
             assert torch.allclose(fast, old_model_logits(model, tok), atol=1e-5)
 
 
-def test_trailing_padding_is_dropped_only_without_hooks_and_replacements():
+def test_trailing_padding_is_dropped_by_the_fast_path_only(monkeypatch):
+    """The reference runs at the length it is given, hooked or not (a hook never changes what is
+    computed); the fast path drops the columns that are padding in every example."""
+    from posenc.empirical import fast
     from posenc.empirical.attention import HeadAblation
+    from posenc.empirical.fast import packed
     model, tok = _model("rope").eval(), _tokens(trailing=True)
-    model.pack_tokens = False  # the token-wise parts in the (batch, T) layout (packed: test_packing)
     seen = []
     ln1 = model.blocks[0].ln1
     forward = ln1.forward  # a spy, not a torch hook: a torch hook would keep the full length too
@@ -155,10 +159,11 @@ def test_trailing_padding_is_dropped_only_without_hooks_and_replacements():
         model(tok)
         _, cache = model.run_with_cache(tok, names_filter="blocks.0.attn.hook_z")
         model(tok, ablation=HeadAblation(0, torch.ones(1, 4), cache["blocks.0.attn.hook_z"]))
-    assert seen == [10, 13, 13] and cache["blocks.0.attn.hook_z"].shape[1] == 13
-    seen.clear()
-    handle = ln1.register_forward_hook(lambda m, i, o: None)
+    assert seen == [13, 13, 13] and cache["blocks.0.attn.hook_z"].shape[1] == 13
+    trimmed = []
+    real = packed.trim
+    monkeypatch.setattr(packed, "trim", lambda *a: (lambda r: trimmed.append(r[0].shape[1]) or r)(
+        real(*a)))
     with torch.no_grad():
-        model(tok)
-    handle.remove()
-    assert seen == [13]  # a torch module hook sees the batch at the length it was given
+        assert torch.allclose(fast.forward(model, tok), model(tok), atol=1e-5)
+    assert trimmed == [10]

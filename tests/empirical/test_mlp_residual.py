@@ -1,14 +1,15 @@
-"""The MLP sub-layer function (posenc.empirical.mlp_residual): its backward is the gradient of its
-forward (float64 gradcheck), its forward is the modules' ``h + mlp(ln(h))``, and the model takes it
-exactly where it covers the case."""
+"""The MLP sub-layer function (posenc.empirical.fast.mlp_residual): its backward is the gradient
+of its forward (float64 gradcheck), its forward is the modules' ``h + mlp(ln(h))``, and the fast
+path takes it exactly where it covers the case."""
 
 import pytest
 import torch
 from torch import nn
 
-from posenc.empirical import block_stack as bs
-from posenc.empirical import mlp_residual as mr
+from posenc.empirical import fast
 from posenc.empirical.config import ModelConfig
+from posenc.empirical.fast import block_stack as bs
+from posenc.empirical.fast import mlp_residual as mr
 from posenc.empirical.model import build_model
 
 
@@ -73,9 +74,8 @@ def test_the_model_takes_it_in_a_packed_forward(monkeypatch, kw, taken):
                     vocab_size=11, n_classes=5, max_len=20).train()
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
     tok[0, 5:] = 0  # padding: a packed forward
-    m(tok).sum().backward()
+    fast.forward(m, tok).sum().backward()
     assert len(calls) == (2 if taken else 0)
     calls.clear()
-    m.pack_tokens = False  # the padded layout: the modules
-    m(tok)
+    m(tok)  # the reference forward: the modules
     assert not calls

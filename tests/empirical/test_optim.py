@@ -1,11 +1,11 @@
-"""FusedAdamW (posenc.empirical.optim): torch's fused AdamW update bit for bit -- parameters and
+"""FusedAdamW (posenc.empirical.fast.optim): torch's fused AdamW update bit for bit -- parameters and
 state over several steps, after a state-dict round trip, and when it must fall back."""
 
 import copy
 
 import torch
 
-from posenc.empirical.optim import FusedAdamW
+from posenc.empirical.fast.optim import FusedAdamW
 
 
 def _params(seed=0):

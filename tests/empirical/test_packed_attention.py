@@ -1,5 +1,5 @@
-"""The packed attention function (posenc.empirical.packed_attention): its backward is the gradient
-of its forward (float64 gradcheck), its forward is attention computed example by example in each
+"""The packed attention function (posenc.empirical.fast.packed_attention): its backward is the
+gradient of its forward (float64 gradcheck), its forward is attention computed example by example in each
 example's own frame (a plain loop), and the model takes it exactly where it covers the case."""
 
 import math
@@ -9,11 +9,12 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from posenc.empirical import attention_residual as ar
-from posenc.empirical import block_stack as bs
-from posenc.empirical import packed_attention as pa
+from posenc.empirical import fast
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.kernel import ScoreMask
+from posenc.empirical.fast import attention_residual as ar
+from posenc.empirical.fast import block_stack as bs
+from posenc.empirical.fast import packed_attention as pa
+from posenc.empirical.fast.mask import PackedMask
 from posenc.empirical.model import build_model
 from posenc.empirical.pe.rotary import Rotary
 
@@ -37,7 +38,7 @@ def _rotary(planes):
 
 def _inputs(lengths, T, interior, causal, planes, bias_heads, seed):
     keep = _batch(lengths, T, interior)
-    mask = ScoreMask.build(keep, causal, T, torch.float64, torch.device("cpu"), pack=True,
+    mask = PackedMask.pack(keep, causal, T, torch.float64, torch.device("cpu"),
                            merge=not interior)
     g = torch.Generator().manual_seed(seed)
     N = int(keep.sum())
@@ -145,11 +146,11 @@ def test_the_model_takes_it_where_it_covers_the_case(monkeypatch, pe, kw, taken)
     m = _model(pe, **kw).train()
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
     tok[0, 5:] = 0
-    m(tok).sum().backward()
+    fast.forward(m, tok).sum().backward()
     assert bool(calls) == taken
     m.eval()
     calls.clear()
-    m(tok)
+    fast.forward(m, tok)
     assert bool(calls) == (taken or "dropout" in kw)  # eval: no attention dropout
 
 
@@ -160,5 +161,5 @@ def test_one_map_build_per_forward_shared_by_layers(monkeypatch):
     m = _model("rope")
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))
     tok[0, 5:] = 0
-    m(tok)
+    fast.forward(m, tok)
     assert len(built) == 1

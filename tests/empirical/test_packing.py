@@ -1,19 +1,21 @@
-"""Packed forwards (posenc.empirical.packing): the token-wise parts on the real tokens only, short
-examples sharing attention rows, compute what the padded forward computes -- logits and
-gradients, for every PE family and model switch, on random length patterns -- and the rows are
-a valid first-fit packing.  Rows are merged only for PEs that see positions through i - j."""
+"""Packed forwards (posenc.empirical.fast.packing, through the fast path's door
+posenc.empirical.fast.forward): the token-wise parts on the real tokens only, short examples
+sharing attention rows, compute what the model's own (reference) forward computes -- logits and
+gradients, for every PE family and model switch, on random length patterns -- and the rows are a
+valid first-fit packing.  Rows are merged only for PEs that see positions through i - j."""
 
 import pytest
 import torch
 import torch.nn.functional as F
-from empirical_reference import old_model_logits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.kernel import ScoreMask
+from posenc.empirical import fast
+from posenc.empirical.fast import packed as fast_packed
+from posenc.empirical.fast.mask import PackedMask
 from posenc.empirical.model import build_model
-from posenc.empirical.packing import Packing
+from posenc.empirical.fast.packing import Packing
 
 T = 13
 PES = ["rope", "rope:pairing=half,fraction=0.5", "rope:heads=1,keep=0.5", "alibi",
@@ -58,23 +60,21 @@ def _assert_same(model, a, b, y):
 @pytest.mark.parametrize("pe", PES)
 @settings(max_examples=8, deadline=None)
 @given(lengths=lengths_st)
-def test_packed_forward_equals_the_padded_reference(pe, kw, lengths):
+def test_packed_forward_equals_the_reference(pe, kw, lengths):
     model, tok = _model(pe, **kw), _tokens(lengths)
     y = torch.arange(len(lengths)) % 5
-    _assert_same(model, model(tok, offset=1), old_model_logits(model, tok, offset=1), y)
+    _assert_same(model, fast.forward(model, tok, offset=1), model(tok, offset=1), y)
 
 
 @pytest.mark.parametrize("pe", ["mla", "xpos", "kerple_log", "mla:rope=paper_code"])
 @settings(max_examples=8, deadline=None)
 @given(lengths=lengths_st)
-def test_packed_forward_equals_the_models_padded_layout(pe, lengths):
-    """PEs the pre-speed-up reference does not cover: against the model's own padded layout
-    (``pack_tokens = False``, itself checked against loops in test_pe / test_parity)."""
+def test_packed_forward_equals_the_reference_for_the_other_attentions(pe, lengths):
+    """The attentions the sub-layer functions do not cover (the modules' own code on packed
+    rows): against the reference (itself checked against loops in test_pe / test_parity)."""
     model, tok = _model(pe), _tokens(lengths, seed=1)
     y = torch.arange(len(lengths)) % 5
-    packed = model(tok)
-    model.pack_tokens = False
-    _assert_same(model, packed, model(tok), y)
+    _assert_same(model, fast.forward(model, tok), model(tok), y)
 
 
 @pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(kw) or "default")
@@ -83,15 +83,14 @@ def test_a_batch_without_padding_runs_packed_and_equals_the_padded_reference(pe,
     """Every token real (the count task): the layouts are reshapes of each other, no mask at all,
     and the sub-layer functions run on them."""
     model, tok = _model(pe, **kw), _tokens([T] * 4)
-    mask = ScoreMask.build(tok != 0, False, T, torch.float32, torch.device("cpu"), pack=True,
-                           merge=True)
-    assert mask.packing is not None and mask.packing.dense and not mask.packing.merged
+    mask = PackedMask.pack(tok != 0, False, T, torch.float32, torch.device("cpu"), merge=True)
+    assert mask.packing.dense and not mask.packing.merged
     assert mask.keys is None and mask.blocks is None
     x = torch.randn(4, T, 3)
     assert torch.equal(mask.packing.unpack(mask.packing.from_batch(x)), x)
     assert torch.equal(mask.packing.mean(mask.packing.from_batch(x)), x.mean(dim=1))
     y = torch.arange(4) % 5
-    _assert_same(model, model(tok, offset=1), old_model_logits(model, tok, offset=1), y)
+    _assert_same(model, fast.forward(model, tok, offset=1), model(tok, offset=1), y)
 
 
 def test_the_cases_above_merge_rows():
@@ -102,14 +101,15 @@ def test_the_cases_above_merge_rows():
     assert not Packing(keep, merge=False).merged
 
 
-def test_a_non_toeplitz_pe_is_never_merged_and_would_be_wrong_merged():
+def test_a_non_toeplitz_pe_is_never_merged_and_would_be_wrong_merged(monkeypatch):
     """The paper code's MLA mix depends on absolute positions: merging it would shift them."""
     model = _model("mla:rope=paper_code")
-    assert not model.relative_only and _model("mla").relative_only
+    assert not fast.merges_rows(model.spec) and fast.merges_rows(_model("mla").spec)
     tok = _tokens([3, 12, 5, 4, 13, 1])
-    right = model(tok)
-    model.relative_only = True
-    assert (model(tok) - right).abs().max() > 1e-3
+    right = fast.forward(model, tok)
+    assert torch.allclose(right, model(tok), atol=1e-5)
+    monkeypatch.setattr(fast_packed, "merges_rows", lambda spec: True)
+    assert (fast.forward(model, tok) - right).abs().max() > 1e-3
 
 
 @settings(max_examples=60, deadline=None)
@@ -162,7 +162,7 @@ def test_block_mask_and_mean_against_loops():
 def test_the_constant_score_terms_sum_once_per_forward_and_equal_the_terms_added_one_by_one(merge):
     lengths = [3, 12, 5, 4, 13, 1]
     keep = _tokens(lengths) != 0
-    mask = ScoreMask.build(keep, True, T, torch.float64, torch.device("cpu"), pack=True, merge=merge)
+    mask = PackedMask.pack(keep, True, T, torch.float64, torch.device("cpu"), merge=merge)
     assert mask.merged == merge
     bias = torch.randn(2, T, T, dtype=torch.float64)
     total = mask.packed_constant(bias)
@@ -176,8 +176,8 @@ def test_the_constant_score_terms_sum_once_per_forward_and_equal_the_terms_added
     masked += mask.causal
     assert torch.equal(s + total, masked + bias)  # bit for bit (0 / -inf masks)
     assert torch.equal(s + mask.packed_constant(None), masked)
-    dense = ScoreMask.build(torch.ones(2, 4, dtype=torch.bool), False, 4, torch.float64,
-                            torch.device("cpu"), pack=True)
+    dense = PackedMask.pack(torch.ones(2, 4, dtype=torch.bool), False, 4, torch.float64,
+                            torch.device("cpu"), merge=False)
     assert dense.packed_constant(None) is None
 
 
@@ -199,7 +199,7 @@ def test_leading_padding_and_an_all_padding_example_keep_real_gradients_finite(p
 
     def run(t, rows):
         m.zero_grad(set_to_none=True)
-        out = m(t)[rows]
+        out = fast.forward(m, t)[rows]
         out.square().sum().backward()
         return out, [p.grad.clone() for p in m.parameters()]
 
@@ -215,15 +215,16 @@ def test_prefix_padding_only():
     segment would change its distances."""
     keep = torch.tensor([[True, False, True, False], [True, False, False, False]])
     assert not Packing(keep, merge=True).merged
-    mask = ScoreMask.build(keep, False, 4, torch.float32, torch.device("cpu"), pack=True, merge=True)
-    assert mask.packing is not None and mask.blocks is None and mask.keys is not None
+    mask = PackedMask.pack(keep, False, 4, torch.float32, torch.device("cpu"), merge=True)
+    assert mask.blocks is None and mask.keys is not None
 
 
-def test_hooks_and_ablation_see_the_padded_layout():
+def test_hooks_see_the_padded_layout():
+    """A hook attached: the door runs the reference (hooks see its layouts)."""
     model, tok = _model("rope"), _tokens([3, 12, 5, 4, 13, 1])
     seen = []
     model.blocks[1].hook_resid_pre.add_hook(lambda x, hook: seen.append(tuple(x.shape)))
-    model(tok)
+    fast.forward(model, tok)
     assert seen == [(6, T, 32)]
 
 
@@ -254,9 +255,12 @@ def test_segment_columns_give_the_block_masks_softmax(dtype):
 
 
 def test_packing_is_chosen_by_device():
-    """Measured on a CPU only: a GPU keeps the padded layout (kernel.use_packing)."""
-    from posenc.empirical.kernel import use_packing
-    assert use_packing(torch.device("cpu")) and not use_packing(torch.device("cuda"))
+    """Measured on a CPU only: another device runs the reference (fast.why_not)."""
+    model = _model("rope")
+    tok = _tokens([3, 12])
+    assert fast.why_not(model, tok) is None
+    level, reason = fast.why_not(model, tok.to("meta"))
+    assert "CPU" in reason
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
@@ -274,9 +278,8 @@ def test_merged_rows_are_exact_for_a_steep_xpos_decay():
     """xpos:scale_base=1 scales a score by zeta^-(i - j) (zeta >= 0.29): across segments of a
     merged row that reaches ~1e6 x q.k, far past a fixed 1e4 gap; packed must still be padded."""
     model, tok = _model("xpos:scale_base=1"), _tokens([3, 12, 5, 4, 13, 1])
-    assert model.relative_only
-    packed = model(tok)
-    model.pack_tokens = False
+    assert fast.merges_rows(model.spec)
+    packed = fast.forward(model, tok)
     padded = model(tok)
     assert torch.isfinite(padded).all()
     _assert_same(model, packed, padded, torch.arange(6) % 5)
@@ -288,18 +291,18 @@ def test_a_torch_module_hook_sees_the_padded_forward():
     model, tok = _model("rope"), _tokens([3, 12, 5, 4, 13, 1])
     seen = []
     handle = model.blocks[0].mlp.register_forward_hook(lambda m, a, out: seen.append(out.shape))
-    model(tok)
+    fast.forward(model, tok)
     handle.remove()
     assert seen == [(6, T, 32)]
     seen.clear()
     handle = torch.nn.modules.module.register_module_forward_hook(
         lambda m, a, out: seen.append(type(m).__name__))
     try:
-        model(tok)
+        fast.forward(model, tok)
     finally:
         handle.remove()
     assert "Sequential" in seen and "LayerNorm" in seen
     calls = []
     model.blocks[0].ln2.register_forward_pre_hook(lambda m, a: calls.append(a[0].shape))
-    model(tok)
+    fast.forward(model, tok)
     assert calls == [(6, T, 32)]

@@ -7,9 +7,9 @@ one node runs the same ATen kernels (``native_layer_norm``, ``mm`` / ``addmm``, 
 :func:`~.packed_attention.attend`).  The Q/K/V GEMM writes straight into the attention's gather
 source (its zero block appended in place), and the output projection's backward writes dZ into
 its gather source the same way, so neither is copied.  It computes what the modules compute
-(tests compare both, and ``torch.autograd.gradcheck`` the backward in float64).  The model uses
-it in a packed forward when keys and values come from the layer's own input and the attention is
-one :func:`~.packed_attention.covers` (no dropout after it either).
+(tests compare both, and ``torch.autograd.gradcheck`` the backward in float64).  The fast path
+(:mod:`.packed`) uses it in a packed forward when keys and values come from the layer's own
+input and the attention is one :func:`~.packed_attention.covers` (no dropout after it either).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
-from .packed_attention import HeadSlots, attend, attend_backward
+from .packed_attention import HeadSlots, attend, attend_backward, layer_inputs
 
 
 def _zero_tailed(rows: int, zeros: int, width: int, like: torch.Tensor) -> torch.Tensor:
@@ -97,13 +97,13 @@ class AttentionResidual(torch.autograd.Function):
 
 def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch.dtype) -> tuple:
     """:class:`AttentionResidual`'s arguments after ``h`` for the LayerNorm ``ln`` and the
-    :class:`~.attention.Attention` ``attn`` in a packed forward (``mask`` a
-    :class:`~.kernel.ScoreMask` with packing)."""
+    :class:`~posenc.empirical.attention.Attention` ``attn`` in a packed forward (``mask`` a
+    :class:`~.mask.PackedMask`)."""
     return (ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias, attn.out.weight, attn.out.bias,
-            *attn.packed_inputs(mask, offset, dtype), ln.eps)
+            *layer_inputs(attn, mask, offset, dtype), ln.eps)
 
 
 def attention_residual(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
     """``h + attn(ln(h))`` for the packed tokens ``h`` (N, D) of a packed forward (``mask``
-    a :class:`~.kernel.ScoreMask` with packing), ``attn`` an :class:`~.attention.Attention`."""
+    a :class:`~.mask.PackedMask`), ``attn`` an :class:`~posenc.empirical.attention.Attention`."""
     return AttentionResidual.apply(h, *attention_args(ln, attn, mask, offset, h.dtype))

@@ -7,8 +7,8 @@ calls in the forward, two node evaluations in the backward: ~18 us each at the q
 a tenth of a millisecond per step for four blocks) and the Python between them.  The stack runs
 the same ATen kernels in the same order, so it computes what the per-sub-layer functions compute,
 bit for bit (tests compare both, and ``torch.autograd.gradcheck`` the backward in float64).  The
-model uses it in a packed forward when every block's sub-layers are covered
-(:meth:`~.model.Block.packed_sublayers`); otherwise each block dispatches on its own.
+fast path uses it in a packed forward when every block's sub-layers are covered
+(:func:`.packed.stacked`); otherwise each block dispatches on its own.
 """
 
 from __future__ import annotations
@@ -87,9 +87,9 @@ class BlockStack(torch.autograd.Function):
 
 
 def stack_inputs(blocks: Sequence, mask, offset: int, dtype: torch.dtype) -> tuple[tuple, list]:
-    """:class:`BlockStack`'s ``plans`` and ``tensors`` for ``blocks`` (:class:`~.model.Block`,
-    each with :meth:`~.model.Block.packed_sublayers`) in a packed forward (``mask`` a
-    :class:`~.kernel.ScoreMask` with packing)."""
+    """:class:`BlockStack`'s ``plans`` and ``tensors`` for ``blocks``
+    (:class:`~posenc.empirical.model.Block`, each covered by both sub-layer functions) in a packed
+    forward (``mask`` a :class:`~.mask.PackedMask`)."""
     plans, tensors = [], []
     for block in blocks:
         g, beta, w_qkv, b_qkv, w_o, b_o, bias, slots, w, masks, scale, eps = attention_args(

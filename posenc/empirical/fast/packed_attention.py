@@ -11,7 +11,7 @@ by index maps (:class:`HeadSlots`, built once per forward and shared by the laye
 * forward: one gather puts Q, K, V head-major into one buffer ``(3, rows, heads, T, d)`` (zeros at
   the free slots); RoPE is one in-place complex product on Q and K; ``S = Q K^T / sqrt(d)``
   (``baddbmm`` with the scale as alpha: no pass of its own); the constant masks and the fixed PE
-  bias -- summed once per forward (:meth:`.kernel.ScoreMask.packed_constant`) -- and a learned
+  bias -- summed once per forward (:meth:`.mask.PackedMask.packed_constant`) -- and a learned
   bias are added in place, broadcast over heads / rows; ``P = softmax(S)``; ``Z = P V``; one
   gather back to the real tokens;
 * backward: one gather of dZ into the padded layout; ``dV = P^T dZ``, ``dP = dZ V^T``,
@@ -19,11 +19,12 @@ by index maps (:class:`HeadSlots`, built once per forward and shared by the laye
   buffer; the inverse rotation (conjugate phasors) in place; one gather back to
   (N, 3 * d_model).  A learned bias gets ``dS`` summed over the rows.
 
-It computes exactly what :func:`.kernel.explicit_attention` computes on the unpacked tensors (the
-same products, in the same float dtype; tests compare both, and ``torch.autograd.gradcheck`` the
-backward in float64).  The model uses it for the cases it covers (:func:`covers`): a packed
-forward, no attention dropout in training, float32 / float64, and a rotation that is plain RoPE
-with interleaved pairing (or none); everything else takes the op-by-op path.
+It computes exactly what :func:`posenc.empirical.kernel.explicit_attention` computes on the
+unpacked tensors (the same products, in the same float dtype; tests compare both, and
+``torch.autograd.gradcheck`` the backward in float64).  The fast path (:mod:`.packed`) uses it
+for the cases it covers (:func:`covers`): a packed forward, no attention dropout in training,
+float32 / float64, and a rotation that is plain RoPE with interleaved pairing (or none);
+everything else takes the op-by-op path.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .packing import Packing, index_tensor
-from .pe.rotary import Rotary
+from ..pe.rotary import Rotary
 
 
 class HeadSlots:
@@ -179,3 +180,19 @@ def covers(rotary, dtype: torch.dtype, dropout: float) -> bool:
     return (not dropout and dtype in (torch.float32, torch.float64)
             and (rotary is None or (type(rotary) is Rotary and rotary.pairing == "interleaved")))
 
+
+
+def layer_inputs(attn, mask, offset: int, dtype: torch.dtype) -> tuple:
+    """What :class:`PackedAttention` takes besides Q/K/V, for the
+    :class:`~posenc.empirical.attention.Attention` ``attn`` in a packed forward (``mask`` a
+    :class:`~.mask.PackedMask`): a learned PE bias (H or 1, T, T) or None, the index maps, the
+    rotation's phasors or None, the constant additive terms -- the merged rows' block mask or the
+    padding keys, the causal triangle and a fixed PE bias, summed once per forward
+    (:meth:`~.mask.PackedMask.packed_constant`) -- and the score scale."""
+    T = mask.seq
+    bias = attn.positional_bias(T, offset, dtype)
+    learned = bias is not None and bias.requires_grad
+    constant = mask.packed_constant(None if learned else bias)
+    return (bias if learned else None, HeadSlots.of(mask.packing, attn.n_heads),
+            None if attn.rotary is None else attn.rotary.phasors(T, offset, dtype),
+            () if constant is None else (constant,), attn.head_dim ** -0.5)
