@@ -1,9 +1,13 @@
 """The layer rules of DESIGN.md hold at import time: theory and numerics never load torch or
-empirical; numerics never loads sympy; empirical never loads theory, numerics or sympy.  Each
-layer implements the catalogue independently, so agreement between layers is evidence."""
+empirical; numerics never loads sympy; empirical (its fast path included) never loads theory,
+numerics or sympy.  Each layer implements the catalogue independently, so agreement between
+layers is evidence.  Within empirical, the reference forward (model, attention, MLA, kernel,
+hooks, the PE modules) never imports the fast path (posenc.empirical.fast): the fast path reads
+the reference's modules from outside, never the reverse."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -20,6 +24,7 @@ FORBIDDEN = {
     "posenc.theory": ("torch", "posenc.empirical", "posenc.numerics"),
     "posenc.numerics": ("torch", "sympy", "posenc.empirical", "posenc.theory"),
     "posenc.empirical": ("sympy", "posenc.theory", "posenc.numerics"),
+    "posenc.empirical.fast": ("sympy", "posenc.theory", "posenc.numerics"),
     "posenc.cli": ("torch", "sympy", "scipy"),
 }
 
@@ -45,3 +50,48 @@ def test_importing_a_layer_loads_no_forbidden_layer(package):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"importing {package} loaded {out.stdout.strip()}"
+
+
+#: the modules of the reference forward: none may import posenc.empirical.fast
+REFERENCE = ["posenc/empirical/model.py", "posenc/empirical/attention.py", "posenc/empirical/mla.py",
+             "posenc/empirical/kernel.py", "posenc/empirical/hooks.py"] + sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "posenc/empirical/pe").glob("*.py"))
+
+
+def fast_imports(source: str, module: str) -> list[str]:
+    """The imports of the fast path in ``source`` (module ``module``, dotted), at any depth (a
+    function-level import counts too)."""
+    package = module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[:len(base) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            names = [target] + [f"{target}.{a.name}" for a in node.names]
+        else:
+            continue
+        found += [n for n in names if n == "posenc.empirical.fast" or n.startswith("posenc.empirical.fast.")]
+    return found
+
+
+@pytest.mark.parametrize("path", REFERENCE)
+def test_the_reference_forward_never_imports_the_fast_path(path):
+    module = path.removesuffix(".py").replace("/", ".")
+    assert fast_imports((ROOT / path).read_text(), module) == []
+
+
+@pytest.mark.parametrize("line", ["from .fast import forward", "from . import fast",
+                                  "from .fast.packing import Packing",
+                                  "import posenc.empirical.fast",
+                                  "def f():\n    from .fast import packed"])
+def test_the_check_sees_an_import_of_the_fast_path(line):
+    assert fast_imports(line, "posenc.empirical.model")
+
+
+def test_the_check_resolves_relative_imports():
+    assert fast_imports("from ..fast import forward", "posenc.empirical.pe.plan")
+    assert not fast_imports("from .fast import forward", "posenc.empirical.pe.plan")  # pe.fast
+    assert not fast_imports("from .kernel import ScoreMask", "posenc.empirical.model")

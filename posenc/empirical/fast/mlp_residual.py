@@ -5,8 +5,8 @@ Op by op, autograd records five nodes for it (LayerNorm, two ``addmm``, the acti
 residual add) and walks them in the backward; here the same ATen kernels run (``native_layer_norm``,
 ``addmm``, ``gelu`` / ``relu`` and their backward kernels), without the nodes, the modules' Python
 calls and the transposed views between them.  It computes what the modules compute (tests compare
-both, and ``torch.autograd.gradcheck`` the backward in float64).  The model uses it in a packed
-forward (:mod:`.packing`: no hook can be attached) when the sub-layer has no active dropout
+both, and ``torch.autograd.gradcheck`` the backward in float64).  The fast path uses it in a
+packed forward (:mod:`.packed`: no hook can be attached) when the sub-layer has no active dropout
 (:func:`covers`).
 """
 

@@ -5,7 +5,7 @@ With the padding mask on, a padding position's hidden state never reaches a logi
 key (weight 0 in every softmax row, so its value is never read either) and has weight 0 in the
 mean pooling.  The token-wise parts of a block -- the LayerNorms, the Q/K/V and output
 projections, the MLP, the residual adds, dropout after them -- therefore need only the real
-tokens.  The model runs them on the packed ``(N, D)`` tokens (N = number of real tokens, in
+tokens.  The fast path runs them on the packed ``(N, D)`` tokens (N = number of real tokens, in
 batch-major order) and only the attention itself sees a padded ``(rows, T)`` layout
 (:meth:`Packing.unpack` / :meth:`Packing.pack`).
 
@@ -22,13 +22,14 @@ columns at a row's end form one more segment that attends to itself (so no softm
 -inf); its outputs are never read.
 
 The logits are those of the padded computation up to float rounding (summation order, the
-rotation angles of shifted columns).  The model packs only when nothing could see the
+rotation angles of shifted columns).  The fast path packs only when nothing could see the
 difference: padding masked, no hook attached (a hook sees the (batch, pos, ...) layouts), no head
-ablation; it merges rows only for PEs whose parts all have a Toeplitz form
-(:data:`posenc.parts.NOT_TOEPLITZ`).  A batch without padding is packed too (``dense``: every
-token real, the layouts are reshapes of each other), so that its blocks can run as the sub-layer
-functions of :mod:`.attention_residual` / :mod:`.mlp_residual`, which take the (N, D) layout.
-See :class:`~posenc.empirical.model.Transformer`.
+ablation (:func:`posenc.empirical.fast.why_not`); it merges rows only for PEs whose parts all have
+a Toeplitz form (:data:`posenc.parts.NOT_TOEPLITZ`; :func:`.packed.merges_rows`).  A batch
+without padding is packed too (``dense``: every token real, the layouts are reshapes of each
+other), so that its blocks can run as the sub-layer functions of :mod:`.attention_residual` /
+:mod:`.mlp_residual`, which take the (N, D) layout.
+See :mod:`.packed`.
 """
 
 from __future__ import annotations
