@@ -154,7 +154,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
-              paper_code: Optional[bool] = None) -> Path:
+              paper_code: Optional[bool] = None, replicate: bool = False,
+              replicate_first_seed: Optional[int] = None) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -167,6 +168,9 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     the report never runs).
     ``paper_code``: the paper code's models, exactly (default: on for the ``paper`` preset
     only); the report says which mode its runs are in.
+    ``replicate``: also run the same plan on a disjoint seed set (``replicate_first_seed``,
+    default ``first_seed`` + 2000) into ``OUT-replicate``; the report shows both verdicts of
+    each claim side by side, and a claim is decided only where they agree.
     """
     from ..report import reproduce as run_reproduction
 
@@ -189,4 +193,6 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log, wait=wait,
                             until_decided=until_decided, max_seeds=max_seeds,
                             seed_batch=seed_batch, first_seed=first_seed,
-                            paper_code=arg.flag("paper_code", paper_code, optional=True))
+                            paper_code=arg.flag("paper_code", paper_code, optional=True),
+                            replicate=arg.flag("replicate", replicate),
+                            replicate_first_seed=replicate_first_seed)

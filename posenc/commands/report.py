@@ -9,6 +9,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("report", help="rebuild report.md from a results store (no training)")
     p.add_argument("store", help="results store folder written by posenc reproduce")
     p.add_argument("--no-theory", action="store_true", help="leave out the theory-claims table")
+    p.add_argument("--replica", default=None,
+                   help="the store of the same plan on a disjoint seed set (reproduce "
+                        "--replicate writes STORE-replicate): both verdicts side by side")
     p.set_defaults(func=run)
 
 
@@ -20,5 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(args.store).is_dir():
         raise PosencError(f"no results store at {args.store}")
-    print(f"report: {build_report(args.store, theory=not args.no_theory)}")
+    if args.replica is not None and not Path(args.replica).is_dir():
+        raise PosencError(f"no results store at {args.replica}")
+    print(f"report: {build_report(args.store, theory=not args.no_theory, replica=args.replica)}")
     return 0

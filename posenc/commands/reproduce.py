@@ -38,6 +38,12 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="with --until-decided: at most this many seeds per (task, PE)")
     p.add_argument("--seed-batch", type=int, default=None,
                    help="with --until-decided: seeds added per round (default 2)")
+    p.add_argument("--replicate", action="store_true",
+                   help="also run the same plan on a disjoint seed set (default FIRST+2000) into "
+                        "OUT-replicate; the report sets both verdicts of each claim side by side "
+                        "(decided only where they agree)")
+    p.add_argument("--replicate-first-seed", type=int, default=None,
+                   help="with --replicate: the replication's first seed (default FIRST+2000)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "
@@ -59,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
                      overrides=_overrides(args.overrides), theory=not args.no_theory,
                      wait=args.wait, until_decided=args.until_decided,
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
-                     first_seed=args.first_seed, paper_code=args.paper_code)
+                     first_seed=args.first_seed, paper_code=args.paper_code,
+                     replicate=args.replicate, replicate_first_seed=args.replicate_first_seed)
     print(f"report: {path}")
     return 0
 

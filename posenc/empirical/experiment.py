@@ -25,6 +25,7 @@ loading any model:
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
@@ -119,6 +120,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
     test = run.data().test
     sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
+    t_ablation = time.perf_counter()
     ablations = {}
     for mode in exp.ablation_modes:
         table = ablate(run.model, sub, mode, seed=cfg.seed)
@@ -126,7 +128,9 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
         ablation_strip_plot(table, Path(folder) / f"ablation_{mode}.png",
                             title=f"{cfg.model.pe} / {cfg.task.name} / seed {cfg.seed} ({mode})")
         ablations[mode] = table.to_dict()
+    t_probe = time.perf_counter()
     probe = position_probe(run.model, test, exp.probe_examples) if exp.probe else None
+    t_end = time.perf_counter()
     if probe is not None:
         (Path(folder) / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
@@ -135,7 +139,12 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                "n_test": len(test), "chance": chance_rate(test),
                "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
-               "n_heads": cfg.model.n_heads, "tags": exp.tags}
+               "n_heads": cfg.model.n_heads, "tags": exp.tags,
+               # wall time per phase of this worker call (training: the run's own, per-epoch
+               # evaluation and any dynamics recording included; 0 when it was found finished)
+               "phase_seconds": {"training": 0.0 if res.skipped else round(res.seconds, 3),
+                                 "ablation": round(t_probe - t_ablation, 3),
+                                 "probe": round(t_end - t_probe, 3)}}
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)
 PROBE_ROLES = roles_where(probe=True)  # the roles whose position probe the report shows
+#: the phases of a run whose wall time the sweep records (``summary.phase_seconds``)
+PHASES = ("training", "ablation", "probe")
 
 
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
@@ -46,17 +49,32 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
                      "pe": res.pe, "seed": res.seed, "test_acc": res.test_acc,
-                     "epochs": s["epochs"], "train_seconds": round(s["seconds"], 2)})
+                     "epochs": s["epochs"], "train_seconds": round(s["seconds"], 2),
+                     **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
+                        for k in PHASES}})
     return results, rows
 
 
-def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True) -> Path:
+def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,
+                 replica: str | Path | None = None) -> Path:
     """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs
-    (built in a private temporary folder moved into place: a failure leaves the old report)."""
+    (built in a private temporary folder moved into place: a failure leaves the old report).
+    ``replica``: the store of the same plan on a disjoint seed set (``posenc reproduce
+    --replicate``); the report then sets both verdicts of each claim side by side
+    (:mod:`.replication`)."""
     store_root = Path(store_root)
     results, rows = _load_results(store_root)
     if not results:
         raise PosencError(f"no finished experiment runs in {store_root}")
+    replica_results = None
+    if replica is not None:
+        replica_results, _ = _load_results(Path(replica))
+        if not replica_results:
+            raise PosencError(f"no finished experiment runs in the replication store {replica}")
+        shared = {r.seed for r in results} & {r.seed for r in replica_results}
+        if shared:
+            raise PosencError(f"the replication store {replica} shares seeds {sorted(shared)} "
+                              f"with {store_root}: a replication needs a disjoint seed set")
     out = store_root / "report"
     try:  # a private folder: two reports at once (or one beside a sweep) never mix files
         tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=store_root))
@@ -64,7 +82,10 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     except OSError as exc:
         raise WriteError.wrap(f"the report in {store_root}", exc) from None
     try:
-        _write_report(tmp, store_root, results, rows, preset, theory)
+        t0 = time.perf_counter()
+        _write_report(tmp, store_root, results, rows, preset, theory,
+                      None if replica is None else (Path(replica), replica_results))
+        _write_timings(tmp / "timings.md", rows, time.perf_counter() - t0)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
@@ -77,7 +98,8 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
 
 
 def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
-                  rows: list[dict[str, Any]], preset: Optional[str], theory: bool) -> None:
+                  rows: list[dict[str, Any]], preset: Optional[str], theory: bool,
+                  replica: Optional[tuple[Path, list[ExperimentResult]]] = None) -> None:
     from ..empirical.ablation import AblationTable
     from ..empirical.plots import ablation_strip_plot
     from ..proofs.verdicts.dynamics import evaluate_dynamics
@@ -113,20 +135,49 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     dynamics_figure([r.run_dir for r in dyn], tmp / DYNAMICS_FIGURE)
     dyn_lines, dyn_payload = dynamics_markdown(dyn)
     measured_lines, measured_payload = measured_markdown(results)
+    replication_lines: list[str] = []
+    replication_payload = None
+    if replica is not None:
+        from .replication import replication_markdown, replication_rows
+        replica_root, replica_results = replica
+        second = evaluate(replica_results) + evaluate_dynamics(replica_results)
+        replication_payload = replication_rows(verdicts, second)
+        replication_lines = replication_markdown(
+            replication_payload, sorted({r.seed for r in results}),
+            sorted({r.seed for r in replica_results}), str(replica_root))
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
     md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
                              deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
-                             spectra=spectra, measured_sections=dyn_lines + measured_lines))
+                             spectra=spectra, measured_sections=dyn_lines + measured_lines,
+                             replication=replication_lines))
     (tmp / "report.md").write_text(md)
     payload = {"preset": preset, "model_code": report_mode(results),
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
                "spectra": spectra, "dynamics": dyn_payload,
-               "measured": measured_payload}
+               "measured": measured_payload,
+               **({"replication": replication_payload} if replication_payload is not None else {})}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
     (tmp / "runs.csv").write_text(buf.getvalue())
+
+
+def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float) -> None:
+    """``timings.md``: wall time per phase, summed over the runs (one core each), and the
+    report's own -- beside report.md, which holds no wall-clock time (a resumed sweep writes the
+    same report.md as an uninterrupted one)."""
+    lines = ["# Wall time per phase", "",
+             "Summed over the stored runs (each run on one worker); a run found finished by a "
+             "resumed sweep counts its training as 0. The dynamics recording of the runs that "
+             "record it is inside their training time.", "",
+             "| phase | runs | seconds | per run |", "|---|---|---|---|"]
+    for phase in PHASES:
+        vals = [r[f"{phase}_seconds"] for r in rows if r[f"{phase}_seconds"] != ""]
+        per = f"{sum(vals) / len(vals):.1f}" if vals else "-"
+        lines.append(f"| {phase} | {len(vals)} | {sum(vals):.1f} | {per} |")
+    lines.append(f"| report (this folder) | - | {report_seconds:.1f} | - |")
+    path.write_text("\n".join(lines) + "\n")

@@ -9,7 +9,7 @@ claims and the spectral table (:mod:`.theory_tables`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..proofs.verdicts.empirical import LEARNED_MARGIN
@@ -46,6 +46,7 @@ class ReportInputs:
     theory_claims: Optional[list[dict[str, Any]]]
     spectra: list[dict[str, Any]]
     measured_sections: list[str]
+    replication: list[str] = field(default_factory=list)  # .replication's lines, or none
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -79,7 +80,8 @@ def figure_seed(results: list[ExperimentResult]) -> int:
 def render(inp: ReportInputs) -> str:
     """report.md's text."""
     first = inp.results[0].summary
-    lines = _header(inp) + _verdicts(inp) + _accuracy(inp) + _ablation(inp) + _deposits(inp, first)
+    lines = _header(inp) + _verdicts(inp) + inp.replication + _accuracy(inp) + _ablation(inp)
+    lines += _deposits(inp, first)
     lines += _partial_and_probe(inp, first) + [""] + inp.measured_sections + _theory(inp)
     lines += _spectra(inp) + _setup(inp, first)
     return "\n".join(lines)
@@ -225,5 +227,6 @@ def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
             f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
             f"{first['n_test']} test examples per run;",
             "- ablation: zero mode at `hook_z`, on the first test examples of each run;",
-            "- per-run timings: `runs.csv` (kept out of this file so that a resumed sweep "
+            "- per-run timings: `runs.csv`, and the wall time per phase (training, ablation, "
+            "probe, this report): `timings.md` (kept out of this file so that a resumed sweep "
             "reproduces it exactly).", ""]

@@ -26,7 +26,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               theory: bool = True, log: Callable[[str], None] = print, wait: bool = False,
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
-              paper_code: Optional[bool] = None) -> Path:
+              paper_code: Optional[bool] = None, replicate: bool = False,
+              replicate_first_seed: Optional[int] = None) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
 
     ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
@@ -38,7 +39,11 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     written and the failures are logged, then a PosencError says how many failed.
     ``until_decided``: then add ``seed_batch`` (default 2) seeds at a time to the configurations
     of undecided claims until each is decided or has ``max_seeds`` seeds
-    (:mod:`posenc.report.decide`)."""
+    (:mod:`posenc.report.decide`).
+    ``replicate``: then run the same plan on a disjoint seed set (``replicate_first_seed``,
+    default ``first_seed`` + :data:`REPLICA_OFFSET`) into its own store, ``OUT-replicate``, with
+    its own report, and show both verdicts per claim side by side in the first report
+    (:mod:`.replication`: a claim is decided only where both agree)."""
     from ..empirical.config import check_threads
     from ..empirical.reproduction import ReproductionPlan
     from ..empirical.store import RunStore
@@ -55,9 +60,21 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         if max_seeds is None:
             raise PosencError("--until-decided needs --max-seeds N")
         check_limits(plan.seed_counts(), max_seeds, seed_batch)
+    replica_plan = None
+    if replicate:
+        if until_decided:
+            raise PosencError("--replicate and --until-decided do not go together: a replication "
+                              "runs the same seed counts on other seeds")
+        replica_plan = replica_of(plan, replicate_first_seed)
+    elif replicate_first_seed is not None:
+        raise PosencError("--replicate-first-seed goes with --replicate")
     plan.jobs(device=device)  # validates every config before anything is written
     store = RunStore(out or f"posenc-out/{preset}" + ("-paper-code" if plan.in_paper_code else ""))
     check_store_mode(store, plan.mode)
+    replica = None
+    if replica_plan is not None:
+        replica = RunStore(replica_root(store.root))
+        check_store_mode(replica, plan.mode)
     failed: dict[str, str] = {}
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
@@ -72,15 +89,49 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
                seed_batch, max_seeds, log)
     else:
         run_plan(plan, store, **run)
+    replica_root_ = None
+    if replica is not None:
+        log(f"replication: seeds {replica_plan.first_seed}.. into {replica.root}")
+        run_plan(replica_plan, replica, **run)
+        replica_root_ = replica.root
+        if not failed:
+            build_report(replica.root, preset=plan.preset, theory=False)
+    report = dict(preset=plan.preset, theory=theory, replica=replica_root_)
     if not failed:
-        return build_report(store.root, preset=plan.preset, theory=theory)
+        return build_report(store.root, **report)
     message = (f"{len(failed)} of {total[0]} runs failed (listed above; the first: "
                f"{next(iter(failed.values()))[:200]})")
     try:
-        path = build_report(store.root, preset=plan.preset, theory=theory)
+        path = build_report(store.root, **report)
     except PosencError as exc:
         raise PosencError(f"{message}; no report ({exc})") from None
     raise PosencError(f"{message}; the report of the finished runs is at {path}")
+
+
+#: how far the replication's seeds lie from the first seed set by default (seeds 0-5 -> 2000-2005)
+REPLICA_OFFSET = 2000
+
+
+def replica_of(plan: Any, first_seed: Optional[int] = None) -> Any:
+    """The plan on the replication's seeds: the same configurations and seed counts from
+    ``first_seed`` (default: the plan's first seed + :data:`REPLICA_OFFSET`); refused when the two
+    seed sets overlap."""
+    from dataclasses import replace
+
+    start = plan.first_seed + REPLICA_OFFSET if first_seed is None else first_seed
+    out = replace(plan, first_seed=start)  # validates the seed
+    n = max(plan.seed_counts().values(), default=0)
+    if start < plan.first_seed + n and plan.first_seed < start + n:
+        raise PosencError(f"the replication's seeds {start}..{start + n - 1} overlap the first "
+                          f"seeds {plan.first_seed}..{plan.first_seed + n - 1}: a replication "
+                          "needs a disjoint seed set")
+    return out
+
+
+def replica_root(root: Path) -> Path:
+    """The replication's store beside the first one: ``ROOT-replicate``."""
+    root = Path(root)
+    return root.with_name(root.name + "-replicate")
 
 
 def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, threads: int = 1,

@@ -1,0 +1,88 @@
+"""``posenc reproduce --replicate``: a second, disjoint seed set in its own store, both verdicts of
+each claim side by side, decided only where they agree; and the report folder's per-phase wall
+times (timings.md)."""
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from posenc.report.replication import SECTION, agreement, replication_rows
+
+SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",
+         "--no-theory"]
+
+
+def posenc(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
+                          **kw)
+
+
+@pytest.mark.parametrize("first,second,expected", [
+    ("confirmed", "confirmed", "confirmed"), ("refuted", "refuted", "refuted"),
+    ("ceiling", "ceiling", "ceiling"), ("confirmed", "refuted", "not replicated"),
+    ("confirmed", "ceiling", "not replicated"), ("confirmed", "inconclusive", "undecided"),
+    ("inconclusive", "inconclusive", "undecided"), ("refuted", "missing", "undecided")])
+def test_a_claim_is_decided_only_where_both_seed_sets_agree(first, second, expected):
+    assert agreement(first, second) == expected
+
+
+def test_rows_follow_the_first_verdicts_and_name_a_missing_claim():
+    def v(claim, word):
+        return SimpleNamespace(claim=claim, verdict=word, measured=f"{claim}:{word}")
+    rows = replication_rows([v("E10", "confirmed"), v("E11", "refuted")], [v("E10", "confirmed")])
+    assert [r["claim"] for r in rows] == ["E10", "E11"]
+    assert rows[0]["replicated"] == "confirmed" and rows[0]["second_measured"] == "E10:confirmed"
+    assert rows[1]["second"] == "missing" and rows[1]["replicated"] == "undecided"
+
+
+@pytest.mark.slow
+def test_replicate_runs_a_disjoint_seed_set_and_sets_the_verdicts_side_by_side(tmp_path):
+    out = tmp_path / "store"
+    proc = posenc("reproduce", *SMALL, "--replicate", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    replica = tmp_path / "store-replicate"
+    seeds = {json.loads(p.read_text())["train"]["seed"]
+             for p in replica.glob("runs/*/experiment_config.json")} or {
+        r["seed"] for r in _csv(replica / "report" / "runs.csv")}
+    assert seeds == {2000, 2001}
+    assert {r["seed"] for r in _csv(out / "report" / "runs.csv")} == {0, 1}
+    report = (out / "report" / "report.md").read_text()
+    assert SECTION in report and "seeds 2000-2001" in report and "seeds 0-1" in report
+    data = json.loads((out / "report" / "report.json").read_text())
+    assert [r["claim"] for r in data["replication"]] == [v["claim"] for v in data["verdicts"]]
+    for row in data["replication"]:
+        assert row["replicated"] == agreement(row["first"], row["second"])
+    assert (replica / "report" / "report.md").is_file()  # the replication's own full report
+    # per-phase wall time beside the report (never in report.md itself)
+    timings = (out / "report" / "timings.md").read_text()
+    for phase in ("training", "ablation", "probe", "report"):
+        assert f"| {phase}" in timings
+    rows = _csv(out / "report" / "runs.csv")
+    assert all(float(r["training_seconds"]) > 0 and float(r["ablation_seconds"]) > 0 for r in rows)
+    # rebuilt from the two stores alone, the same section (no training)
+    again = posenc("report", str(out), "--no-theory", "--replica", str(replica), timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert (out / "report" / "report.md").read_text() == report
+    # a replica that shares seeds with the first store is refused in one line
+    shared = posenc("report", str(out), "--no-theory", "--replica", str(out), timeout=300)
+    assert shared.returncode == 2 and "disjoint" in shared.stderr
+    assert "Traceback" not in shared.stderr
+
+
+def _csv(path):
+    import csv
+    return [{**r, "seed": int(r["seed"])} for r in csv.DictReader(path.open())]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--replicate", "--until-decided", "--max-seeds", "4"], "do not go together"),
+    (["--replicate", "--replicate-first-seed", "1"], "overlap"),
+    (["--replicate-first-seed", "3000"], "goes with --replicate"),
+])
+def test_bad_replicate_input_is_one_line(tmp_path, args, fragment):
+    proc = posenc("reproduce", *SMALL, *args, "--out", str(tmp_path / "s"), timeout=120)
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "s").exists()
