@@ -51,7 +51,7 @@ from .runs import dataset_for, model_for
 from .tasks import PAD, TaskData, carve_validation
 
 __all__ = ["SeedGroup", "GroupRun", "build_seed_models", "clip_per_seed", "clip_shared", "train_group",
-           "epoch_order"]
+           "epoch_order", "stack_batches"]
 
 
 def build_seed_models(configs: Sequence[TrainConfig]) -> list[nn.Module]:
@@ -329,6 +329,26 @@ class SeedGroup(nn.Module):
             warnings.filterwarnings("ignore", message=".*gradient layout contract.*")
             losses.sum().backward()
 
+    def train_step(self, tokens: torch.Tensor, labels: torch.Tensor, weight: torch.Tensor,
+                   lrs: Sequence[float], active: Sequence[bool], config: TrainConfig,
+                   clip: Optional[Callable[[torch.Tensor, float], torch.Tensor]] = None
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One optimiser step of every active seed on its batch: forward (under the config's
+        precision), backward, clipping by each seed's own norm (``clip``, default
+        :func:`clip_per_seed`), AdamW.  Returns the losses (S,), logits (S, B, C) and the gradient
+        norms before clipping (S,)."""
+        from .train import autocast
+        clip = clip_per_seed if clip is None else clip
+        with autocast(config.precision, self.flat.device):
+            losses, logits = self.loss(tokens, labels, weight)
+        self.backward(losses)
+        if config.grad_clip is not None:
+            norms = clip(self.grad, config.grad_clip)
+        else:
+            norms = torch.linalg.vector_norm(self.grad, dim=1)
+        self.adamw_step(lrs, active, config.betas, config.weight_decay)
+        return losses.detach(), logits.detach(), norms
+
     @torch.no_grad()
     def adamw_step(self, lrs: Sequence[float], active: Sequence[bool], betas: tuple[float, float],
                    weight_decay: float, eps: float = 1e-8) -> None:
@@ -368,7 +388,7 @@ class SeedGroup(nn.Module):
         loss_sum, correct = [0.0] * S, [0] * S
         longest = max(len(d) for d in datas)
         for start in range(0, longest, batch_size):
-            tok, lab, w = _stack_batches([d.tokens for d in datas], [d.labels for d in datas],
+            tok, lab, w = stack_batches([d.tokens for d in datas], [d.labels for d in datas],
                                          [torch.arange(start, min(start + batch_size, len(d)))
                                           for d in datas], device)
             with autocast(precision, device):
@@ -383,7 +403,7 @@ class SeedGroup(nn.Module):
         return [(loss_sum[s] / len(datas[s]), correct[s] / len(datas[s])) for s in range(S)]
 
 
-def _stack_batches(tokens: Sequence[torch.Tensor], labels: Sequence[torch.Tensor],
+def stack_batches(tokens: Sequence[torch.Tensor], labels: Sequence[torch.Tensor],
                    index: Sequence[torch.Tensor], device: torch.device
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Seed s's rows ``index[s]`` of its data as (S, B, T) tokens, (S, B) labels and (S, B) weights
@@ -489,7 +509,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     ``device``.  ``clip``: the clipping function (default :func:`clip_per_seed`).  ``on_step(step,
     losses (S,))`` after every group step.  ``num_threads`` of the configs is not applied here (the
     caller sets torch's threads)."""
-    from .train import _early_stopping_summary, autocast, best_index, lr_factor, resolve_device, should_stop
+    from .train import _early_stopping_summary, best_index, lr_factor, resolve_device, should_stop
 
     configs = list(configs)
     clip = clip_per_seed if clip is None else clip  # looked up now: a test can replace it
@@ -531,18 +551,10 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
             for s in range(S):
                 if active[s]:
                     lrs[s] = cfg0.lr * lr_factor(epoch * spe[s] + b, totals[s], warmups[s])
-            tok, lab, w = _stack_batches([d.tokens for d in trains], [d.labels for d in trains],
+            tok, lab, w = stack_batches([d.tokens for d in trains], [d.labels for d in trains],
                                          index, dev)
-            with autocast(cfg0.precision, dev):
-                losses, logits = group.loss(tok, lab, w)
-            group.backward(losses)
-            if cfg0.grad_clip is not None:
-                norms = clip(group.grad, cfg0.grad_clip)
-            else:
-                norms = torch.linalg.vector_norm(group.grad, dim=1)
-            group.adamw_step(lrs, active, cfg0.betas, cfg0.weight_decay)
+            det, logits, norms = group.train_step(tok, lab, w, lrs, active, cfg0, clip)
             hits = ((logits.argmax(-1) == lab).to(w.dtype) * w).sum(dim=1)
-            det = losses.detach()
             for s in range(S):
                 if active[s]:
                     loss_sum[s] += float(det[s]) * len(index[s])
