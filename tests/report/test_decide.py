@@ -108,9 +108,11 @@ def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
     ref = tmp_path / "ref"
     proc = posenc("reproduce", *ARGS, "--out", str(ref), timeout=900)
     assert proc.returncode == 0, proc.stderr
-    # on smoke, E13 and Thm 6.1 stay undecided: a second round adds seed 2 of RoPE and MLA
-    assert "round 1: undecided" in proc.stdout and "distance/rope 2->3" in proc.stdout
-    assert len(_finished(ref)) == 6
+    # on smoke at this size RoPE stays within 5 points of chance, so the deposit parts are
+    # inconclusive and take no seeds (the runs did not learn); Thm 6.1 stays undecided: a second
+    # round adds seed 2 of RoPE, and of RoPE only
+    assert "round 1: undecided" in proc.stdout and "seeds distance/rope 2->3\n" in proc.stdout
+    assert len(_finished(ref)) == 5
 
     store, log = tmp_path / "cut", tmp_path / "cut.log"
     with open(log, "w") as fh:
