@@ -49,10 +49,18 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
                      "pe": res.pe, "seed": res.seed, "test_acc": res.test_acc,
-                     "epochs": s["epochs"], "train_seconds": round(s["seconds"], 2),
+                     "epochs": s["epochs"], **_stopping_columns(s),
+                     "train_seconds": round(s["seconds"], 2),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
                         for k in PHASES}})
     return results, rows
+
+
+def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """runs.csv's early-stopping columns (empty for a run trained without early stopping)."""
+    stop = summary.get("early_stopping") or {}
+    return {"max_epochs": stop.get("max_epochs", ""), "best_epoch": stop.get("best_epoch", ""),
+            "stopped_early": stop.get("stopped_early", "")}
 
 
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,
@@ -104,6 +112,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..empirical.plots import ablation_strip_plot
     from ..proofs.verdicts.dynamics import evaluate_dynamics
     from ..proofs.verdicts.empirical import accuracy_table, deposit_table, evaluate
+    from ..proofs.verdicts.trained import trained_criterion
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
     from .measured import measured_markdown
@@ -156,6 +165,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
                "spectra": spectra, "dynamics": dyn_payload,
+               "trained_criterion": [c.to_dict() for c in trained_criterion(results)],
                "measured": measured_payload,
                **({"replication": replication_payload} if replication_payload is not None else {})}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")

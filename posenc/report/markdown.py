@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..empirical.experiment_result import ExperimentResult
 
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
+            "## Training to plateau (the trained criterion)",
             "## Single-head ablation per layer (Fig. 4)", "## Deposit index per PE and layer",
             "## Partial RoPE (Fig. 6)", "## Absolute+RoPE: position probe per layer",
             DYNAMICS_SECTION, MEASURED_SECTION, "## Theory claims (posenc verify)",
@@ -80,7 +81,8 @@ def figure_seed(results: list[ExperimentResult]) -> int:
 def render(inp: ReportInputs) -> str:
     """report.md's text."""
     first = inp.results[0].summary
-    lines = _header(inp) + _verdicts(inp) + inp.replication + _accuracy(inp) + _ablation(inp)
+    lines = _header(inp) + _verdicts(inp) + inp.replication + _accuracy(inp) + _training(inp)
+    lines += _ablation(inp)
     lines += _deposits(inp, first)
     lines += _partial_and_probe(inp, first) + [""] + inp.measured_sections + _theory(inp)
     lines += _spectra(inp) + _setup(inp, first)
@@ -139,8 +141,39 @@ def _accuracy(inp: ReportInputs) -> list[str]:
     return lines
 
 
-def _ablation(inp: ReportInputs) -> list[str]:
+def _span(vals: list[int]) -> str:
+    return "-" if not vals else f"{min(vals)}" if min(vals) == max(vals) else \
+        f"{min(vals)}-{max(vals)}"
+
+
+def _training(inp: ReportInputs) -> list[str]:
+    """Where each PE's runs stopped, and the trained criterion (posenc.proofs.verdicts.trained)."""
+    from ..proofs.verdicts.trained import stopping_table, trained_criterion
     lines = ["", SECTIONS[2], "",
+             "Early stopping: after every epoch the model is evaluated on a validation split "
+             "carved from the training data (the test split is never read for it); a run stops "
+             "once its validation accuracy has not improved for the preset's patience, or at "
+             "its maximum epochs, and keeps its best-validation weights. *stopped early*: runs "
+             "whose early stop fired before the maximum; *at the maximum*: seeds that ran out of "
+             "epochs while still improving (their models may not have finished learning).", "",
+             "| task | PE (role) | runs | stopped early | epochs trained | epoch kept | "
+             "max epochs | at the maximum |", "|---|---|---|---|---|---|---|---|"]
+    for (task, role), row in stopping_table(inp.results).items():
+        early = "no early stopping" if row["early"] is None else f"{row['early']} of {row['runs']}"
+        at_max = ", ".join(str(s) for s in row["at_max"]) or "-"
+        lines.append(f"| {task} | {role} | {row['runs']} | {early} | {_span(row['stopped'])} | "
+                     f"{_span(row['best'])} | {_span(row['max_epochs'])} | {at_max} |")
+    lines += ["", "The trained criterion (say nothing about which claim comes out; "
+              "docs/reproduction.md, \"Calibration\"):", "",
+              "| part | rule | measured | met |", "|---|---|---|---|"]
+    for c in trained_criterion(inp.results):
+        met = "n/a" if c.met is None else "yes" if c.met else "**no**"
+        lines.append(f"| {c.name} | {c.rule} | {c.measured} | {met} |")
+    return lines
+
+
+def _ablation(inp: ReportInputs) -> list[str]:
+    lines = ["", SECTIONS[3], "",
              "Accuracy after zeroing each head's output (`hook_z`) in turn, seed "
              f"{figure_seed(inp.results)}, distance task; "
              "the red star marks each layer's deposit head (largest drop).", ""]
@@ -161,7 +194,7 @@ def _ablation(inp: ReportInputs) -> list[str]:
 
 
 def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
-    lines = [SECTIONS[3], "", "![deposit index](deposit_index.png)", "",
+    lines = [SECTIONS[4], "", "![deposit index](deposit_index.png)", "",
              "Deposit index of a layer = largest single-head drop / sum of positive drops "
              "(1: one head carries the layer; 1/H: evenly spread; 0: no head matters).", "",
              "| PE (role) | " + " | ".join(f"layer {l}" for l in range(first["n_layers"])) + " |",
@@ -173,10 +206,10 @@ def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
 
 
 def _partial_and_probe(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
-    lines = ["", SECTIONS[4], "", "![partial rope](partial_rope.png)", "",
+    lines = ["", SECTIONS[5], "", "![partial rope](partial_rope.png)", "",
              "Distance accuracy with RoPE on the first k heads (the rest NoPE): k = 0 is NoPE, "
              f"k = {first['n_heads']} is full RoPE. See verdict E14.", "",
-             SECTIONS[5], "", "![probe](probe.png)", "",
+             SECTIONS[6], "", "![probe](probe.png)", "",
              "Held-out R² of a linear ridge probe predicting each token's absolute position from "
              "the residual stream at the input embedding and after each block (distance task). "
              "It measures whether absolute position stays linearly decodable, not which "
@@ -192,7 +225,7 @@ def _partial_and_probe(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
 
 
 def _theory(inp: ReportInputs) -> list[str]:
-    lines = [SECTIONS[8], ""]
+    lines = [SECTIONS[9], ""]
     if inp.theory_claims is None:
         return lines + ["(skipped: the report was built with --no-theory; run `posenc verify`)", ""]
     lines += [f"Every registered claim, {THEORY_EXAMPLES} Hypothesis examples each (run "
@@ -208,7 +241,7 @@ def _theory(inp: ReportInputs) -> list[str]:
 
 
 def _spectra(inp: ReportInputs) -> list[str]:
-    lines = [SECTIONS[9], "",
+    lines = [SECTIONS[10], "",
              "A seeded rank-8 content Gram A (n x n) coupled with each PE's positional matrix: "
              "additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, head 0 of 8, press slopes) and "
              "multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel K, head dim 64: PSD with unit "
@@ -222,7 +255,7 @@ def _spectra(inp: ReportInputs) -> list[str]:
 
 
 def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
-    return ["", SECTIONS[10], "",
+    return ["", SECTIONS[11], "",
             f"- preset `{inp.preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
             f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
             f"{first['n_test']} test examples per run;",

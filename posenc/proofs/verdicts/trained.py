@@ -1,0 +1,125 @@
+"""Whether a store's runs were trained by the preset's *trained criterion* (issue: trained models).
+
+A verdict about a claim of Gu et al. (arXiv 2505.13027) must come from models that finished
+learning, not from models stopped mid-transition.  A preset meets the criterion on a set of runs
+(its calibration runs, seeds 1000+, or any store) when
+
+(a) **plateau**: every run of a PE that learned its task (:meth:`~.empirical.Runs.learned`)
+    stopped because its validation accuracy stopped improving -- its early stop fired before the
+    maximum number of epochs -- rather than at the maximum, where it may still be learning;
+(b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE` and no PE's mean
+    is at the ceiling (>= :data:`~.verdict.CEILING`, where an accuracy cannot show a lead);
+(c) **count**: the best PE's mean test accuracy is >= :data:`BEST_COUNT`.
+
+Nothing here reads which claim comes out: the criterion is about the models, not the verdicts.
+:func:`stopping_table` is the per-(task, PE) account of where the runs stopped, which the report
+prints beside the criterion.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+from .empirical import Runs
+from .verdict import CEILING
+
+#: (b) and (c): the best PE's mean test accuracy (percent) on each task
+BEST_DISTANCE, BEST_COUNT = 90.0, 80.0
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One part of the trained criterion: ``met`` is None where the runs cannot tell (no runs of
+    the task, or runs without early stopping)."""
+
+    name: str
+    rule: str
+    measured: str
+    met: Optional[bool]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "rule": self.rule, "measured": self.measured, "met": self.met}
+
+
+def _stop(result: Any) -> Optional[dict[str, Any]]:
+    stop = result.summary.get("early_stopping")
+    return stop if isinstance(stop, dict) else None
+
+
+def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(task, role) -> {runs, early (runs whose early stop fired), at_max (seeds that reached the
+    maximum without it), stopped (epochs trained per seed), best (epoch of the kept weights per
+    seed), max_epochs}; runs without early stopping count in ``runs`` only (``early`` None)."""
+    table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"runs": 0, "early": 0, "at_max": [], "stopped": [], "best": [],
+                 "max_epochs": set()})
+    for r in sorted(results, key=lambda r: (r.task, r.role, r.seed)):
+        row = table[(r.task, r.role)]
+        row["runs"] += 1
+        stop = _stop(r)
+        if stop is None:
+            row["early"] = None
+            continue
+        if row["early"] is not None:
+            row["early"] += bool(stop.get("stopped_early"))
+        if not stop.get("stopped_early"):
+            row["at_max"].append(r.seed)
+        row["stopped"].append(int(stop["stopped_epoch"]))
+        row["best"].append(int(stop["best_epoch"]))
+        row["max_epochs"].add(int(stop["max_epochs"]))
+    return {k: {**v, "max_epochs": sorted(v["max_epochs"])} for k, v in sorted(table.items())}
+
+
+def trained_criterion(results: Iterable[Any]) -> list[Criterion]:
+    """The three parts of the trained criterion on ``results`` (see the module doc)."""
+    results = list(results)
+    runs = Runs(results)
+    stops = stopping_table(results)
+    out = [_plateau(runs, stops)]
+    out.append(_best("(b) distance", "distance", runs, BEST_DISTANCE, ceiling=True))
+    out.append(_best("(c) count", "count", runs, BEST_COUNT, ceiling=False))
+    return out
+
+
+def _mean_acc(runs: Runs, task: str, role: str) -> float:
+    seeds = runs.by[(task, role)]
+    return sum(runs.acc(task, role, s) for s in seeds) / len(seeds)
+
+
+def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criterion:
+    rule = "every run of a PE that learned its task stopped early (validation plateau) " \
+           "before the maximum epochs"
+    learned = [k for k in stops if runs.learned(*k)]
+    unknown = [k for k in learned if stops[k]["early"] is None]
+    if not learned or unknown:
+        what = "no PE learned its task" if not learned else \
+            "runs without early stopping: " + ", ".join(f"{r} ({t})" for t, r in unknown)
+        return Criterion("(a) plateau", rule, what, None)
+    missed = [f"{r} ({t}) seed{'s' if len(stops[(t, r)]['at_max']) > 1 else ''} "
+              + ", ".join(str(s) for s in stops[(t, r)]["at_max"])
+              for t, r in learned if stops[(t, r)]["at_max"]]
+    n = sum(stops[k]["runs"] for k in learned)
+    early = sum(stops[k]["early"] for k in learned)
+    measured = f"{early} of {n} runs of learned PEs stopped early" + \
+        (f"; at the maximum: {'; '.join(missed)}" if missed else "")
+    return Criterion("(a) plateau", rule, measured, not missed)
+
+
+def _best(name: str, task: str, runs: Runs, floor: float, ceiling: bool) -> Criterion:
+    rule = f"the best PE's mean test accuracy >= {floor:g}%" + \
+        (f" and no PE's mean >= {CEILING:g}% (the ceiling)" if ceiling else "")
+    roles = sorted(r for t, r in runs.by if t == task)
+    if not roles:
+        return Criterion(name, rule, f"no {task} runs", None)
+    means = {r: _mean_acc(runs, task, r) for r in roles}
+    best = max(roles, key=lambda r: means[r])
+    measured = f"best {best} {means[best]:.1f}%"
+    met = means[best] >= floor
+    if ceiling:
+        top = [r for r in roles if means[r] >= CEILING]
+        measured += "; at the ceiling: " + (", ".join(f"{r} {means[r]:.1f}%" for r in top)
+                                            if top else "none")
+        met = met and not top
+    return Criterion(name, rule, measured, met)

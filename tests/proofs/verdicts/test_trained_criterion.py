@@ -1,0 +1,78 @@
+"""The trained criterion (posenc.proofs.verdicts.trained) on constructed runs: each part can
+come out met and not met, and says what it measured."""
+
+from synthetic_runs import result
+
+from posenc.empirical.experiment_result import ExperimentResult
+from posenc.proofs.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
+    trained_criterion
+
+CHANCE = 0.05
+
+
+def runs(accs, stops=None):
+    """(task, role) -> accuracies per seed; stops: (task, role) -> (stopped, best, max) per seed
+    (default: every run stopped early at epoch 6 of 20, keeping epoch 4)."""
+    out = []
+    for (task, role), vals in accs.items():
+        for s, a in enumerate(vals):
+            stop = (stops or {}).get((task, role), [(6, 4, 20)] * len(vals))[s]
+            out.append(ExperimentResult.from_stored(result(task, role, s, a, chance=CHANCE,
+                                                           stop=stop)))
+    return out
+
+
+GOOD = {("distance", "rope"): [0.95, 0.93, 0.94], ("distance", "nope"): [0.06, 0.05, 0.06],
+        ("count", "nope"): [0.85, 0.82, 0.84], ("count", "rope"): [0.6, 0.6, 0.62]}
+
+
+def by_name(results):
+    return {c.name: c for c in trained_criterion(results)}
+
+
+def test_every_part_met():
+    crit = by_name(runs(GOOD))
+    assert [c.met for c in crit.values()] == [True, True, True]
+    assert crit["(a) plateau"].measured == "9 of 9 runs of learned PEs stopped early"
+    assert crit["(b) distance"].measured == "best rope 94.0%; at the ceiling: none"
+
+
+def test_a_learned_pe_at_the_maximum_fails_the_plateau_part():
+    stops = {("count", "rope"): [(6, 4, 20), (20, 20, 20), (20, 18, 20)]}
+    crit = by_name(runs(GOOD, stops))["(a) plateau"]
+    assert crit.met is False
+    assert crit.measured.endswith("at the maximum: rope (count) seeds 1, 2")
+
+
+def test_a_pe_that_did_not_learn_may_run_to_the_maximum():
+    stops = {("distance", "nope"): [(20, 3, 20)] * 3}
+    assert by_name(runs(GOOD, stops))["(a) plateau"].met is True
+
+
+def test_runs_without_early_stopping_cannot_tell():
+    res = [ExperimentResult.from_stored(result("distance", "rope", s, 0.95, chance=CHANCE))
+           for s in range(2)]
+    crit = by_name(res)
+    assert crit["(a) plateau"].met is None and "without early stopping" in crit["(a) plateau"].measured
+    assert crit["(c) count"].met is None and stopping_table(res)[("distance", "rope")]["early"] is None
+
+
+def test_distance_below_the_floor_or_at_the_ceiling_fails():
+    low = {**GOOD, ("distance", "rope"): [BEST_DISTANCE / 100 - 0.02] * 3}
+    assert by_name(runs(low))["(b) distance"].met is False
+    top = {**GOOD, ("distance", "nope"): [0.99, 0.985, 0.99]}
+    crit = by_name(runs(top))["(b) distance"]
+    assert crit.met is False and crit.measured.endswith("at the ceiling: nope 98.8%")
+
+
+def test_count_below_the_floor_fails():
+    low = {**GOOD, ("count", "nope"): [BEST_COUNT / 100 - 0.01] * 3}
+    crit = by_name(runs(low))["(c) count"]
+    assert crit.met is False and crit.measured == "best nope 79.0%"
+
+
+def test_stopping_table_counts_and_spans():
+    stops = {("count", "rope"): [(6, 4, 20), (20, 20, 20), (9, 6, 20)]}
+    row = stopping_table(runs(GOOD, stops))[("count", "rope")]
+    assert row["early"] == 2 and row["at_max"] == [1] and row["stopped"] == [6, 20, 9]
+    assert row["best"] == [4, 20, 6] and row["max_epochs"] == [20]
