@@ -564,27 +564,36 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
             if on_step is not None:
                 on_step(step_counter, det)
             step_counter += 1
-        test_res = group.evaluate(tests, cfg0.eval_batch_size, cfg0.precision)
+        # as in train.py: the test split every epoch without early stopping, else once, for
+        # the kept weights (below)
+        test_res = group.evaluate(tests, cfg0.eval_batch_size, cfg0.precision) \
+            if vals[0] is None else None
         val_res = (group.evaluate([v for v in vals], cfg0.eval_batch_size, cfg0.precision)
                    if vals[0] is not None else None)
         for s in range(S):
             if not running[s]:
                 continue
             m = {"epoch": epoch + 1, "step": (epoch + 1) * spe[s], "lr": lrs[s],
-                 "train_loss": loss_sum[s] / ns[s], "train_acc": correct[s] / ns[s],
-                 "test_loss": test_res[s][0], "test_acc": test_res[s][1]}
+                 "train_loss": loss_sum[s] / ns[s], "train_acc": correct[s] / ns[s]}
+            if test_res is not None:
+                m.update(test_loss=test_res[s][0], test_acc=test_res[s][1])
             if val_res is not None:
                 m.update(val_loss=val_res[s][0], val_acc=val_res[s][1])
             metrics[s].append(m)
             if val_res is not None and best_index([x["val_acc"] for x in metrics[s]]) == len(metrics[s]) - 1:
                 best[s] = group.unstack(s)
+    stops: list[Optional[dict[str, Any]]] = [None] * S
+    if vals[0] is not None:  # every seed's kept weights, then one test pass over all seeds
+        for s, c in enumerate(configs):
+            stops[s] = _early_stopping_summary(c, metrics[s], len(vals[s]))
+            group.load_seed(s, best[s])
+        for s, (loss, acc) in enumerate(group.evaluate(tests, cfg0.eval_batch_size,
+                                                       cfg0.precision)):
+            metrics[s][stops[s]["best_epoch"] - 1].update(test_loss=loss, test_acc=acc)
     out = []
     for s, c in enumerate(configs):
-        stop = None
-        state = group.unstack(s)
-        if vals[s] is not None:
-            stop = _early_stopping_summary(c, metrics[s], len(vals[s]))
-            state = best[s]
+        stop = stops[s]
+        state = group.unstack(s) if stop is None else best[s]
         out.append(GroupRun(c, metrics[s], state, group.n_params, stop, ns[s], len(tests[s]),
                             norms_log[s]))
     return out

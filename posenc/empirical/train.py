@@ -23,7 +23,10 @@ a validation split carved from the training split (:func:`~posenc.empirical.task
 is evaluated after every epoch; :func:`should_stop` ends training once ``patience`` evaluations
 have not beaten the best one, and the best-validation weights (earliest on ties) become the run's
 final model -- the finished checkpoint holds them, and the run's test accuracy is theirs.  The
-decision reads validation accuracies only, never the test split.  The best weights travel in
+decision reads validation accuracies only, never the test split, and the test split is
+evaluated once, for the kept weights, after the last epoch (its accuracy and loss go into the
+kept epoch's metrics record; the other records hold validation numbers only): a per-epoch test
+pass would cost about a sixth of the training and decide nothing.  The best weights travel in
 every checkpoint, so a resumed run stops at the same epoch with the same weights.
 """
 
@@ -284,12 +287,14 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 bar.update(1)
                 if on_step is not None:
                     on_step(step, float(loss.detach()))
-            test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
-                                           config.precision, config.step)
             metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
-                            "train_acc": correct / n, "test_loss": test_loss, "test_acc": test_acc})
-            if val_data is not None:
+                            "train_acc": correct / n})
+            if val_data is None:  # without early stopping every epoch's model is a final one
+                test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
+                                               config.precision, config.step)
+                metrics[-1].update(test_loss=test_loss, test_acc=test_acc)
+            else:  # the test split is evaluated once, for the kept weights (after the loop)
                 val_loss, val_acc = evaluate(model, val_data, config.eval_batch_size, device,
                                              config.precision, config.step)
                 metrics[-1].update(val_loss=val_loss, val_acc=val_acc)
@@ -307,7 +312,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                                "config": config.to_dict()}, out / CHECKPOINT)
             write_metrics(out, metrics)
             epoch_seconds.append(time.perf_counter() - t0)
-            bar.set_postfix(test_acc=f"{test_acc:.3f}")
+            bar.set_postfix({k: f"{metrics[-1][k]:.3f}" for k in ("test_acc", "val_acc")
+                             if k in metrics[-1]})
     finally:
         bar.close()
     final, stop = metrics[-1], None
@@ -315,15 +321,21 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         stop = _early_stopping_summary(config, metrics, len(val_data))
         final = metrics[stop["best_epoch"] - 1]
         model.load_state_dict(best_state)
+        if "test_acc" not in final:  # (a resumed finished run has it already)
+            test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
+                                           config.precision, config.step)
+            final.update(test_loss=test_loss, test_acc=test_acc)
         ckpt = read_checkpoint(out / CHECKPOINT, device)
-        ckpt.update(model=best_state, best_epoch=stop["best_epoch"])
+        ckpt.update(model=best_state, best_epoch=stop["best_epoch"], metrics=metrics)
         atomic_torch_save(ckpt, out / CHECKPOINT)
+        write_metrics(out, metrics)
     if recorder is not None:
         recorder.record(len(metrics) * steps_per_epoch if stop else total, model, final=True)
         recorder.flush()
     seconds = time.perf_counter() - t_start
     result = {"status": "finished", "run_id": config.run_id(), "final": final,
-              "best_test_acc": max(m["test_acc"] for m in metrics), "n_params": model.n_params,
+              "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
+              "n_params": model.n_params,
               "seconds": seconds, "epoch_seconds": epoch_seconds, "device": str(device),
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": n, "test_examples": len(test_data),

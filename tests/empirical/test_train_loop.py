@@ -209,13 +209,39 @@ def test_early_stopping_never_reads_the_test_split(tmp_path, monkeypatch):
     poisoned = TaskData(t.tokens, (t.labels + 1) % t.n_classes, t.lengths, t.n_classes)
     monkeypatch.setattr(train_mod, "dataset_for", lambda config: Split(split.train, poisoned))
     dirty = train(cfg, tmp_path / "dirty")
-    assert [m["test_acc"] for m in dirty.metrics] != [m["test_acc"] for m in clean.metrics]
+    # the test split is evaluated once, for the kept epoch
+    kept = clean.early_stopping["best_epoch"] - 1
+    assert [i for i, m in enumerate(clean.metrics) if "test_acc" in m] == [kept]
+    assert dirty.metrics[kept]["test_acc"] != clean.metrics[kept]["test_acc"]
     strip = ("test_loss", "test_acc")
     assert [{k: v for k, v in m.items() if k not in strip} for m in dirty.metrics] == \
         [{k: v for k, v in m.items() if k not in strip} for m in clean.metrics]
     assert dirty.early_stopping == clean.early_stopping
     a, b = (load_run(tmp_path / d).model.state_dict() for d in ("clean", "dirty"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_early_stopping_evaluates_the_test_split_once_for_the_kept_weights(tmp_path,
+                                                                          monkeypatch):
+    cfg = tiny(epochs=10, patience=2)
+    split = dataset_for(cfg)
+    real, seen = train_mod.evaluate, []
+
+    def evaluate(model, data, *a, **k):
+        if len(data) == len(split.test):
+            seen.append({k2: v.clone() for k2, v in model.state_dict().items()})
+        return real(model, data, *a, **k)
+    monkeypatch.setattr(train_mod, "evaluate", evaluate)
+    res = train(cfg, tmp_path / "r")
+    assert len(seen) == 1 and len(res.metrics) > 1
+    kept = load_run(tmp_path / "r").model.state_dict()
+    assert all(torch.equal(kept[k], seen[0][k]) for k in kept)
+    assert res.final_test_acc == res.best_test_acc == res.metrics[
+        res.early_stopping["best_epoch"] - 1]["test_acc"]
+    # without early stopping every epoch's model is evaluated
+    seen.clear()
+    train(tiny(epochs=3), tmp_path / "plain")
+    assert len(seen) == 3
 
 
 def test_the_validation_split_is_carved_from_the_training_split():
