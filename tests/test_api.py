@@ -72,6 +72,18 @@ BAD_INPUT = [
     (lambda: posenc.reproduce("huge"), ["reproduce", "--preset", "huge"]),
     (lambda: posenc.reproduce("smoke", backend="slurm"),
      ["reproduce", "--preset", "smoke", "--backend", "slurm"]),
+    # an override may not change what a run is (its role's PE, task, seed): once it relabelled
+    # every role of a sweep ("rope" training ALiBi) or raised a TypeError
+    (lambda: posenc.reproduce("smoke", overrides={"model.pe": "alibi"}),
+     ["reproduce", "--preset", "smoke", "--set", 'model.pe="alibi"']),
+    (lambda: posenc.reproduce("smoke", overrides={"seed": 5}),
+     ["reproduce", "--preset", "smoke", "--set", "seed=5"]),
+    (lambda: posenc.reproduce("smoke", overrides={"task.name": "count"}),
+     ["reproduce", "--preset", "smoke", "--set", 'task.name="count"']),
+    (lambda: posenc.reproduce("smoke", overrides={"pe": "alibi"}),
+     ["reproduce", "--preset", "smoke", "--set", "pe=alibi"]),
+    (lambda: posenc.reproduce("smoke", overrides={"lr": float("inf")}),
+     ["reproduce", "--preset", "smoke", "--set", "lr=Infinity"]),
 ]
 
 
@@ -85,6 +97,19 @@ def test_bad_input_raises_the_cli_message(call, argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"posenc: error: {message}"]
+
+
+@pytest.mark.parametrize("overrides,fragment", [
+    ({"model.pe": "alibi"}, "set the PE"), ({"seed": 5}, "set the seed"),
+    ({"task": {"name": "count"}}, "set the task"), ({"model.code": "paper"}, "--paper-code"),
+    ({"lr": float("nan")}, "'lr' must be float; got nan"), ({"lr": float("inf")}, "lr must be a finite"),
+    ({"weight_decay": float("inf")}, "weight_decay must be a finite number"),
+    ({"grad_clip": 0}, "grad_clip must be a finite number > 0")])
+def test_train_refuses_overrides_that_contradict_its_arguments(tmp_path, overrides, fragment):
+    with pytest.raises(posenc.PosencError, match=fragment):
+        posenc.train("distance", "rope", preset="smoke", seed=0, out=tmp_path / "r",
+                     overrides=overrides)
+    assert not (tmp_path / "r").exists()
 
 
 def test_bound_report_is_the_cli_json(capsys):

@@ -42,7 +42,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     ``overrides``: dotted config fields, e.g. ``{"model.n_layers": 2}``.  Returns the
     loaded :class:`~posenc.empirical.runs.Run`, with ``run.training`` set.
     """
-    from ..empirical.config import TrainConfig, apply_overrides, load_config
+    from ..empirical.config import TrainConfig, apply_overrides, check_overrides, load_config
     from ..empirical.config import preset as make_preset
     from ..empirical.train import train as run_training
 
@@ -59,7 +59,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
         cfg = make_preset(preset, task=task, pe=spec, seed=seed)
     epochs, samples = _positive("epochs", epochs), _positive("samples", samples)
     threads = _positive("threads", threads)
-    changes: dict[str, Any] = arg.mapping("overrides", overrides)
+    changes: dict[str, Any] = check_overrides(arg.mapping("overrides", overrides), "overrides")
     for key, value in (("epochs", epochs), ("task.n_samples", samples), ("num_threads", threads),
                        ("device", device), ("precision", precision)):
         if value is not None:

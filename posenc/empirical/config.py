@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -198,7 +199,12 @@ class TrainConfig:
                and 0 <= self.seed < 2**63, f"seed must be an integer in 0..2^63-1; got {self.seed!r}")
         for f in ("epochs", "batch_size", "eval_batch_size"):
             _pos_int(f, getattr(self, f))
-        _check(isinstance(self.lr, (int, float)) and self.lr > 0, f"lr must be > 0; got {self.lr!r}")
+        _check(_finite(self.lr) and self.lr > 0, f"lr must be a finite number > 0; got {self.lr!r}")
+        _check(_finite(self.weight_decay) and self.weight_decay >= 0,
+               f"weight_decay must be a finite number >= 0; got {self.weight_decay!r}")
+        _check(self.grad_clip is None or (_finite(self.grad_clip) and self.grad_clip > 0),
+               f"grad_clip must be a finite number > 0 (or null: no clipping); "
+               f"got {self.grad_clip!r}")
         _check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
                f"betas must be two numbers in [0, 1); got {self.betas!r}")
         _check(0 <= self.warmup_frac < 1, f"warmup_frac must be in [0, 1); got {self.warmup_frac!r}")
@@ -388,6 +394,49 @@ def _fields(cls: type, data: dict, prefix: str) -> dict[str, Any]:
             raise PosencError(f"unknown config key {prefix + key!r}; known: {', '.join(names)}")
         out[key] = coerce(hints[key], value, f"config key {prefix + key!r}", text=False)
     return out
+
+
+def _finite(value: Any) -> bool:
+    """A real number that is neither infinite nor NaN (bools are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: Config keys an override (``--set``, ``overrides=``) may not set: what a run *is* -- its task,
+#: PE, seed, preset and model code -- which the command's own arguments choose (``--task``,
+#: ``--pe``, ``--seed``, ``--preset``, ``--paper-code``; a sweep's role).  Setting them through an
+#: override would relabel the run: a reproduce role "rope" training ALiBi, a distance run that is
+#: a count run.
+IDENTITY_KEYS = {"task": "the task (--task, --tasks)", "task.name": "the task (--task, --tasks)",
+                 "model": "the model (--pe, --roles)", "model.pe": "the PE (--pe, --roles)",
+                 "model.code": "the model code (--paper-code)",
+                 "seed": "the seed (--seed, --first-seed)", "preset": "the preset (--preset)"}
+
+
+def check_overrides(overrides: Any, where: str = "--set") -> dict[str, Any]:
+    """``overrides`` as a dict of dotted config keys, refusing what :data:`IDENTITY_KEYS` names
+    (one line naming the key and the argument that chooses it)."""
+    if not isinstance(overrides, dict):
+        raise PosencError(f"{where} must be a mapping of config keys to values; got "
+                          f"{type(overrides).__name__}")
+    for key in overrides:
+        if not isinstance(key, str):
+            raise PosencError(f"{where}: config keys are dotted names; got {key!r}")
+        _known_key(key)
+        if key.strip() in IDENTITY_KEYS:
+            raise PosencError(f"{where} {key}=... would change what the run is: set "
+                              f"{IDENTITY_KEYS[key.strip()]} with its own argument")
+    return dict(overrides)
+
+
+def _known_key(key: str) -> None:
+    """Refuse a dotted key that names no field of :class:`TrainConfig` (apply_overrides' rule)."""
+    cls: Any = TrainConfig
+    for part in key.split("."):
+        names = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) \
+            else {}
+        if part not in names:
+            raise PosencError(f"unknown config key {key!r}")
+        cls = {"task": TaskConfig, "model": ModelConfig}.get(part) if cls is TrainConfig else None
 
 
 def _check(ok: bool, msg: str) -> None:

@@ -73,11 +73,12 @@ def dynamics_jobs(preset_name: str = "quick", seeds: int = 2,
     :data:`WORKER`) for ``roles`` (role -> PE spec; default RoPE and ALiBi) x seeds, ready for
     :func:`~posenc.empirical.sweep.run_jobs`; their results feed
     :func:`posenc.proofs.verdicts.dynamics.evaluate_dynamics`."""
-    from .config import preset
+    from .config import check_overrides, preset
     from .dynamics import DynamicsConfig
     from .sweep import Job
 
     roles = roles or {"rope": "rope", "alibi": "alibi"}
+    overrides = check_overrides(overrides or {}, "overrides")
     dyn = DynamicsConfig.from_dict(dynamics or {}).to_dict()
     jobs = []
     for role, spec in roles.items():

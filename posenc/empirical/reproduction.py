@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ..coerce import is_int
 from ..errors import PosencError
 from ..roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from .config import PRESET_NAMES, preset as train_preset
+from .config import PRESET_NAMES, check_overrides, preset as train_preset
 from .experiment import ExperimentConfig
 from .sweep import Job
 
@@ -80,6 +80,7 @@ class ReproductionPlan:
     paper_code: Optional[bool] = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "overrides", check_overrides(self.overrides))
         for role in self.distance_roles + self.count_roles:
             if role not in CLEAN_PES:
                 raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")

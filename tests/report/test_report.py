@@ -160,13 +160,24 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     (["--first-seed", "-1"], "--first-seed must be an integer"),
     (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
      "cannot reach the Ray cluster"),
-    # the quick tasks have 42 / 61 classes, the vocabulary 32: refused before any run starts
+    # the quick distance task has 42 classes, the vocabulary 32: refused before any run starts
     (["--paper-code"], "paper-code mode classifies over the vocabulary (32 tokens)"),
 ])
 def test_bad_reproduce_input(tmp_path, args, fragment):
     proc = posenc("reproduce", *args, "--out", str(tmp_path / "s"))
     assert proc.returncode == 2 and fragment in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("setting,fragment", [
+    ('model.pe="alibi"', "set the PE (--pe, --roles)"), ("seed=5", "set the seed"),
+    ("task=1", "set the task"), ("pe=alibi", "unknown config key 'pe'"),
+    ("name=x", "unknown config key 'name'"), ("lr=Infinity", "lr must be a finite number > 0")])
+def test_a_bad_override_is_refused_before_the_store_is_made(tmp_path, setting, fragment):
+    proc = posenc("reproduce", "--preset", "smoke", "--set", setting, "--out", str(tmp_path / "s"))
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "s").exists()
 
 
 def test_unwritable_out_and_newer_store(tmp_path):
