@@ -134,6 +134,7 @@ def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
                           f"{', '.join(sorted(ABLATE_OPTIONS))}")
     if not isinstance(run, Run):
         run = load_run(arg.path("run (a Run or a run folder)", run))
+    run.check_not_diverged("ablate")
     dev = resolve_device(device or run.config.device)
     run.model.to(dev)
     test = run.data().test

@@ -120,16 +120,20 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
     test = run.data().test
     sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
+    # a run that diverged to non-finite weights is a result (its accuracy, where it diverged)
+    # with nothing to ablate or probe: its tables would be noise
+    broken = bool(run.diverged) and not run.diverged.get("kept_finite")
     t_ablation = time.perf_counter()
     ablations = {}
-    for mode in exp.ablation_modes:
+    for mode in () if broken else exp.ablation_modes:
         table = ablate(run.model, sub, mode, seed=cfg.seed)
         table.save(Path(folder) / f"ablation_{mode}.json")
         ablation_strip_plot(table, Path(folder) / f"ablation_{mode}.png",
                             title=f"{cfg.model.pe} / {cfg.task.name} / seed {cfg.seed} ({mode})")
         ablations[mode] = table.to_dict()
     t_probe = time.perf_counter()
-    probe = position_probe(run.model, test, exp.probe_examples) if exp.probe else None
+    probe = position_probe(run.model, test, exp.probe_examples) if exp.probe and not broken \
+        else None
     t_end = time.perf_counter()
     if probe is not None:
         (Path(folder) / "probe.json").write_text(json.dumps(probe, indent=2) + "\n")
@@ -147,12 +151,14 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                                  "probe": round(t_end - t_probe, 3)}}
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
+    if run.diverged:
+        summary["diverged"] = run.diverged
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
     from .trace import read_trace, summarize_trace
     trace = read_trace(folder, cfg.run_id())
     if trace is not None:
         out["trace"] = summarize_trace(*trace)
-    if dyn is not None:
+    if dyn is not None and not broken:
         from .dynamics_summary import summarize
         header, records = read_dynamics_file(Path(folder))
         out["dynamics"] = summarize(header, records, ablation=ablations["zero"])

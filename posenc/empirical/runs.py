@@ -175,6 +175,24 @@ class Run:
     result: Optional[dict[str, Any]]
     training: Optional[Any] = None  # the RunResult of the train() call that produced it, if any
 
+    @property
+    def diverged(self) -> Optional[dict[str, Any]]:
+        """{step, epoch, kept_finite} when the run's training loss became non-finite (training
+        stopped there; ``kept_finite``: the kept model has finite weights and test loss), else
+        None (see :mod:`posenc.empirical.train`)."""
+        return (self.result or {}).get("diverged")
+
+    def check_not_diverged(self, what: str) -> None:
+        """One line refusing ``what`` (e.g. "ablate") on a run that diverged and kept a model that
+        is not finite: any analysis of it is noise.  (A run whose early stopping kept the sound
+        weights from before the divergence is analysed as usual.)"""
+        d = self.diverged
+        if d and not d.get("kept_finite"):
+            raise PosencError(f"{self.run_dir} diverged (non-finite training loss at step "
+                              f"{d['step']}, epoch {d['epoch']}): its model is not finite, so "
+                              f"there is nothing to {what}; retrain with a smaller lr or with "
+                              f"grad_clip")
+
     def data(self) -> Split:
         """The run's train/test split, regenerated deterministically from its config."""
         return dataset_for(self.config)
@@ -226,8 +244,11 @@ def check_summary(summary: Optional[dict[str, Any]], metrics: list[dict[str, Any
     if not summary or not metrics:
         return
     final, best = summary.get("final"), summary.get("best_test_acc")
+    # records compared as JSON text: a diverged run's NaN losses equal themselves there, not as
+    # floats (NaN != NaN); accuracies are never NaN
+    records = {json.dumps(m, sort_keys=True) for m in metrics if isinstance(m, dict)}
     tests = [m.get("test_acc") for m in metrics if isinstance(m, dict)]
-    if (final is not None and final not in metrics) or \
+    if (final is not None and json.dumps(final, sort_keys=True) not in records) or \
             (best is not None and tests and best != max(t for t in tests if t is not None)):
         raise PosencError(f"{path} disagrees with the checkpoint's metrics (edited, or from "
                           f"another run); delete it and run posenc train again to rewrite it")

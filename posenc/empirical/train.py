@@ -251,10 +251,13 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     trace.start(model, start_epoch)
     tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
     t_start, epoch_seconds = time.perf_counter(), []
+    diverged_step: Optional[int] = None  # the first step whose training loss was not finite
     bar = tqdm(total=total, initial=start_epoch * steps_per_epoch, disable=None if progress is None
                else not progress, desc=f"{config.task.name} {config.model.pe}", leave=False)
     try:
         for epoch in range(start_epoch, config.epochs):
+            if metrics and "diverged_step" in metrics[-1]:  # (a resumed run that diverged)
+                break
             if val_data is not None and should_stop([m["val_acc"] for m in metrics],
                                                     config.patience):
                 break
@@ -273,6 +276,10 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 with autocast(config.precision, device):
                     logits = forward(model, tokens[idx]).float()
                 loss = F.cross_entropy(logits, labels[idx])
+                loss_value = float(loss.detach())
+                if not math.isfinite(loss_value):  # diverged: record it, update nothing more
+                    diverged_step = step
+                    break
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if config.grad_clip is not None:  # the norm before clipping
@@ -280,16 +287,19 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 else:
                     norm = grad_norm(model.parameters())
                 opt.step()
-                loss_sum += float(loss.detach()) * len(idx)
+                loss_sum += loss_value * len(idx)
                 hits = int((logits.argmax(-1) == labels[idx]).sum())
                 correct += hits
                 trace.step(loss, norm, hits / len(idx))
                 bar.update(1)
                 if on_step is not None:
-                    on_step(step, float(loss.detach()))
+                    on_step(step, loss_value)
             metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
                             "train_acc": correct / n})
+            if diverged_step is not None:  # the epoch's sums are partial: say so with NaN
+                metrics[-1].update(step=diverged_step, train_loss=math.nan,
+                                   diverged_step=diverged_step)
             if val_data is None:  # without early stopping every epoch's model is a final one
                 test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
                                                config.precision, config.step)
@@ -312,6 +322,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                                "config": config.to_dict()}, out / CHECKPOINT)
             write_metrics(out, metrics)
             epoch_seconds.append(time.perf_counter() - t0)
+            if diverged_step is not None:
+                break
             bar.set_postfix({k: f"{metrics[-1][k]:.3f}" for k in ("test_acc", "val_acc")
                              if k in metrics[-1]})
     finally:
@@ -340,10 +352,28 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": n, "test_examples": len(test_data),
               **({"early_stopping": stop} if stop else {})}
+    diverged = _divergence(metrics, final, model)
+    if diverged is not None:
+        result["diverged"] = diverged
     atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
     return RunResult(str(out), config, tuple(metrics), final["test_acc"],
                      result["best_test_acc"], model.n_params, seconds, str(device),
                      early_stopping=stop)
+
+
+def _divergence(metrics: list[dict[str, Any]], final: dict[str, Any],
+                model: torch.nn.Module) -> Optional[dict[str, Any]]:
+    """{step, epoch, kept_finite} of a run whose training loss became non-finite (None when it
+    never did): training stopped at that step.  ``kept_finite``: whether the kept model (the
+    last one, or with early stopping the best-validation one, perhaps from before the
+    divergence) is sound -- finite parameters and a finite test loss; analyses refuse one that
+    is not (:meth:`~posenc.empirical.runs.Run.check_not_diverged`)."""
+    for m in metrics:
+        if "diverged_step" in m:
+            finite = all(bool(torch.isfinite(p).all()) for p in model.parameters()) and \
+                math.isfinite(final["test_loss"])
+            return {"step": m["diverged_step"], "epoch": m["epoch"], "kept_finite": finite}
+    return None
 
 
 def _early_stopping_summary(config: TrainConfig, metrics: list[dict[str, Any]],

@@ -57,10 +57,13 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
 
 
 def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
-    """runs.csv's early-stopping columns (empty for a run trained without early stopping)."""
+    """runs.csv's early-stopping columns (empty for a run trained without early stopping) and
+    the step at which a diverged run's training loss became non-finite (empty: it did not)."""
     stop = summary.get("early_stopping") or {}
+    diverged = summary.get("diverged") or {}
     return {"max_epochs": stop.get("max_epochs", ""), "best_epoch": stop.get("best_epoch", ""),
-            "stopped_early": stop.get("stopped_early", "")}
+            "stopped_early": stop.get("stopped_early", ""),
+            "diverged_step": diverged.get("step", "")}
 
 
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,

@@ -138,6 +138,13 @@ def _accuracy(inp: ReportInputs) -> list[str]:
                          f"{learned} | {vals} |")
     lines += ["", "Did not learn their task (left out of its deposit statistics): "
               + (", ".join(unlearned) if unlearned else "none") + "."]
+    diverged = [f"{r.role} ({r.task}) seed {r.seed} at step {r.summary['diverged']['step']}"
+                for r in sorted(inp.results, key=lambda r: (r.task, r.role, r.seed))
+                if r.summary.get("diverged")]
+    if diverged:
+        lines += ["", "Diverged (training stopped at a non-finite loss; a run whose kept model "
+                      "is not finite has no ablation or probe and leaves the deposit statistics "
+                      "on its seed): " + ", ".join(diverged) + "."]
     return lines
 
 
@@ -157,12 +164,12 @@ def _training(inp: ReportInputs) -> list[str]:
              "whose early stop fired before the maximum; *at the maximum*: seeds that ran out of "
              "epochs while still improving (their models may not have finished learning).", "",
              "| task | PE (role) | runs | stopped early | epochs trained | epoch kept | "
-             "max epochs | at the maximum |", "|---|---|---|---|---|---|---|---|"]
+             "max epochs | at the maximum | diverged |", "|---|---|---|---|---|---|---|---|---|"]
     for (task, role), row in stopping_table(inp.results).items():
         early = "no early stopping" if row["early"] is None else f"{row['early']} of {row['runs']}"
-        at_max = ", ".join(str(s) for s in row["at_max"]) or "-"
+        at_max, diverged = (", ".join(str(s) for s in row[k]) or "-" for k in ("at_max", "diverged"))
         lines.append(f"| {task} | {role} | {row['runs']} | {early} | {_span(row['stopped'])} | "
-                     f"{_span(row['best'])} | {_span(row['max_epochs'])} | {at_max} |")
+                     f"{_span(row['best'])} | {_span(row['max_epochs'])} | {at_max} | {diverged} |")
     lines += ["", "The trained criterion (say nothing about which claim comes out; "
               "docs/reproduction.md, \"Calibration\"):", "",
               "| part | rule | measured | met |", "|---|---|---|---|"]

@@ -83,13 +83,33 @@ class Runs(SeedRuns):
         """The roles of ``roles`` with runs on ``task`` that did not learn it."""
         return [r for r in roles if self.by.get((task, r)) and not self.learned(task, r)]
 
-    def deposit(self, task: str, role: str, seed: int, mode: str = "zero") -> dict[str, Any]:
-        """The layer with the largest single-head drop (drops and gaps in points)."""
-        layers = self.by[(task, role)][seed].ablation[mode]["layers"]
+    def deposit(self, task: str, role: str, seed: int, mode: str = "zero"
+                ) -> Optional[dict[str, Any]]:
+        """The layer with the largest single-head drop (drops and gaps in points); None for a
+        run without the ``mode`` ablation (one that diverged to non-finite weights)."""
+        table = self.by[(task, role)][seed].ablation.get(mode)
+        if table is None:
+            return None
+        layers = table["layers"]
         best = max(layers, key=lambda la: (la["largest_drop"], -la["layer"]))
         return {"layer": best["layer"], "n_layers": len(layers),
                 "drop": 100.0 * best["largest_drop"], "index": best["deposit_index"],
                 "gap": 100.0 * best["runner_up_gap"], "head": best["deposit_head"]}
+
+
+    def deposit_contrast(self, task: str, role: str, others: Iterable[str], seed: int, key: str,
+                         mode: str = "zero", other_task: Optional[str] = None) -> Optional[float]:
+        """``deposit(role)[key] - max over others of deposit(other)[key]`` on one seed (the others'
+        runs on ``other_task``, default ``task``); None when a run has no ablation table."""
+        deps = [self.deposit(task, role, seed, mode)] + \
+            [self.deposit(other_task or task, r, seed, mode) for r in others]
+        if any(d is None for d in deps):
+            return None
+        return deps[0][key] - max(d[key] for d in deps[1:])
+
+
+#: a deposit part's note for seeds whose runs have no ablation table
+NO_ABLATION = "no ablation table (the run diverged to non-finite weights)"
 
 
 def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
@@ -125,7 +145,8 @@ def learned_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
             "note": unlearned_note(bad), "task": task, "roles": list(roles)}
 
 
-def _versus_additive(name: str, runs: Runs, task: str, stat: Callable[[int, tuple[str, ...]], float],
+def _versus_additive(name: str, runs: Runs, task: str,
+                     stat: Callable[[int, tuple[str, ...]], Optional[float]],
                      bounds: tuple[float, float]) -> dict[str, Any]:
     """A deposit part RoPE vs the max over the additive PEs that learned ``task``."""
     learned = tuple(r for r in ADDITIVE if r not in runs.not_learned(task, ADDITIVE))
@@ -136,7 +157,8 @@ def _versus_additive(name: str, runs: Runs, task: str, stat: Callable[[int, tupl
                 "roles": ["rope", *ADDITIVE]}
     out = learned_part(name, runs, task, ("rope",) + learned,
                        lambda: _part(name, runs, task, ("rope",) + learned,
-                                     lambda s: stat(s, learned), 0.0, "above", bounds=bounds),
+                                     lambda s: stat(s, learned), 0.0, "above", bounds=bounds,
+                                     missing_note=NO_ABLATION),
                        configs=[(task, "rope")])
     if left_out:
         extra = "left out of the max: " + unlearned_note(left_out)
@@ -177,11 +199,11 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
         "over additive; distance, zero ablation",
         "ablating the deposit head costs ~60 points; other heads ~0",
         [_versus_additive("top drop: rope - additive", runs, D,
-                          lambda s, add: runs.deposit(D, "rope", s, mode)["drop"]
-                          - max(runs.deposit(D, r, s, mode)["drop"] for r in add), POINTS),
+                          lambda s, add: runs.deposit_contrast(D, "rope", add, s, "drop", mode),
+                          POINTS),
          _versus_additive("deposit index: rope - additive", runs, D,
-                          lambda s, add: runs.deposit(D, "rope", s, mode)["index"]
-                          - max(runs.deposit(D, r, s, mode)["index"] for r in add), UNIT)]))
+                          lambda s, add: runs.deposit_contrast(D, "rope", add, s, "index", mode),
+                          UNIT)]))
 
     out.append(verdict_from_parts(
         "E13", "MLA removes the concentration at comparable accuracy",
@@ -189,9 +211,9 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
         "MLA 88.34%, no single-head deposit",
         [learned_part("DI: rope - mla", runs, D, ("rope", "mla"),
                       lambda: _part("DI: rope - mla", runs, D, ("rope", "mla"),
-                                    lambda s: runs.deposit(D, "rope", s, mode)["index"]
-                                    - runs.deposit(D, "mla", s, mode)["index"], 0.0, "above",
-                                    bounds=UNIT)),
+                                    lambda s: runs.deposit_contrast(D, "rope", ("mla",), s,
+                                                                    "index", mode),
+                                    0.0, "above", bounds=UNIT, missing_note=NO_ABLATION)),
          _part("acc: mla - rope", runs, D, ("rope", "mla"),
                lambda s: runs.acc(D, "mla", s) - runs.acc(D, "rope", s), -10.0, "above")]))
 
@@ -237,6 +259,8 @@ def deposit_table(results: Iterable[Any], mode: str = "zero",
     for (t, role), by_seed in sorted(runs.by.items()):
         if task is not None and t != task:
             continue
-        out[role] = [[la["deposit_index"] for la in by_seed[s].ablation[mode]["layers"]]
-                     for s in sorted(by_seed)]
+        rows = [[la["deposit_index"] for la in by_seed[s].ablation[mode]["layers"]]
+                for s in sorted(by_seed) if mode in by_seed[s].ablation]
+        if rows:  # (none: every run of the role diverged)
+            out[role] = rows
     return out

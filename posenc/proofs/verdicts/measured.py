@@ -37,7 +37,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
 from ...roles import ADDITIVE
-from .empirical import UNIT, Runs, _part, learned_part
+from .empirical import NO_ABLATION, UNIT, Runs, _part, learned_part
 from .verdict import Verdict, verdict_from_parts
 
 if TYPE_CHECKING:
@@ -69,18 +69,21 @@ def _attenuation(result: ExperimentResult) -> Optional[float]:
     return None if v is None else float(v)
 
 
-def _layer_drops(result: ExperimentResult, mode: str) -> list[float]:
-    return [100.0 * la["largest_drop"] for la in result.ablation[mode]["layers"]]
+def _layer_drops(result: ExperimentResult, mode: str) -> Optional[list[float]]:
+    """Each layer's largest single-head drop (points); None without the ablation table."""
+    table = result.ablation.get(mode)
+    return None if table is None else [100.0 * la["largest_drop"] for la in table["layers"]]
 
 
-def _distance_minus_count(name: str, runs: Runs, dep: Any, key: str,
-                          bounds: tuple[float, float]) -> dict[str, Any]:
+def _distance_minus_count(name: str, runs: Runs, key: str, bounds: tuple[float, float],
+                          mode: str) -> dict[str, Any]:
     """NC1's part: RoPE's deposit ``key`` on distance minus on count, same seed; both runs must
     have learned their task."""
     configs = [(D, "rope"), (C, "rope")]
     return learned_part(name, runs, D, ("rope",), lambda: _part(
-        name, runs, D, ("rope",), lambda s: dep(D, s)[key] - dep(C, s)[key], 0.0, "above",
-        bounds=bounds, configs=configs), configs=configs)
+        name, runs, D, ("rope",),
+        lambda s: runs.deposit_contrast(D, "rope", ("rope",), s, key, mode, other_task=C), 0.0,
+        "above", bounds=bounds, configs=configs, missing_note=NO_ABLATION), configs=configs)
 
 
 def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
@@ -100,21 +103,19 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
                drop_stat, 0.0, "above", bounds=UNIT,
                missing_note=NOT_RECORDED.format(what="the probes lack the PE-span share"))]))
 
-    def dep(task: str, s: int) -> dict[str, Any]:
-        return runs.deposit(task, "rope", s, mode)
     out.append(_v(
         "NC1", "Negative control: no RoPE single-head deposit on the count task",
         "(a) DI(rope, distance) - DI(rope, count); (b) top single-head drop, distance - count "
         "(points); same seed, zero ablation",
         "the deposit pattern belongs to position-sensitive tasks",
-        [_distance_minus_count(name, runs, dep, key, bounds)
+        [_distance_minus_count(name, runs, key, bounds, mode)
          for name, key, bounds in (("DI: distance - count", "index", UNIT),
                                    ("top drop: distance - count", "drop", (-100.0, 100.0)))],
         digits=2))
 
     def depth(s: int) -> Optional[float]:
         drops = _layer_drops(by[(D, "rope")][s], mode)
-        return drops[0] - max(drops[1:]) if len(drops) > 1 else None
+        return drops[0] - max(drops[1:]) if drops and len(drops) > 1 else None
     out.append(_v(
         "NC2", "The RoPE deposit lies in the first layer",
         "largest single-head drop in layer 0 - largest in any later layer (points); RoPE, "
@@ -122,7 +123,8 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
         "one head of a shallow layer carries the position reasoning",
         [learned_part("layer 0 - later layers", runs, D, ("rope",),
                       lambda: _part("layer 0 - later layers", runs, D, ("rope",), depth, 0.0,
-                                    "above", missing_note="one layer only"))], digits=1))
+                                    "above", missing_note="one layer only, or " + NO_ABLATION))],
+        digits=1))
 
     out.append(_v(
         "NC3", "Learned absolute PE (the paper code's random PE) behaves like the other additive "
@@ -134,9 +136,9 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
                ordering=True),
          learned_part("DI: rope - learned", runs, D, ("rope", "learned"),
                       lambda: _part("DI: rope - learned", runs, D, ("rope", "learned"),
-                                    lambda s: runs.deposit(D, "rope", s, mode)["index"]
-                                    - runs.deposit(D, "learned", s, mode)["index"], 0.0, "above",
-                                    bounds=UNIT))],
+                                    lambda s: runs.deposit_contrast(D, "rope", ("learned",),
+                                                                    s, "index", mode),
+                                    0.0, "above", bounds=UNIT, missing_note=NO_ABLATION))],
         digits=2))
 
     def lead(key: str):

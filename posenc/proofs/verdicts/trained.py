@@ -50,21 +50,24 @@ def _stop(result: Any) -> Optional[dict[str, Any]]:
 
 def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(task, role) -> {runs, early (runs whose early stop fired), at_max (seeds that reached the
-    maximum without it), stopped (epochs trained per seed), best (epoch of the kept weights per
-    seed), max_epochs}; runs without early stopping count in ``runs`` only (``early`` None)."""
+    maximum without it), diverged (seeds whose training stopped at a non-finite loss), stopped
+    (epochs trained per seed), best (epoch of the kept weights per seed), max_epochs}; runs
+    without early stopping count in ``runs`` and ``diverged`` only (``early`` None)."""
     table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"runs": 0, "early": 0, "at_max": [], "stopped": [], "best": [],
+        lambda: {"runs": 0, "early": 0, "at_max": [], "diverged": [], "stopped": [], "best": [],
                  "max_epochs": set()})
     for r in sorted(results, key=lambda r: (r.task, r.role, r.seed)):
         row = table[(r.task, r.role)]
         row["runs"] += 1
+        if r.summary.get("diverged"):
+            row["diverged"].append(r.seed)
         stop = _stop(r)
         if stop is None:
             row["early"] = None
             continue
         if row["early"] is not None:
             row["early"] += bool(stop.get("stopped_early"))
-        if not stop.get("stopped_early"):
+        if not stop.get("stopped_early") and not r.summary.get("diverged"):
             row["at_max"].append(r.seed)
         row["stopped"].append(int(stop["stopped_epoch"]))
         row["best"].append(int(stop["best_epoch"]))
@@ -97,14 +100,17 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
         what = "no PE learned its task" if not learned else \
             "runs without early stopping: " + ", ".join(f"{r} ({t})" for t, r in unknown)
         return Criterion("(a) plateau", rule, what, None)
-    missed = [f"{r} ({t}) seed{'s' if len(stops[(t, r)]['at_max']) > 1 else ''} "
-              + ", ".join(str(s) for s in stops[(t, r)]["at_max"])
-              for t, r in learned if stops[(t, r)]["at_max"]]
+    def seeds(key: str) -> list[str]:
+        return [f"{r} ({t}) seed{'s' if len(stops[(t, r)][key]) > 1 else ''} "
+                + ", ".join(str(s) for s in stops[(t, r)][key])
+                for t, r in learned if stops[(t, r)][key]]
+    missed, diverged = seeds("at_max"), seeds("diverged")
     n = sum(stops[k]["runs"] for k in learned)
     early = sum(stops[k]["early"] for k in learned)
     measured = f"{early} of {n} runs of learned PEs stopped early" + \
-        (f"; at the maximum: {'; '.join(missed)}" if missed else "")
-    return Criterion("(a) plateau", rule, measured, not missed)
+        (f"; at the maximum: {'; '.join(missed)}" if missed else "") + \
+        (f"; diverged: {'; '.join(diverged)}" if diverged else "")
+    return Criterion("(a) plateau", rule, measured, not missed and not diverged)
 
 
 def _best(name: str, task: str, runs: Runs, floor: float, ceiling: bool) -> Criterion:

@@ -114,3 +114,17 @@ def test_accuracy_table_reports_chance_and_learned():
                            + [result(D, "rope", s, 0.9, chance=0.014) for s in range(2)])
     assert table[D]["alibi"]["chance"] == pytest.approx(1.4)
     assert table[D]["alibi"]["learned"] is False and table[D]["rope"]["learned"] is True
+
+
+def test_a_run_without_an_ablation_table_leaves_the_deposit_parts_on_its_seed():
+    # a run that diverged to a non-finite model has no ablation: its seed is left out and named
+    runs = [result(D, "rope", s, 0.9, drop=0.6, index=0.9) for s in range(4)] + \
+        [result(D, r, s, 0.6, drop=0.1, index=0.3) for r in OTHERS for s in range(4)] + \
+        [result(D, "mla", s, 0.85, drop=0.1, index=0.3) for s in range(4)]
+    runs[1]["ablation"] = {}  # rope seed 1
+    by = {v.claim: v for v in evaluate(runs)}
+    for claim in ("E12", "E13"):
+        part = by[claim].parts[0]
+        assert part["seeds"] == [0, 2, 3], (claim, part)
+        assert "no ablation table" in part["note"] and "[1]" in part["note"]
+    assert by["E10"].parts[0]["n"] == 4  # the accuracy ordering keeps the seed
