@@ -24,6 +24,11 @@ Bounds (the reason each is where it is):
 * ``posenc check --dim`` is bounded by ``posenc.proofs.conformance.MAX_DIM``.
 * :data:`MAX_EXAMPLES` -- ``posenc verify --examples``: Hypothesis examples per claim (the
   ``thorough`` profile draws 400).
+* :data:`MAX_SEEDS` -- seeds per configuration of ``posenc reproduce`` (``--seeds``,
+  ``--count-seeds``, ``--max-seeds``): the default sweep has 15 configurations, so 1,000 seeds
+  are 15,000 training runs -- days on a GPU; a billion was planned silently before.
+* :data:`MAX_SEED` -- the largest seed a run may have (``--first-seed`` + seeds - 1).
+* :data:`MAX_LENGTHS` -- distinct sequence lengths of one ``posenc bound`` call.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ MAX_HEADS = 4_096
 MAX_SYMBOLIC_DIM = 8
 MAX_SYMBOLIC_HEADS = 16
 MAX_EXAMPLES = 10_000
+MAX_SEEDS = 1_000
+MAX_SEED = 2**31 - 1
+MAX_LENGTHS = 64
 
 #: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.
 MEMORY_FRACTION = 0.8

@@ -73,16 +73,32 @@ RUN_ARGS = [
     (["train", "--preset", "smoke", "--epochs", "10000000"], "epochs=10000000 exceeds"),
     (["train", "--preset", "smoke", "--pe", "custom:kernel=9**9**9"], "exceeds the limit 1024"),
     (["verify", "--examples", "1000000000"], "--examples=1000000000 exceeds"),
+    # a billion runs were planned silently; seeds past 2^31 - 1 were trained; '' meant all roles
+    (["reproduce", "--seeds", "1000000000"], "--seeds=1000000000 exceeds the limit 1000"),
+    (["reproduce", "--count-seeds", "5000"], "--count-seeds=5000 exceeds the limit 1000"),
+    (["reproduce", "--until-decided", "--max-seeds", "5000"], "--max-seeds=5000 exceeds"),
+    (["reproduce", "--first-seed", "2147483647", "--seeds", "3"], "runs seeds past 2147483647"),
+    (["reproduce", "--roles", ""], "roles is empty"),
+    (["reproduce", "--tasks", " , "], "tasks is empty"),
+    (["bound", "alibi", "--n", ",".join(str(n) for n in range(1, 100))], "99 distinct lengths"),
 ]
 
 
 @pytest.mark.parametrize("argv,match", RUN_ARGS, ids=[" ".join(a)[:60] for a, _ in RUN_ARGS])
 def test_oversized_run_arguments_are_one_line(capsys, tmp_path, argv, match):
     """(Without tracemalloc, which slows importing torch tenfold.)"""
-    code = main(argv + (["--out", str(tmp_path / "run")] if argv[0] == "train" else []))
+    code = main(argv + (["--out", str(tmp_path / "run")] if argv[0] in ("train", "reproduce")
+                        else []))
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1 and match in err, err
     assert not (tmp_path / "run").exists()                     # refused before the folder
+
+
+def test_bound_computes_each_length_once():
+    import posenc
+    rep = posenc.bound("alibi", (64,) * 10_000)  # did not return: 10,000 spectra of n = 64
+    assert [row.n for row in rep.growth] == [64]
+    assert [row.n for row in posenc.bound("alibi", [32, 16, 32]).growth] == [32, 16]
 
 
 def test_train_memory_estimate_refuses_before_the_run_folder(monkeypatch, tmp_path):

@@ -49,7 +49,7 @@ def names(name: str, value: Any) -> Optional[list[str]]:
                           f"got {value!r}")
     out = [x.strip() for x in items if x.strip()]
     if not out:
-        raise PosencError(f"{name} is empty; give at least one, or None for all")
+        raise PosencError(f"{name} is empty; name at least one (leave it out for all)")
     return out
 
 

@@ -54,7 +54,7 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     ``reference``: the PE supplying the other coupling ("auto", a spec string, or None).
     ``method``: "auto" (dense LAPACK up to n = 512, Lanczos above), "dense" or "lanczos".
     """
-    from ..limits import check_int
+    from ..limits import MAX_LENGTHS, check_int
     from ..numerics.content import as_content
     from ..numerics.summary import bound_table
     from . import arguments as arg
@@ -66,7 +66,10 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     for v in ns:
         if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < 1:
             raise PosencError(f"n must be positive integers (n >= 1); got {v!r}")
-    ns = [int(v) for v in ns]
+    ns = list(dict.fromkeys(int(v) for v in ns))  # each length once, in the order given
+    if len(ns) > MAX_LENGTHS:
+        raise PosencError(f"n holds {len(ns)} distinct lengths; the limit is {MAX_LENGTHS} per "
+                          f"call (each is a spectrum computation)")
     head = check_int("head", head, 1 << 20, minimum=0)
     values = check_values(values)
     if method not in ("auto", "dense", "lanczos"):

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
                      count_seeds=args.count_seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
-                     device=args.device, roles=_list(args.roles), tasks=_list(args.tasks),
+                     device=args.device, roles=args.roles, tasks=args.tasks,
                      overrides=_overrides(args.overrides), theory=not args.no_theory,
                      wait=args.wait, until_decided=args.until_decided,
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
@@ -69,10 +69,6 @@ def run(args: argparse.Namespace) -> int:
                      replicate=args.replicate, replicate_first_seed=args.replicate_first_seed)
     print(f"report: {path}")
     return 0
-
-
-def _list(text):
-    return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
 def _overrides(items):

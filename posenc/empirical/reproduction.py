@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 from ..coerce import is_int
 from ..errors import PosencError
+from ..limits import MAX_SEED, MAX_SEEDS, check_int
 from ..roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
 from .config import PRESET_NAMES, check_overrides, preset as train_preset
 from .experiment import ExperimentConfig
@@ -56,8 +57,7 @@ DEFAULT_SEEDS = {"smoke": 2, "quick": 6, "paper": 3}
 
 
 def _check_seeds(flag: str, n: Any) -> None:
-    if not is_int(n) or n < 1:
-        raise PosencError(f"{flag} must be a positive integer; got {n!r}")
+    check_int(flag, n, MAX_SEEDS, why="seeds per configuration")
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,13 @@ class ReproductionPlan:
             _check_seeds("--count-seeds", self.count_seeds)
         for key, n in self.config_seeds.items():
             _check_seeds(f"seeds of {key}", n)
-        if not is_int(self.first_seed) or not 0 <= self.first_seed <= 2**31 - 1:
-            raise PosencError(f"--first-seed must be an integer in 0..2147483647; "
+        if not is_int(self.first_seed) or not 0 <= self.first_seed <= MAX_SEED:
+            raise PosencError(f"--first-seed must be an integer in 0..{MAX_SEED}; "
                               f"got {self.first_seed!r}")
+        most = max(self.seed_counts().values(), default=0)
+        if self.first_seed + most - 1 > MAX_SEED:
+            raise PosencError(f"--first-seed {self.first_seed} with {most} seeds runs seeds past "
+                              f"{MAX_SEED}; lower --first-seed")
 
     @classmethod
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from ..coerce import is_int
 from ..errors import PosencError
+from ..limits import MAX_SEEDS, check_int
 
 Counts = dict[tuple[str, str], int]
 
@@ -27,6 +28,7 @@ def check_limits(counts: Counts, max_seeds: Any, batch: Any) -> None:
     for flag, n in (("--max-seeds", max_seeds), ("--seed-batch", batch)):
         if not is_int(n) or n < 1:
             raise PosencError(f"{flag} must be a positive integer; got {n!r}")
+    check_int("--max-seeds", max_seeds, MAX_SEEDS, why="seeds per configuration")
     start = max(counts.values(), default=0)
     if max_seeds < start:
         raise PosencError(f"--max-seeds {max_seeds} is below the {start} seeds the sweep "
