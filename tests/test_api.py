@@ -255,6 +255,9 @@ WRONG_KIND = {
     "reproduce workers 1.5": lambda: posenc.reproduce("smoke", workers=1.5),
     "reproduce log None": lambda: posenc.reproduce("smoke", log=None),
     "reproduce overrides list": lambda: posenc.reproduce("smoke", overrides=["x"]),
+    # a string was taken as True (and ran the whole sweep)
+    "reproduce wait no": lambda: posenc.reproduce("smoke", wait="no"),
+    "reproduce until_decided yes": lambda: posenc.reproduce("smoke", until_decided="yes"),
 }
 
 
@@ -288,6 +291,19 @@ def test_numpy_integers_are_integers(smoke_run):
     assert [g.n for g in rep.growth] == [8]
     table = posenc.ablate(smoke_run, examples=np.int64(10))
     assert table.n_examples == 10
+    form = posenc.derive("rope", head_dim=np.int64(4), n_heads=np.int32(2))  # was refused
+    assert (form.head_dim, form.n_heads) == (4, 2) and type(form.head_dim) is int
+
+
+@pytest.mark.parametrize("options,fragment", [
+    ({"seed": 2**70}, "seed=1180591620717411303424 exceeds"), ({"seed": "x"}, "seed must be"),
+    ({"seed": -1}, "seed must be an integer >= 0"), ({"batch_size": 0}, "batch_size must be"),
+    ({"batched": "no"}, "batched must be True or False"),
+    ({"expand": 1}, "expand must be True, False or None")])
+def test_ablate_options_are_checked_in_one_line(smoke_run, options, fragment):
+    # seed=2**70 was a raw RuntimeError from torch's generator, seed="x" a raw ValueError
+    with pytest.raises(posenc.PosencError, match=fragment):
+        posenc.ablate(smoke_run, mode="resample", examples=10, **options)
 
 
 def test_a_device_that_is_missing_writes_no_run_folder(tmp_path):

@@ -132,6 +132,15 @@ def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
     if unknown:
         raise PosencError(f"ablate: unknown option(s) {', '.join(unknown)}; known: "
                           f"{', '.join(sorted(ABLATE_OPTIONS))}")
+    if "seed" in options:  # torch's generator takes seeds below 2^64 (2^70 was a RuntimeError)
+        options["seed"] = check_int("seed", options["seed"], 2**63 - 1, minimum=0)
+    if options.get("batch_size") is not None:
+        options["batch_size"] = check_int("batch_size", options["batch_size"], 10_000_000)
+    for name in ("batched", "distances"):
+        if name in options:
+            options[name] = arg.flag(name, options[name])
+    if "expand" in options:
+        options["expand"] = arg.flag("expand", options["expand"], optional=True)
     if not isinstance(run, Run):
         run = load_run(arg.path("run (a Run or a run folder)", run))
     run.check_not_diverged("ablate")
@@ -191,8 +200,10 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             out=None if out is None else str(out), seeds=seeds,
                             count_seeds=count_seeds, workers=workers, threads=threads,
                             ray_address=ray_address, device=device,
-                            roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log, wait=wait,
-                            until_decided=until_decided, max_seeds=max_seeds,
+                            roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log,
+                            wait=arg.flag("wait", wait),
+                            until_decided=arg.flag("until_decided", until_decided),
+                            max_seeds=max_seeds,
                             seed_batch=seed_batch, first_seed=first_seed,
                             paper_code=arg.flag("paper_code", paper_code, optional=True),
                             replicate=arg.flag("replicate", replicate),

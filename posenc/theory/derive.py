@@ -27,7 +27,6 @@ from typing import Optional, Union
 import sympy as sp
 
 from ..encodings import Custom, PESpec, parse_spec
-from ..coerce import is_int
 from ..errors import PosencError
 from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS
 from .builders import Build, build
@@ -69,10 +68,13 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
     # proofs grow steeply with the sizes; building a form to evaluate (prove=False) does not
     dim_limit, head_limit = (MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS) if prove else \
         (8 * MAX_SYMBOLIC_DIM, 4 * MAX_SYMBOLIC_HEADS)
+    sizes = []
     for name, value, limit in (("head dim", d, dim_limit), ("model dim", D, dim_limit),
                                ("number of heads", n_heads, head_limit)):
-        if not is_int(value) or value < 1:
+        if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 1:
             raise PosencError(f"{name} must be a positive integer; got {value!r}")
+        value = int(value)  # numpy integers count (docs/api.md)
+        sizes.append(value)
         if value > limit:
             raise PosencError(f"{name} {value} exceeds the limit {limit} of the symbolic "
                               f"derivation (its proofs grow steeply with the sizes)")
@@ -84,6 +86,7 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
             if value is not None and value > dim_limit:
                 raise PosencError(f"mla {name} {value} exceeds the limit {dim_limit} of "
                                   f"the symbolic derivation (its proofs grow steeply with sizes)")
+    d, D, n_heads = sizes
     return _derive(spec, d, D, n_heads, prove)
 
 
