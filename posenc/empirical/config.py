@@ -136,9 +136,10 @@ class ModelConfig:
         from ..encodings import PRESETS, parse_spec
         if not isinstance(self.pe, str):
             raise PosencError(f"model.pe must be a PE spec string; got {self.pe!r}")
-        spec = parse_spec(self.pe)  # validate early: one clear line on a bad spec
+        spec = parse_spec(self.pe)  # the one parse: validated here, kept typed (``spec``)
         if self.pe.strip() in PRESETS:
             object.__setattr__(self, "pe", spec.to_string())
+        object.__setattr__(self, "_spec", spec)
         from .paper_specs import CODES, check_paper_config
         _check(self.code in CODES, f"model.code must be one of {', '.join(CODES)}; got {self.code!r}")
         if self.code == "paper":
@@ -147,6 +148,13 @@ class ModelConfig:
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def spec(self) -> Any:
+        """``pe`` parsed (a catalogue :class:`~posenc.encodings.PESpec`), once, when the config
+        was made; the model, the paper-code check and the sweeps read it instead of parsing the
+        string again."""
+        return self._spec
 
 
 @dataclass(frozen=True)

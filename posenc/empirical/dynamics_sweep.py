@@ -18,7 +18,6 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     test_acc, ..., tags with ``role`` -- the PE family unless given -- and ``dynamics: True``),
     ``dynamics`` (:func:`summarize`), ``ablation`` ({"zero": table}) and ``metrics``.
     """
-    from ..encodings import parse_spec
     from .ablation import ablate
     from .config import config_from_dict
     from .dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
@@ -34,7 +33,7 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
         n_ablate, tags = int(config.get("ablation_examples", 1000)), dict(config.get("tags", {}))
     else:
         cfg, dyn, n_ablate, tags = config_from_dict(config), DynamicsConfig(), 1000, {}
-    tags.setdefault("role", parse_spec(cfg.model.pe).family)
+    tags.setdefault("role", cfg.model.spec.family)
     tags["dynamics"] = True
     if threads > 0:
         cfg = cfg.replace(num_threads=threads)

@@ -38,7 +38,6 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..encodings import parse_spec
 from ..errors import PosencError
 from .attention import Attention, HeadAblation
 from .config import ModelConfig
@@ -99,7 +98,7 @@ class Transformer(Hooked):
                               f"tokens), which has fewer entries than the {n_classes} classes")
         n_classes = vocab_size if paper else n_classes
         self.cfg, self.vocab_size, self.n_classes, self.max_len = cfg, vocab_size, n_classes, max_len
-        self.spec = parse_spec(cfg.pe)
+        self.spec = cfg.spec
         self.plan = plan_for(self.spec)
         D, H = cfg.d_model, cfg.n_heads
         self.embed = nn.Embedding(vocab_size, D)

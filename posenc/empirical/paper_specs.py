@@ -78,9 +78,7 @@ def paper_code_fields(spec: PESpec) -> dict[str, Any]:
 def check_paper_config(model: Any) -> None:
     """A ModelConfig with ``code='paper'``: its PE has a paper-code model and its fields are
     the ones that model fixes (one PosencError naming the first wrong field)."""
-    from ..encodings import parse_spec
-    spec = parse_spec(model.pe)
-    for key, want in paper_code_fields(spec).items():
+    for key, want in paper_code_fields(model.spec).items():
         name = key.split(".", 1)[1]
         if getattr(model, name) != want:
             raise PosencError(f"paper-code mode with PE {model.pe!r} has model.{name} = {want!r} "
