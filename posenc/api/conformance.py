@@ -9,12 +9,15 @@ from ..proofs.conformance.report import ConformanceReport
 
 def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int = 64,
           expect: str | dict | None = None, name: Optional[str] = None,
-          timeout: float = 60.0) -> ConformanceReport:
+          timeout: Optional[float] = None) -> ConformanceReport:
     """Check ``fn`` as a rotary function ``f(x, positions)`` or a bias ``g(n_heads, n)``.
 
     ``fn``: a Python callable (checked in this process), or an ``IMPL`` string
     (``module:function``, ``module.function`` or ``path/to/file.py:function``) as ``posenc
-    check`` takes, loaded and checked in a child process that may run ``timeout`` seconds.
+    check`` takes, loaded and checked in a child process that may run ``timeout`` seconds
+    (default 60; processes the code starts end with the check).  A callable runs in this
+    process, where nothing can stop it: ``timeout`` with a callable is refused (pass its
+    ``module:function`` to have it time-limited).
     ``kind``: "rope", "bias", "xpos" (``f(q, k, positions) -> (q, k)``) or None (detect rope
     or bias).  ``dim``: the head dimension given to a rotary
     function.  ``expect``: the conventions meant, e.g. ``"base=500000,pairing=half"`` or
@@ -23,12 +26,19 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int 
     probe inputs, the wrong output shape, exiting, crashing, past the time limit) raises
     PosencError.
     """
+    from ..errors import PosencError
     from ..proofs.conformance import check_callable, check_target
-    from ..proofs.conformance.isolation import check_timeout
+    from ..proofs.conformance.isolation import DEFAULT_TIMEOUT, check_timeout
 
-    check_timeout(timeout)  # validated for a callable too, though only an IMPL string runs apart
+    if timeout is not None:
+        check_timeout(timeout)
     if isinstance(fn, str):
-        return check_target(fn, kind, dim=dim, expect=expect, timeout=timeout)
+        return check_target(fn, kind, dim=dim, expect=expect,
+                            timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+    if timeout is not None:  # it was ignored: a sleeping callable never returned
+        raise PosencError("timeout applies to code checked in a child process (an IMPL string "
+                          "such as 'module:function'); a callable runs in this process, where "
+                          "it cannot be stopped")
     return check_callable(fn, kind, dim=dim, expect=expect, name=name)
 
 

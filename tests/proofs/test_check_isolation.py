@@ -142,3 +142,89 @@ def test_expect_with_a_slope_list_crosses_to_the_child(user_file):
     assert report.ok and report.properties[-1].name == "expected", report.text()
     bad = check_target(f"{user_file}:alibi", expect={"slopes": listed[::-1]})
     assert bad.failures[0].name == "expected"
+
+
+# ------------------------------------------------------------------ user code that starts processes
+
+SPAWNS = '''
+import os, subprocess, sys
+import numpy as np
+
+PIDS = {pids!r}
+
+def _start():  # a long-lived child that inherits our stdout and stderr
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    with open(PIDS, "a") as fh:
+        fh.write(f"{{p.pid}}\\n")
+
+{at_import}
+
+def alibi(n_heads, n):
+    {per_call}
+    k = np.arange(n)
+    s = np.array([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)])
+    return -s[:, None, None] * np.abs(k[:, None] - k[None, :])[None]
+
+def fails(n_heads, n):
+    _start()
+    raise ValueError("broken after starting a child")
+'''
+
+
+def _alive(pid: int) -> bool:
+    import os
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie (exited, not yet reaped) is not alive
+        return fh.read().split(")")[-1].split()[0] != "Z"
+
+
+def _left_running(pids_file) -> list[int]:
+    """The started processes still alive 5 s after the check (SIGKILL is delivered
+    asynchronously: a killed process may still show as running for a moment)."""
+    import time
+    started = [int(x) for x in pids_file.read_text().split()]
+    assert started, "the user's code started nothing"
+    deadline = time.monotonic() + 5
+    while [p for p in started if _alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in started if _alive(p)]
+
+
+def _spawning_file(tmp_path, at_import: bool, per_call: bool):
+    pids = tmp_path / "pids.txt"
+    f = tmp_path / "spawning.py"
+    f.write_text(SPAWNS.format(pids=str(pids), at_import="_start()" if at_import else "",
+                               per_call="_start()" if per_call else "pass"))
+    return f, pids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("at_import, per_call", [(True, False), (False, True)])
+def test_processes_the_user_code_starts_end_with_a_successful_check(tmp_path, main, at_import,
+                                                                    per_call):
+    import time
+    f, pids = _spawning_file(tmp_path, at_import, per_call)
+    t0 = time.monotonic()
+    proc = main("check", f"{f}:alibi", "--kind", "bias", "--timeout", "60")
+    took = time.monotonic() - t0
+    # a report, not "did not finish" after waiting the whole limit on an inherited pipe
+    assert proc.returncode in (0, 1) and "did not finish" not in proc.stderr, proc.stderr
+    assert took < 50
+    assert _left_running(pids) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_processes_end_with_a_failing_check_too(tmp_path, main):
+    f, pids = _spawning_file(tmp_path, at_import=False, per_call=False)
+    one_line_error(main("check", f"{f}:fails", "--kind", "bias"), "broken after starting")
+    assert _left_running(pids) == []
+
+
+def test_a_timeout_for_an_in_process_callable_is_refused():
+    import posenc
+    # it was ignored: a callable that sleeps never returned
+    with pytest.raises(PosencError, match="timeout applies to code checked in a child process"):
+        posenc.check(lambda x, pos: x, timeout=5)

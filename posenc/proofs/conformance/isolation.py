@@ -6,7 +6,14 @@ posenc.proofs.conformance._child``), so nothing it does can end, hang or corrupt
 * a function that sleeps or loops past ``timeout`` seconds: the child's process group is killed;
 * ``sys.exit(...)``, ``os._exit(...)``, a ``BaseException`` (``KeyboardInterrupt`` included),
   a segfault: the child reports it, or its exit status / signal tells what happened;
-* anything the user's code prints goes to the child's pipes, not to our output.
+* anything the user's code prints goes to files of the check's own, not to our output;
+* processes the user's code starts (``Popen``, ``fork``, at import time or per call) end with
+  the check: the child leads its own session and process group, and the whole group is killed
+  on every exit path -- success, error, timeout, interrupt -- once the child itself has ended.
+  Nothing is read from a pipe a descendant could inherit and hold open (that made a check wait
+  its whole time limit and report "did not finish"): the child's output goes to files, the
+  report to a result file, and the wait is for the child process alone.  (A descendant that
+  leaves the group with its own ``setsid`` is outside this; no cgroup is used.)
 
 Each of these is one :class:`~posenc.errors.PosencError` line (``posenc check`` exit 2).  The
 report comes back as JSON (``ConformanceReport.to_dict``) through a file, never as a pickle.
@@ -44,10 +51,13 @@ def _signal_name(code: int) -> str:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's process group (the child leads it: ``start_new_session``), which
+    holds whatever the user's code started; the child itself too if the group call fails."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()
 
 
 def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
@@ -67,23 +77,23 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
                                                            .split(os.pathsep) if p])
     with tempfile.TemporaryDirectory(prefix="posenc-check-") as tmp:
         result_path = os.path.join(tmp, "result.json")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "posenc.proofs.conformance._child", json.dumps(request),
-             result_path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, start_new_session=True)
+        err_path = os.path.join(tmp, "stderr.txt")
+        with open(os.path.join(tmp, "stdout.txt"), "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "posenc.proofs.conformance._child", json.dumps(request),
+                 result_path], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                start_new_session=True)
         try:
-            _, err = proc.communicate(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.communicate()
             raise PosencError(f"{target} did not finish within {timeout:g} s and was stopped "
                               f"(a sleep or an endless loop?); raise the limit with "
                               f"--timeout") from None
-        finally:
-            if proc.poll() is None:          # interrupted: do not leave the child behind
-                _kill_group(proc)
-        err_text = err.decode("utf-8", "replace")
+        finally:  # every exit path: the child (if still running) and all it started
+            _kill_group(proc)
+            proc.wait()
+        with open(err_path, "rb") as fh:
+            err_text = fh.read().decode("utf-8", "replace")
         result = None
         if os.path.exists(result_path):
             try:
