@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -315,6 +316,7 @@ class DynamicsRecorder:
                        "total_steps": total_steps, "steps_per_epoch": steps_per_epoch,
                        "probe_examples": n_probe, "ablation_examples": len(self.held)}
         self.records: list[dict[str, Any]] = []
+        self.seconds = 0.0  # wall time spent recording in this process (the report's phase)
 
     def start(self, model: Transformer, start_step: int) -> None:
         """Keep the records of a resumed run before ``start_step`` (the checkpoint's step)."""
@@ -332,12 +334,14 @@ class DynamicsRecorder:
         return step % self.cfg.every == 0
 
     def record(self, step: int, model: Transformer, final: bool = False) -> None:
+        t0 = time.perf_counter()
         with_importance = final or (step // self.cfg.every) % self.cfg.ablation_every == 0
         rec = {"kind": "record", "step": step, "epoch": round(step / self.steps_per_epoch, 4),
                "final": final}
         rec.update(measure(model, self.probe, self.held if with_importance else None,
                            self.batches))
         self.records.append(rec)
+        self.seconds += time.perf_counter() - t0
 
     def flush(self) -> None:
         from .runs import atomic_write_text

@@ -144,9 +144,11 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                "epochs": len(res.metrics), "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags,
-               # wall time per phase of this worker call (training: the run's own, per-epoch
-               # evaluation and any dynamics recording included; 0 when it was found finished)
-               "phase_seconds": {"training": 0.0 if res.skipped else round(res.seconds, 3),
+               # wall time per phase of this worker call (training: the run's own, validation
+               # included, the dynamics recording apart; 0 when it was found finished)
+               "phase_seconds": {"training": 0.0 if res.skipped else
+                                 round(res.seconds - res.dynamics_seconds, 3),
+                                 "dynamics": round(res.dynamics_seconds, 3),
                                  "ablation": round(t_probe - t_ablation, 3),
                                  "probe": round(t_end - t_probe, 3)}}
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy

@@ -69,6 +69,7 @@ class RunResult:
     device: str
     skipped: bool = False
     early_stopping: Optional[dict[str, Any]] = None  # see _early_stopping_summary; None when off
+    dynamics_seconds: float = 0.0  # of ``seconds``: the dynamics recording's (this call's) share
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "config": self.config.to_dict(), "metrics": list(self.metrics),
@@ -358,7 +359,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
     return RunResult(str(out), config, tuple(metrics), final["test_acc"],
                      result["best_test_acc"], model.n_params, seconds, str(device),
-                     early_stopping=stop)
+                     early_stopping=stop,
+                     dynamics_seconds=recorder.seconds if recorder is not None else 0.0)
 
 
 def _divergence(metrics: list[dict[str, Any]], final: dict[str, Any],

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)
 PROBE_ROLES = roles_where(probe=True)  # the roles whose position probe the report shows
 #: the phases of a run whose wall time the sweep records (``summary.phase_seconds``)
-PHASES = ("training", "ablation", "probe")
+PHASES = ("training", "dynamics", "ablation", "probe")
 
 
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
@@ -185,8 +185,9 @@ def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float
     same report.md as an uninterrupted one)."""
     lines = ["# Wall time per phase", "",
              "Summed over the stored runs (each run on one worker); a run found finished by a "
-             "resumed sweep counts its training as 0. The dynamics recording of the runs that "
-             "record it is inside their training time.", "",
+             "resumed sweep counts its training as 0. *dynamics*: the training-dynamics "
+             "recording of the runs that record it (RoPE and ALiBi on distance), apart from "
+             "their training (runs stored before it was timed apart have none).", "",
              "| phase | runs | seconds | per run |", "|---|---|---|---|"]
     for phase in PHASES:
         vals = [r[f"{phase}_seconds"] for r in rows if r[f"{phase}_seconds"] != ""]

@@ -58,10 +58,13 @@ def test_replicate_runs_a_disjoint_seed_set_and_sets_the_verdicts_side_by_side(t
     assert (replica / "report" / "report.md").is_file()  # the replication's own full report
     # per-phase wall time beside the report (never in report.md itself)
     timings = (out / "report" / "timings.md").read_text()
-    for phase in ("training", "ablation", "probe", "report"):
+    for phase in ("training", "dynamics", "ablation", "probe", "report"):
         assert f"| {phase}" in timings
     rows = _csv(out / "report" / "runs.csv")
     assert all(float(r["training_seconds"]) > 0 and float(r["ablation_seconds"]) > 0 for r in rows)
+    # the dynamics recording is timed apart from training, in the runs that record it only
+    assert all((float(r["dynamics_seconds"]) > 0) == (r["role"] in ("rope", "alibi")
+                                                       and r["task"] == "distance") for r in rows)
     # rebuilt from the two stores alone, the same section (no training)
     again = posenc("report", str(out), "--no-theory", "--replica", str(replica), timeout=300)
     assert again.returncode == 0, again.stderr
