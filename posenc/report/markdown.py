@@ -99,8 +99,9 @@ def _header(inp: ReportInputs) -> list[str]:
             "paper's public summaries (its full text is not available to us): a refuted verdict "
             "refutes that reading. Each verdict is over seeds: the per-seed statistic's "
             "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
-            "on one side of the threshold, ceiling when an ordering of accuracies compares PEs that "
-            "all average >= 98%, inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
+            "on one side of the threshold, ceiling when an ordering of accuracies compares two "
+            "sides (a PE and the best of those it is compared with) that both average >= 98%, "
+            "inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
             "statistic lies on the predicted side; *resolves*: the interval's half-width, the "
             "smallest distance from the threshold these seeds decide at the observed spread "
             "(see posenc.proofs.verdicts).", ""]

@@ -117,14 +117,26 @@ def _part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
           ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS,
           configs: Optional[list[tuple[str, str]]] = None,
           missing_note: str = "undefined on every seed") -> dict[str, Any]:
-    """:func:`~.runs.judge_part` with ``ordering``: the statistic orders the accuracies of
-    ``roles`` (the ceiling rule applies); ``bounds``: its range (default: a difference of
-    percentages), the shown interval's limits."""
+    """:func:`~.runs.judge_part` with ``ordering``: the statistic is ``acc(roles[0])`` minus
+    the best of ``acc(roles[1:])`` on each seed, an ordering of accuracies, and the ceiling rule
+    applies to its two sides (:func:`ordering_at_ceiling`); ``bounds``: its range (default: a
+    difference of percentages), the shown interval's limits."""
     def ceiling(seeds: list[int]) -> bool:
-        return at_ceiling({r: [runs.acc(task, r, s) for s in seeds] for r in roles})
+        return ordering_at_ceiling(runs, task, roles[0], roles[1:], seeds)
     return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
                       configs=configs, missing_note=missing_note,
                       ceiling=ceiling if ordering else None)
+
+
+def ordering_at_ceiling(runs: Runs, task: str, role: str, others: Iterable[str],
+                        seeds: list[int]) -> bool:
+    """Whether an ordering ``acc(role) - max over others`` compares two sides that both average
+    >= :data:`~.verdict.CEILING`: ``role``, and per seed the best of ``others`` (the PE the
+    statistic actually compares with; a PE that learned nothing among the others, e.g. NoPE on
+    the distance task, must not keep two PEs at 99-100% from counting as a ceiling)."""
+    others = tuple(others)
+    best = [max(runs.acc(task, r, s) for r in others) for s in seeds]
+    return at_ceiling({role: [runs.acc(task, role, s) for s in seeds], "best other": best})
 
 
 def unlearned_note(roles: Iterable[str]) -> str:

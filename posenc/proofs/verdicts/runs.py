@@ -85,5 +85,6 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
     if undefined:
         out["note"] = f"{undefined_note or missing_note} on seed(s) {undefined}"
     if ceiling is not None and ceiling([s for s, _ in values]):
-        out["verdict"], out["note"] = "ceiling", "every compared PE averages >= 98%"
+        out["verdict"], out["note"] = "ceiling", ("both sides of the ordering (the PE and the "
+                                                  "best it is compared with) average >= 98%")
     return out

@@ -14,9 +14,10 @@ The verdict compares that interval with the claim's threshold ``tau`` (0 for
 * ``confirmed``    -- the whole interval lies on the predicted side of ``tau``;
 * ``refuted``      -- the whole interval lies on the other side;
 * ``inconclusive`` -- the interval straddles ``tau``, or fewer than two seeds;
-* ``ceiling``      -- an ordering of accuracies (``tau = 0``) where every compared
-  configuration averages >= :data:`CEILING` percent: no PE can show a lead there, so
-  neither the claim nor its negation is tested (:func:`at_ceiling`).
+* ``ceiling``      -- an ordering of accuracies (``tau = 0``) whose two sides -- the PE and,
+  per seed, the best of the PEs it is compared with -- both average >= :data:`CEILING`
+  percent: no PE can show a lead there, so neither the claim nor its negation is tested
+  (:func:`at_ceiling`; the sides: :func:`~.empirical.ordering_at_ceiling`).
 
 With two seeds ``t_{0.975,1} = 12.7``, so a verdict needs the seeds to agree
 closely: few seeds give honest "inconclusive" verdicts rather than bare

@@ -128,3 +128,22 @@ def test_a_run_without_an_ablation_table_leaves_the_deposit_parts_on_its_seed():
         assert part["seeds"] == [0, 2, 3], (claim, part)
         assert "no ablation table" in part["note"] and "[1]" in part["note"]
     assert by["E10"].parts[0]["n"] == 4  # the accuracy ordering keeps the seed
+
+
+def test_the_ceiling_is_judged_on_the_two_sides_of_the_ordering():
+    # RoPE 100% vs the best other (sinusoidal) at 99.5-99.7%: a ceiling, although NoPE, one of the
+    # compared PEs, learned nothing (the old rule asked every compared PE to average >= 98%, so a
+    # PE at chance turned a comparison of two solved models into "confirmed")
+    accs = {(D, "rope"): [1.0, 1.0, 1.0], (D, "absolute"): [0.995, 0.996, 0.997],
+            (D, "nope"): [0.12, 0.11, 0.12], (D, "relative"): [0.9, 0.95, 0.9],
+            (D, "alibi"): [0.8, 0.8, 0.8]}
+    v = next(v for v in evaluate(sweep(accs)) if v.claim == "E10")
+    assert v.verdict == "ceiling" and "both sides" in v.parts[0]["note"]
+    # the same lead below the ceiling is judged
+    accs[(D, "absolute")] = [0.96, 0.961, 0.962]
+    accs[(D, "rope")] = [0.975, 0.976, 0.977]
+    assert next(v for v in evaluate(sweep(accs)) if v.claim == "E10").verdict == "confirmed"
+    # the best other changes by seed: it is the per-seed maximum that must average >= 98%
+    accs = {(D, "rope"): [1.0, 1.0, 1.0], (D, "absolute"): [0.99, 0.5, 0.99],
+            (D, "relative"): [0.5, 0.99, 0.5], (D, "nope"): [0.1] * 3, (D, "alibi"): [0.1] * 3}
+    assert next(v for v in evaluate(sweep(accs)) if v.claim == "E10").verdict == "ceiling"
