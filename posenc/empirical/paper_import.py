@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,13 @@ def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, i
     if not isinstance(sd, dict) or not sd or not all(
             isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
         raise PosencError("the file does not hold a state_dict (a mapping of names to tensors)")
+    for key, v in sd.items():  # a model of NaNs would "score 0.0" in ablate with exit 0
+        if v.is_complex():
+            raise PosencError(f"{key} is a complex tensor; the paper code's weights are real "
+                              f"(a complex one would lose its imaginary part)")
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise PosencError(f"{key} holds non-finite values (NaN or inf): a diverged or "
+                              f"damaged checkpoint")
     if "embedding.weight" not in sd or sd["embedding.weight"].dim() != 2:
         raise PosencError("the state_dict has no embedding.weight: not a checkpoint of the paper's code")
     layers = sorted({int(m.group(1)) for k in sd if (m := re.match(r"layers\.(\d+)\.", k))})
@@ -177,12 +185,14 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
 
     file, out = Path(file), Path(out)
-    if out.exists():
+    if out.exists() or out.is_symlink():  # (a dangling link exists too)
         raise PosencError(f"{out} already exists; give a new folder for the imported run")
     if not file.is_file():
         raise PosencError(f"checkpoint {file} does not exist")
     try:
-        sd = torch.load(file, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's warnings about the file would precede the line
+            warnings.simplefilter("ignore")
+            sd = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:  # any unreadable file: one line
         raise PosencError(f"cannot read {file} as a torch state_dict "
                           f"({type(exc).__name__}: "
@@ -204,6 +214,7 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
+        os.chmod(tmp, 0o755)  # as a trained run folder (mkdtemp makes it 0700)
         (tmp / CONFIG).write_text(cfg.to_json() + "\n", encoding="utf-8")
         atomic_torch_save({"format": FORMAT, "model": model.state_dict(), "epoch": 0, "metrics": [],
                            "config": cfg.to_dict(),

@@ -83,3 +83,44 @@ def test_an_existing_folder_is_not_overwritten(tmp_path, capsys):
     (tmp_path / "out").mkdir()
     assert _import(tmp_path, "nope", tmp_path / "m.pth", tmp_path / "out") == 2
     assert "already exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage,match", [
+    (lambda t: t.fill_(float("nan")), "holds non-finite values"),
+    (lambda t: t.fill_(float("inf")), "holds non-finite values"),
+    ("complex", "is a complex tensor")])
+def test_non_finite_or_complex_weights_are_refused(tmp_path, capsys, damage, match):
+    # NaN weights were imported, and ablate printed "baseline accuracy 0.0000" with exit 0;
+    # complex ones lost their imaginary part with only a torch warning
+    sd = reference("alibi", seed=1).state_dict()
+    if damage == "complex":
+        sd["layers.0.q_linear.weight"] = sd["layers.0.q_linear.weight"].to(torch.complex64)
+    else:
+        damage(sd["layers.0.q_linear.weight"])
+    torch.save(sd, tmp_path / "bad.pth")
+    out = tmp_path / "out"
+    assert _import(tmp_path, "alibi", tmp_path / "bad.pth", out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err and "layers.0.q_linear.weight" in err, err
+    assert not out.exists()
+
+
+def test_a_plain_pickle_is_one_line_without_warnings(tmp_path, capfd):
+    import pickle
+    (tmp_path / "p.pth").write_bytes(pickle.dumps({"a": [1, 2]}))
+    out = tmp_path / "out"
+    assert _import(tmp_path, "nope", tmp_path / "p.pth", out) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("posenc: error:") and "Warning" not in err, err
+
+
+def test_a_dangling_symlink_as_out_is_refused_and_the_folder_is_readable(tmp_path, capsys):
+    import os
+    import stat
+    torch.save(reference("nope").state_dict(), tmp_path / "m.pth")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    assert _import(tmp_path, "nope", tmp_path / "m.pth", tmp_path / "link") == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and ".link." not in err  # not a hidden temporary folder
+    assert _import(tmp_path, "nope", tmp_path / "m.pth", tmp_path / "run") == 0
+    assert stat.S_IMODE(os.stat(tmp_path / "run").st_mode) == 0o755  # as trained runs (was 0700)
