@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("posenc: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # an allocation the memory estimate did not foresee (or a ulimit)
+        print("posenc: error: out of memory (an allocation failed); use a smaller size, or raise "
+              "the process's memory limit (ulimit -v)", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
     except OSError as exc:  # the file system said no (full disk, read-only folder, ...)

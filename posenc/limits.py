@@ -74,7 +74,15 @@ def _is_int(value: Any) -> bool:
 
 
 def available_memory() -> int | None:
-    """Bytes the OS reports as available (MemAvailable of /proc/meminfo, else sysconf); None if unknown."""
+    """Bytes this process may still allocate: the smaller of what the OS reports as available
+    (MemAvailable of /proc/meminfo, else sysconf) and the headroom under the process's
+    address-space limit (``RLIMIT_AS``, ``ulimit -v`` -- common on batch schedulers -- minus
+    the address space already mapped, ``VmSize``); None if neither is known."""
+    limits = [v for v in (_os_available(), _address_space_headroom()) if v is not None]
+    return min(limits) if limits else None
+
+
+def _os_available() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
@@ -86,6 +94,27 @@ def available_memory() -> int | None:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def _address_space_headroom() -> int | None:
+    """``RLIMIT_AS`` (soft) minus this process's mapped address space; None when unlimited."""
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    used = 0
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(0, soft - used)
 
 
 def _gib(nbytes: float) -> str:

@@ -187,3 +187,49 @@ def test_bad_npy_is_one_line_without_allocating(capsys, npy_files, option, name,
 def test_a_good_npy_still_loads(capsys, npy_files):
     assert main(["bound", "alibi", "--n", "4", "--content", str(npy_files / "good.npy")]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.slow
+def test_the_relative_bias_estimate_covers_its_measured_peak():
+    """The Szego grid is a power of two: at n = 150,000 it has 1.75x the points per position that
+    it has at 10^6, where the per-position cost was measured (the old estimate, per position,
+    was 1.28x low at n = 3 x 10^6).  The estimate must cover the peak a child process reaches,
+    and not by more than 2x."""
+    import subprocess
+    import sys
+    n = 150_000
+    code = ("import resource, posenc; posenc.bound('relative_bias', [%d]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)" % n)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    peak = int(out.stdout.split()[-1]) * 1024  # ru_maxrss is in KiB on Linux
+    est = memory_estimate(parse_spec("relative_bias"), n)
+    assert peak <= est <= 2 * peak, (peak / 2**20, est / 2**20)
+
+
+def test_the_address_space_limit_counts_as_a_memory_limit(monkeypatch):
+    """Under ``ulimit -v`` (batch schedulers) MemAvailable says nothing of the limit: posenc
+    compares its estimates with the headroom under RLIMIT_AS too (a MemoryError traceback
+    before)."""
+    import resource
+    monkeypatch.setattr(limits, "_os_available", lambda: 100 * 2**30)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (3 * 2**30, resource.RLIM_INFINITY))
+    head = limits.available_memory()
+    assert 0 <= head < 3 * 2**30  # the limit minus what the process has mapped
+    with pytest.raises(PosencError, match="of memory; only"):
+        limits.check_memory(3 * 2**30, "a test")
+    monkeypatch.setattr(resource, "getrlimit",
+                        lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert limits.available_memory() == 100 * 2**30
+
+
+def test_a_memory_error_is_one_line(monkeypatch, capsys):
+    import posenc.commands.bound as bound_cmd
+
+    def boom(args):
+        raise MemoryError
+    monkeypatch.setattr(bound_cmd, "run", boom)
+    code = main(["bound", "rope", "--n", "8"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "out of memory" in err and "Traceback" not in err

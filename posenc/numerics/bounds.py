@@ -41,15 +41,20 @@ from ..errors import PosencError
 from .operators import ToeplitzOperator
 
 
+def szego_grid(n: int, hermitian: bool) -> int:
+    """The default number of symbol points of :func:`szego` for an n-section: the power of two
+    at or above 16 n (Hermitian), or 64 n otherwise (first-order correction only: a finer
+    grid)."""
+    return 1 << int(np.ceil(np.log2(max((16 if hermitian else 64) * n, 16))))
+
+
 def szego(op: ToeplitzOperator, grid: int | None = None) -> dict[str, Any]:
     """Symbol range of the n-section, rigorously widened for the grid."""
     if not isinstance(op, ToeplitzOperator):
         raise PosencError("the Szego bound needs a Toeplitz operator")
     herm = op.hermitian
-    if grid is None and not herm:   # first-order correction only: use a finer grid
-        grid = 1 << int(np.ceil(np.log2(max(64 * op.n, 16))))
     if grid is None:
-        grid = 1 << int(np.ceil(np.log2(max(16 * op.n, 16))))
+        grid = szego_grid(op.n, herm)
     f = op.symbol_values(int(grid))
     h = 2 * np.pi / f.size
     k = np.arange(op.n)

@@ -165,8 +165,12 @@ def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: in
 PERSISTENT_BYTES = 100
 #: ... plus the larger of two phases that never overlap: Lanczos (32 vectors) on a Hadamard
 #: operator A o K, whose matvec FFTs one (2n, rank) block (~ 300 + 64 rank bytes), and the
-#: Szego grid (16 n real points for a Hermitian kernel, 64 n complex ones otherwise: measured
-#: 3.36 GB for relative_bias (t5) at n = 10^6).
+#: Szego grid (:func:`~.bounds.szego_grid`: the power of two at or above 16 n real points for a
+#: Hermitian kernel, 64 n complex ones otherwise).  SZEGO_BYTES is per position at n = 10^6
+#: (measured 3.36 GB for relative_bias (t5)); the grid's size is a power of two, so per position
+#: it grows by up to 2x between powers (at n = 3 x 10^6 the grid is 1.34x larger per position:
+#: 12.47 GiB measured, where a per-position estimate said 9.97) -- the estimate scales with
+#: the grid actually used.
 LANCZOS_BYTES, RANK_BYTES = 300, 64
 SZEGO_BYTES = {True: 256, False: 3400}
 #: Process baseline (interpreter, numpy, scipy) in bytes.
@@ -192,8 +196,11 @@ def memory_estimate(spec: PESpec, n: int, *, rank: int = 8, width: int = 512,
     n x n arrays of the dense method (~ 6 of them, complex for rotary planes)."""
     learned = spec.name == "learned_absolute" or getattr(spec, "absolute", "") == "learned" or \
         getattr(getattr(spec, "additive", None), "name", "") == "learned_absolute"
+    herm = _hermitian_kernel(spec)
+    # the Szego phase per position at n, from its calibration at 10^6 scaled by the grid's size
+    szego = SZEGO_BYTES[herm] * (bd.szego_grid(n, herm) / n) / (bd.szego_grid(10**6, herm) / 10**6)
     per_n = PERSISTENT_BYTES + (8 * width if learned else 0) + \
-        max(LANCZOS_BYTES + RANK_BYTES * rank, SZEGO_BYTES[_hermitian_kernel(spec)])
+        max(LANCZOS_BYTES + RANK_BYTES * rank, szego)
     dense = method == "dense" or (method == "auto" and n <= AUTO_DENSE)
     return BASE_BYTES + float(n) * per_n + (6 * 16 * float(n) ** 2 if dense else 0.0)
 
