@@ -19,6 +19,7 @@ are one :class:`~posenc.errors.PosencError` line each.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,12 @@ FORMAT = 1
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> None:
-    atomic_write(path, lambda fh: torch.save(obj, fh))
+    """``torch.save`` through :func:`~posenc.atomic.atomic_write`: serialised in memory first and
+    then written, so a full disk is the file system's error naming the file ("No space left on
+    device"), not torch's writer's ("[enforce fail at inline_container.cc ...]")."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write(path, lambda fh: fh.write(buf.getbuffer()))
 
 
 def read_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:

@@ -214,3 +214,36 @@ def test_threads_zero_is_refused_by_every_command(capsys, run, tmp_path):
             err = _one_line(capsys, [*argv, "--threads", bad], "must be a positive integer")
             assert "threads" in err and f"got {bad}" in err, err
     assert not any(tmp_path.glob("[tds]"))  # refused before anything was written
+
+
+def test_a_checkpoint_write_on_a_full_disk_names_the_file_system_error(tmp_path, monkeypatch):
+    """A real full disk fails in the middle of torch's writer, whose own error was
+    "[enforce fail at inline_container.cc:672] ..."; the checkpoint is serialised in memory and
+    written by posenc, so the file system's "No space left on device" comes out, naming the file."""
+    from posenc.empirical.runs import atomic_torch_save
+    from posenc.errors import WriteError
+    real = posenc.atomic.os.fdopen
+
+    class Full:
+        def __init__(self, fh):
+            self.fh, self.written = fh, 0
+
+        def write(self, data):
+            self.written += len(data)
+            if self.written > 1000:  # the disk fills after the first kilobyte
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.fh.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+    monkeypatch.setattr(posenc.atomic.os, "fdopen", lambda fd, mode: Full(real(fd, mode)))
+    with pytest.raises(WriteError, match="No space left on device") as info:
+        atomic_torch_save({"w": torch.zeros(10_000)}, tmp_path / "checkpoint.pt")
+    assert "checkpoint.pt" in str(info.value) and "enforce" not in str(info.value)
+    assert _files(tmp_path) == []
