@@ -221,3 +221,22 @@ def test_numpy_function_is_fed_numpy_and_torch_function_torch():
 def test_wrong_kind_is_bad_input():
     with pytest.raises(PosencError):
         check_impl(str(EXAMPLES / "alibi.py:alibi"), kind="rope")
+
+
+def test_an_expect_of_another_kind_names_the_kind_mismatch():
+    """--expect slopes=press made posenc call a correct rotary function as a bias g(n_heads, n)
+    and blame it ("raised AttributeError"); the message now leads with the mismatch."""
+    import numpy as np
+
+    from posenc.errors import PosencError
+    from posenc.proofs.conformance import check_callable
+
+    def rope(x, pos):
+        theta = 10000.0 ** (-np.arange(0, x.shape[-1], 2) / x.shape[-1])
+        cos, sin = np.cos(pos[:, None] * theta), np.sin(pos[:, None] * theta)
+        a, b = x[..., 0::2], x[..., 1::2]
+        return np.stack([a * cos - b * sin, a * sin + b * cos], axis=-1).reshape(x.shape)
+    with pytest.raises(PosencError, match=r"^--expect slopes describes a bias function "
+                                          r"g\(n_heads, n\), and .* failed when called as one"):
+        check_callable(rope, expect="slopes=press")
+    assert check_callable(rope, expect="base=10000,pairing=interleaved").ok

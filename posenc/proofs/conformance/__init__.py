@@ -42,6 +42,9 @@ from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
 KINDS = ("rope", "bias", "xpos")
+#: what each kind is, as the messages name it
+SIGNATURES = {"rope": "rotary function f(x, positions)", "bias": "bias function g(n_heads, n)",
+              "xpos": "xPos function f(q, k, positions)"}
 MAX_DIM = 4096
 # Head dims tried when the given --dim does not work, to tell the user which one does.
 OTHER_DIMS = (128, 64, 256, 32, 16, 80, 96, 112, 160, 8)
@@ -155,15 +158,23 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     if not callable(fn):
         raise PosencError(f"{type(fn).__name__} object is not callable")
     expected = parse_expect(expect, kind)
+    inferred = kind is None and (expected or {}).get("kind") is not None
     kind = kind or (expected or {}).get("kind")
     impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
-    if kind == "bias":
-        return check_bias(caller, impl, expected)
-    if kind == "rope":
-        return check_rope(caller, impl, dim, expected)
-    if kind == "xpos":
-        return check_xpos(caller, impl, dim, expected)
+    checks = {"bias": lambda: check_bias(caller, impl, expected),
+              "rope": lambda: check_rope(caller, impl, dim, expected),
+              "xpos": lambda: check_xpos(caller, impl, dim, expected)}
+    if kind in checks and not inferred:
+        return checks[kind]()
+    if kind in checks:  # the kind came from --expect's keys: a failure may be a kind mismatch
+        try:
+            return checks[kind]()
+        except PosencError as exc:
+            keys = ",".join(k for k in expected if k != "kind")
+            raise PosencError(f"--expect {keys} describes a {SIGNATURES[kind]}, and {impl} failed "
+                              f"when called as one ({exc}); if it is another kind, give --kind "
+                              f"or the --expect keys of that kind") from None
     is_bias, why_not = _bias_probe(caller)
     if is_bias:
         return check_bias(caller, impl, expected)
