@@ -21,7 +21,8 @@ forward of :mod:`.model` -- and torch's default AdamW.
 Early stopping (``config.patience`` set, see :class:`~posenc.empirical.config.TrainConfig`):
 a validation split carved from the training split (:func:`~posenc.empirical.tasks.carve_validation`)
 is evaluated after every epoch; :func:`should_stop` ends training once ``patience`` evaluations
-have not beaten the best one, and the best-validation weights (earliest on ties) become the run's
+have not beaten the best one (or at once when the best is a perfect validation accuracy, which
+nothing can beat), and the best-validation weights (earliest on ties) become the run's
 final model -- the finished checkpoint holds them, and the run's test accuracy is theirs.  The
 decision reads validation accuracies only, never the test split, and the test split is
 evaluated once, for the kept weights, after the last epoch (its accuracy and loss go into the
@@ -130,8 +131,14 @@ def best_index(val_accs: Sequence[float]) -> int:
 
 
 def should_stop(val_accs: Sequence[float], patience: int) -> bool:
-    """True once the last ``patience`` evaluations have not improved on the best before them."""
-    return bool(val_accs) and len(val_accs) - 1 - best_index(val_accs) >= patience
+    """True once the last ``patience`` evaluations have not improved on the best before them, or
+    as soon as the best is a perfect 1.0: only a strictly higher accuracy counts as better, so
+    nothing can replace that epoch's weights -- the ``patience`` more epochs would keep the same
+    model and the same test accuracy, and only cost compute."""
+    if not val_accs:
+        return False
+    best = best_index(val_accs)
+    return val_accs[best] >= 1.0 or len(val_accs) - 1 - best >= patience
 
 
 def autocast(precision: str, device: torch.device) -> torch.autocast:

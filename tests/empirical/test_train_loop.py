@@ -151,6 +151,7 @@ def test_each_step_uses_the_gradient_of_its_own_batch_alone(tmp_path, spy_model,
 
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=30), st.integers(1, 6))
 def test_should_stop_matches_a_reference_loop(curve, patience):
+    curve = [v / 5 for v in curve]  # accuracies 0, 0.2, ..., 1.0 (1.0: perfect)
     best, since = curve[0], 0
     expected = []
     for v in curve[1:]:
@@ -158,10 +159,34 @@ def test_should_stop_matches_a_reference_loop(curve, patience):
             best, since = v, 0
         else:
             since += 1
-        expected.append(since >= patience)
+        expected.append(since >= patience or best >= 1.0)
     got = [should_stop(curve[:i + 1], patience) for i in range(1, len(curve))]
     assert got == expected
     assert curve[best_index(curve)] == max(curve) and max(curve) not in curve[:best_index(curve)]
+
+
+def test_a_perfect_validation_accuracy_stops_at_once_with_the_same_model(tmp_path, monkeypatch):
+    """Waiting ``patience`` epochs after a perfect validation accuracy keeps the same weights
+    (only a strictly higher accuracy replaces them): the run stops at once, with the model and
+    test accuracy that waiting would have given (checked against a copy of the old rule)."""
+    cfg = tiny(epochs=10, patience=3)
+    split = dataset_for(cfg)
+    _, val = carve_validation(split.train, cfg.val_frac, cfg.seed)
+    curve = [0.2, 0.6, 1.0, 0.9, 1.0, 1.0, 0.8, 1.0, 1.0, 1.0]
+    unscripted = train_mod.evaluate
+    scripted_val(monkeypatch, len(val), curve, [])
+    fast = train(cfg, tmp_path / "fast")
+    assert fast.early_stopping["stopped_epoch"] == fast.early_stopping["best_epoch"] == 3
+    assert fast.early_stopping["stopped_early"]
+    monkeypatch.setattr(train_mod, "should_stop", lambda v, p: bool(v) and
+                        len(v) - 1 - best_index(v) >= p)  # the rule without the perfect stop
+    monkeypatch.setattr(train_mod, "evaluate", unscripted)
+    scripted_val(monkeypatch, len(val), curve, [])
+    slow = train(cfg, tmp_path / "slow")
+    assert slow.early_stopping["stopped_epoch"] == 6 and slow.early_stopping["best_epoch"] == 3
+    assert slow.final_test_acc == fast.final_test_acc
+    a, b = (load_run(tmp_path / d).model.state_dict() for d in ("fast", "slow"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def scripted_val(monkeypatch, n_val, curve, snapshots):
