@@ -172,8 +172,9 @@ class TrainConfig:
     out as a validation split (rows identical to a training row stay on its side; the test split
     is never read for it); after every epoch the model is evaluated on it, and training stops once
     ``patience`` evaluations in a row have not raised the best validation accuracy, at once when
-    it is perfect (nothing can replace those weights), or after ``epochs`` (then a maximum).  The final model is the best-validation one (earliest on ties):
-    its weights are what the finished checkpoint holds and its test accuracy is the run's.  Like
+    it is perfect (nothing can replace those weights), or after ``epochs`` (then a maximum).
+    The final model is the best-validation one (earliest on ties): its weights are what the
+    finished checkpoint holds and its test accuracy is the run's.  Like
     ``precision``, both fields are left out of the config dict at their defaults.
 
     ``step``: ``fast`` (default) or ``reference`` -- the training step's forward and optimiser
