@@ -321,9 +321,13 @@ class DynamicsRecorder:
     def start(self, model: Transformer, start_step: int) -> None:
         """Keep the records of a resumed run before ``start_step`` (the checkpoint's step)."""
         self.header["signal_layers"] = signal_layers(model)
-        if start_step == 0 or not self.path.is_file():
+        if start_step == 0:
             self.records = []
             return
+        if not self.path.is_file():  # records from mid-training would pass for the early steps
+            raise PosencError(f"{self.path.parent} holds a run trained {start_step} steps without "
+                              f"dynamics recording, which starts at step 0; train it over "
+                              f"(resume=False) or into a new folder")
         header, records = read_dynamics_file(self.path)
         if header.get("dynamics") != self.cfg.to_dict():
             raise PosencError(f"{self.path} was recorded with other dynamics settings "
@@ -355,8 +359,8 @@ def read_dynamics_file(path: str | Path) -> tuple[dict[str, Any], list[dict[str,
     if path.is_dir():
         path = path / DYNAMICS
     if not path.is_file():
-        raise PosencError(f"{path.parent} has no {DYNAMICS}: the run was trained without "
-                          f"dynamics recording (record one with `posenc dynamics RUN_DIR --record`)")
+        raise PosencError(f"{path.parent} has no {DYNAMICS}: the run was trained without dynamics "
+                          f"recording (record one into a new folder: posenc dynamics NEW_DIR --record)")
     try:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     except (OSError, json.JSONDecodeError) as exc:

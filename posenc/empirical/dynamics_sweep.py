@@ -20,8 +20,8 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     """
     from .ablation import ablate
     from .config import config_from_dict
-    from .dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
-    from .runs import RESULT, load_run
+    from .dynamics import DynamicsConfig, read_dynamics_file
+    from .runs import load_run
     from .train import resolve_device, train
 
     if "train" in config:
@@ -38,8 +38,8 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     if threads > 0:
         cfg = cfg.replace(num_threads=threads)
     folder_p = Path(folder)
-    fresh = (folder_p / RESULT).is_file() and not (folder_p / DYNAMICS).is_file()
-    res = train(cfg, folder, progress=False, resume=not fresh, dynamics=dyn)
+    check_recordable(folder_p)
+    res = train(cfg, folder, progress=False, dynamics=dyn)
     header, records = read_dynamics_file(folder_p)
     if header.get("dynamics") != dyn.to_dict():
         raise PosencError(f"{folder} was recorded with other dynamics settings "
@@ -59,6 +59,24 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
                "n_heads": cfg.model.n_heads, "tags": tags}
     return {"summary": summary, "dynamics": summarize(header, records, ablation=table.to_dict()),
             "ablation": {"zero": table.to_dict()}, "metrics": list(res.metrics)}
+
+
+def check_recordable(folder: Path) -> None:
+    """Refuse a folder whose run trained without dynamics recording (finished or not).
+
+    Records start at step 0, so such a run could only be recorded by training it again, which
+    would replace its checkpoint and results; it is left as it is, and the message says how to
+    record the same run elsewhere."""
+    from .dynamics import DYNAMICS
+    from .runs import CHECKPOINT, RESULT
+
+    if (folder / DYNAMICS).is_file() or not ((folder / RESULT).is_file()
+                                             or (folder / CHECKPOINT).is_file()):
+        return
+    state = "finished" if (folder / RESULT).is_file() else "partly trained"
+    raise PosencError(f"{folder} holds a {state} run trained without dynamics recording, which "
+                      f"starts at step 0; the run is left as it is -- record one into a new folder "
+                      f"(posenc dynamics NEW_DIR --record, with the same options)")
 
 
 WORKER = "posenc.empirical.dynamics_sweep:dynamics_worker"

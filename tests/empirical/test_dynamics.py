@@ -272,6 +272,37 @@ def test_worker_result_and_cli(tmp_path, capsys):
                         str(tmp_path / "w"), 1)
 
 
+def _unrecorded(tmp_path):
+    """A finished and a partly trained (epoch 1 of 2) run of tiny(), both without recording."""
+    train(tiny(), tmp_path / "done")
+
+    def interrupt(step, loss):
+        if step == 8:  # in epoch 2
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(), tmp_path / "cut", on_step=interrupt)
+    return tmp_path / "done", tmp_path / "cut"
+
+
+def test_recording_a_run_trained_without_it_is_refused_and_the_run_kept(tmp_path, capsys):
+    """--record on a finished run used to delete its checkpoint and train it again in place,
+    silently; on a partly trained one it recorded from the resume step on, and the summary took
+    that record for 'the first N steps'.  Both are one line now, and the run is untouched."""
+    done, cut = _unrecorded(tmp_path)
+    before = {d: {f.name: f.read_bytes() for f in d.iterdir()} for d in (done, cut)}
+    job = {"train": tiny().to_dict(), "dynamics": DYN.to_dict(), "ablation_examples": 30}
+    for folder, state in ((done, "a finished"), (cut, "a partly trained")):
+        with pytest.raises(PosencError, match=f"holds {state} run trained without dynamics "
+                                              f"recording.*NEW_DIR --record"):
+            dynamics_worker(job, str(folder), 1)
+        assert main(["dynamics", str(folder), "--record", "--preset", "smoke"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"posenc: error: {folder} holds {state}") and err.count("\n") == 1
+    with pytest.raises(PosencError, match="trained 6 steps without dynamics recording"):
+        train(tiny(), cut, dynamics=DYN)  # the recorder itself, for train(dynamics=...)
+    assert before == {d: {f.name: f.read_bytes() for f in d.iterdir()} for d in (done, cut)}
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["dynamics", "/nonexistent/run"], "does not exist"),
     (["dynamics", "{tmp}"], "without dynamics recording"),
