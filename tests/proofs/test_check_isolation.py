@@ -101,6 +101,42 @@ def test_sys_exit_in_process_api_is_a_posenc_error():
         check_callable(exits, "rope", dim=4)
 
 
+
+class Boom(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("kind", ["rope", "bias", "xpos", None])
+@pytest.mark.parametrize("exc", [Boom("not an Exception"), GeneratorExit("closed")])
+def test_a_base_exception_in_process_is_the_one_line_error(kind, exc):
+    """It escaped check_callable / posenc.check raw (an Exception was a PosencError)."""
+    import posenc
+
+    def raises(*args):
+        raise exc
+    with pytest.raises(PosencError) as info:
+        posenc.check(raises, kind, dim=4)
+    line = str(info.value)
+    assert "\n" not in line and f"raised {type(exc).__name__}: {exc}" in line
+    assert "a BaseException, not an Exception" in line
+
+
+def test_a_base_exception_gives_the_same_line_in_process_and_in_the_child(user_file):
+    namespace: dict = {"__name__": "user_code"}
+    exec(compile(USER, str(user_file), "exec"), namespace)
+    with pytest.raises(PosencError) as here:
+        check_callable(namespace["raises_base"], "bias", name=f"{user_file}:raises_base")
+    with pytest.raises(PosencError) as child:
+        check_target(f"{user_file}:raises_base", "bias")
+    assert str(here.value) == str(child.value)
+
+
+def test_a_keyboard_interrupt_in_process_stays_an_interrupt():
+    def interrupts(x, positions):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        check_callable(interrupts, "rope", dim=4)
+
 def test_bias_of_plus_infinity_does_not_conform(main, user_file):
     proc = main("check", f"{user_file}:all_inf")
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -153,38 +153,44 @@ class Caller:
             out = to_numpy(self.fn(*args), self.impl)
             self.mode = "numpy"
             return out
-        except PosencError:
+        except (PosencError, KeyboardInterrupt):
             raise
-        except SystemExit as exc:
-            raise self._exit(exc) from None
         except Exception as first:
             first_text = one_line(first)
+        except BaseException as exc:
+            raise self._base(exc) from None
         try:
             out = to_numpy(self.fn(*self._torch(args)), self.impl)
-        except PosencError:
+        except (PosencError, KeyboardInterrupt):
             raise
-        except SystemExit as exc:
-            raise self._exit(exc) from None
         except Exception as second:
             second_text = one_line(second)
             also = "" if second_text == first_text else f" (and with torch tensors: {second_text})"
             raise PosencError(f"{self.impl} raised {first_text}{also}") from None
+        except BaseException as exc:
+            raise self._base(exc) from None
         self.mode = "torch"
         return out
 
-    def _exit(self, exc: SystemExit) -> PosencError:
-        return PosencError(f"{self.impl} called sys.exit({exc.code!r}) while being checked; a "
-                           f"PE function must return its result")
+    def _base(self, exc: BaseException) -> PosencError:
+        """What the user's code raised outside Exception (sys.exit, a BaseException subclass
+        of its own, GeneratorExit) as one line; KeyboardInterrupt never comes here: in this
+        process it may be the user's Ctrl-C, which stays an interrupt."""
+        if isinstance(exc, SystemExit):
+            return PosencError(f"{self.impl} called sys.exit({exc.code!r}) while being checked; a "
+                               f"PE function must return its result")
+        return PosencError(f"{self.impl} raised {one_line(exc)} (a BaseException, not an "
+                           f"Exception)")
 
     def _guarded(self, args: tuple, mode: str) -> np.ndarray:
         try:
             return to_numpy(self.fn(*args), self.impl)
-        except PosencError:
+        except (PosencError, KeyboardInterrupt):
             raise
-        except SystemExit as exc:
-            raise self._exit(exc) from None
         except Exception as exc:
             raise PosencError(f"{self.impl} raised {one_line(exc)}") from None
+        except BaseException as exc:
+            raise self._base(exc) from None
 
     def call_plain(self, *args: Any) -> np.ndarray:
         """Call with plain Python arguments (ints): no numpy/torch choice to make."""
