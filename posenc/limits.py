@@ -56,7 +56,7 @@ MEMORY_FRACTION = 0.8
 def check_int(what: str, value: Any, limit: int, minimum: int = 1, why: str = "") -> int:
     """``value`` as an int in [minimum, limit], or one PosencError naming the bound."""
     kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-    if isinstance(value, bool) or not _is_int(value) or int(value) < minimum:
+    if not is_index(value) or int(value) < minimum:
         raise PosencError(f"{what} must be {kind}; got {value!r}")
     value = int(value)
     if value > limit:
@@ -64,8 +64,11 @@ def check_int(what: str, value: Any, limit: int, minimum: int = 1, why: str = ""
     return value
 
 
-def _is_int(value: Any) -> bool:
-    # numpy integers expose __index__; floats do not.
+def is_index(value: Any) -> bool:
+    """An integer a size or an index may be: an int or a numpy integer (whose ``__index__``
+    works; a float's, a string's or a one-element array's does not), never a bool."""
+    if isinstance(value, bool):
+        return False
     try:
         value.__index__()
     except (AttributeError, TypeError):

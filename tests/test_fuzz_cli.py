@@ -1,10 +1,12 @@
 """Fuzz (Hypothesis) of the CLI's inputs: spec strings, kernel expressions and numeric arguments
-of derive, bound, check, verify and train (issue 12, "what must be shown").
+of derive, bound, check, verify and train (issue 12, "what must be shown"); reproduce's --set,
+--roles, --seeds, --first-seed (up to the plan: the sweep is a stub), import-checkpoint with
+broken files, and the Python API's keyword arguments against the CLI (issue 27).
 
 Every call runs in-process under a per-call alarm (:data:`PER_CALL_S`; a hang fails the
 example) and must end with exit status 0, 1 or 2 -- never an exception escaping ``main``
 (that is a traceback on the command line), never "Traceback" on stderr, and on status 2
-exactly one ``posenc: error:`` line.  Example counts keep the whole file under ~60 s on one
+exactly one ``posenc: error:`` line.  Example counts keep the whole file under ~90 s on one
 core; sizes that are valid are drawn small (n <= 48, head dim <= 4), sizes that must be
 refused are drawn from the whole range.
 """
@@ -19,7 +21,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from posenc.cli import main
 from posenc.encodings import PRESETS, REGISTRY
@@ -60,13 +62,19 @@ def call(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def check_answer(argv: list[str]) -> int:
+def answer(argv: list[str]) -> tuple[int, str]:
+    """(exit status, stderr) of ``main(argv)``, checked: 0, 1 or 2, no traceback, and on 2 one
+    ``posenc: error:`` line."""
     code, out, err = call(argv)
     assert code in (0, 1, 2), (argv, code, err)
     assert "Traceback" not in err and "Traceback" not in out, (argv, err)
     if code == 2 and err.startswith("posenc: error:"):
         assert err.count("\n") == 1, (argv, err)
-    return code
+    return code, err
+
+
+def check_answer(argv: list[str]) -> int:
+    return answer(argv)[0]
 
 
 # -- strategies -------------------------------------------------------------------------------
@@ -195,3 +203,408 @@ def test_the_harness_reports_a_hang(monkeypatch):
     monkeypatch.setitem(globals(), "main", lambda argv: time.sleep(5) or 0)
     with pytest.raises(Hung):
         call(["anything"])
+
+
+# -- reproduce: --set, --roles, --seeds, --first-seed (issue 27) --------------------------------
+
+SET_VALID = ["epochs=1", "lr=0.001", "task.n_samples=200", "model.n_layers=1", "grad_clip=null",
+             "patience=2", "betas=[0.9, 0.98]", "model.dropout=0.1", "weight_decay=0"]
+SET_KEYS = ["epochs", "lr", "batch_size", "task.n_samples", "model.n_layers", "grad_clip",
+            "weight_decay", "patience", "model.dropout", "betas", "model.pe", "seed", "task",
+            "preset", "pe", "bogus", "task.bogus", "", " ", "model", "task.name", "lr.x"]
+SET_VALUES = ["1", "0", "-1", "2.5", "1e9", "1e999", "-1e999", "NaN", "Infinity", "true", "null",
+              '"x"', "x", "[1]", "[0.9, 0.98]", "{}", "", "10000000000000000000000", "1e-3"]
+
+
+@contextlib.contextmanager
+def plan_only():
+    """``reproduce`` with every check it makes before the first run, and no run and no report:
+    the sweep (``run_plan``) and ``build_report`` are replaced by stubs that record the plan
+    (the sweep itself is tested end to end in tests/report and tests/test_store_reliability.py).
+    Yields the list of plans that got through."""
+    import posenc.report.orchestrate as orchestrate
+    reached: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(orchestrate, "run_plan", lambda plan, store, **kw: reached.append(plan))
+        mp.setattr(orchestrate, "build_report", lambda root, **kw: Path(root) / "report.md")
+        yield reached
+
+
+@st.composite
+def bad_set_item(draw) -> str:
+    key, value = draw(st.sampled_from(SET_KEYS)), draw(st.sampled_from(SET_VALUES))
+    return draw(st.sampled_from([f"{key}={value}", f"{key}={value}", key, f"={value}",
+                                 f"{key}=={value}"]))
+
+
+def set_items() -> st.SearchStrategy[list[str]]:
+    """0-2 ``--set`` options, two of three valid."""
+    item = st.one_of(st.sampled_from(SET_VALID), st.sampled_from(SET_VALID), bad_set_item())
+    return st.lists(item, max_size=2).map(lambda xs: [a for x in xs for a in ("--set", x)])
+
+
+REPRODUCE_SEEDS = ["0", "-1", "1001", "1000000000", "x", "2.5", "1e3", ""]
+ROLES_TEXT = ["", " , ", ",", "bogus", "nope,bogus", "NOPE", "nope;rope", "rope,rope",
+              "nope,,rope", "mla" * 40]
+
+
+@settings(FUZZ, max_examples=120)
+@given(sets=set_items(), roles=mostly([None, "nope", "rope,alibi", "rope-1head"], ROLES_TEXT),
+       seeds=mostly([None, "1", "2"], REPRODUCE_SEEDS),
+       first=mostly([None, "0", "7"], ["-1", "2147483647", "2147483646", "1e99", "x"]),
+       count_seeds=st.sampled_from([None, None, "1", "0", "5000"]),
+       preset=st.sampled_from(["smoke", "smoke", "quick", "paper", "bogus"]),
+       tasks=st.sampled_from([None, None, "distance", "count", "distance,count", " , ", "x"]))
+def test_fuzz_reproduce_plan(tmp_path_factory, sets, roles, seeds, first, count_seeds, preset,
+                             tasks):
+    out = tmp_path_factory.mktemp("store") / "s"
+    argv = ["reproduce", "--preset", preset, "--out", str(out), "--no-theory", *sets]
+    for option, value in (("--roles", roles), ("--seeds", seeds), ("--first-seed", first),
+                          ("--count-seeds", count_seeds), ("--tasks", tasks)):
+        if value is not None:
+            argv += [option, value]
+    with plan_only() as reached:
+        code = check_answer(argv)
+    assert code in (0, 2), argv
+    assert (code == 0) == bool(reached), argv
+    if code == 2:  # refused before anything was written
+        assert not out.exists(), argv
+
+
+def test_reproduce_runs_at_the_edge_of_the_valid_values(tmp_path):
+    """A valid plan runs for real, as small as a sweep gets (one smoke run, ~10 s): the last
+    seed allowed, overridden epochs and learning rate."""
+    out = tmp_path / "s"
+    code = check_answer(["reproduce", "--preset", "smoke", "--seeds", "1", "--first-seed",
+                         "2147483647", "--roles", "nope", "--tasks", "distance", "--no-theory",
+                         "--workers", "1", "--out", str(out), "--set", "epochs=1", "--set",
+                         "lr=1e-3"])
+    assert code == 0 and (out / "report" / "report.md").is_file()
+
+
+# -- import-checkpoint with broken files ------------------------------------------------------
+
+V, D, H, FF, LAYERS = 16, 32, 4, 64, 2   # the paper code's model at smoke sizes (tests/empirical)
+
+
+def paper_shapes(pe: str) -> dict[str, tuple[int, ...]]:
+    """Key names and shapes of the state_dict the paper's trans.py saves for ``nope`` (and
+    ``alibi``); ``relative`` adds its (2M+1, H) table per layer."""
+    shapes = {"embedding.weight": (V, D), "fc_out.weight": (V, D), "fc_out.bias": (V,)}
+    for l in range(LAYERS):
+        for name in ("q_linear", "k_linear", "v_linear", "out_linear"):
+            shapes[f"layers.{l}.{name}.weight"], shapes[f"layers.{l}.{name}.bias"] = (D, D), (D,)
+        shapes.update({f"layers.{l}.ffn.0.weight": (FF, D), f"layers.{l}.ffn.0.bias": (FF,),
+                       f"layers.{l}.ffn.2.weight": (D, FF), f"layers.{l}.ffn.2.bias": (D,)})
+        for norm in ("norm1", "norm2"):
+            shapes[f"layers.{l}.{norm}.weight"] = shapes[f"layers.{l}.{norm}.bias"] = (D,)
+        if pe == "relative":
+            shapes[f"layers.{l}.relative_bias_table"] = (2 * 8 + 1, H)
+    return shapes
+
+
+def paper_state_dict(pe: str = "nope") -> dict:
+    """A state_dict that import-checkpoint accepts as the paper code's ``pe`` model."""
+    import torch
+    gen = torch.Generator().manual_seed(0)
+    return {k: torch.randn(s, generator=gen) * 0.1 for k, s in paper_shapes(pe).items()}
+
+
+DAMAGE = ["none", "drop", "extra", "nan", "inf", "complex", "int", "bool", "scalar", "empty",
+          "transpose", "extra-axis", "flat", "half", "not-a-tensor", "int-key", "float16",
+          "wide"]
+EXTRA_KEYS = ["layers.2.norm1.weight", "bogus", "layers.x.q_linear.weight",
+              "layers.0.relative_bias_table"]
+
+
+def damaged(pe: str, key: str, how: str) -> dict:
+    """The state_dict of :func:`paper_state_dict` with ``key`` broken as ``how`` says."""
+    import torch
+    sd = paper_state_dict(pe)
+    t = sd[key]
+    replace = {"nan": lambda: torch.full_like(t, float("nan")),
+               "inf": lambda: torch.full_like(t, float("-inf")),
+               "complex": lambda: t.to(torch.complex64), "int": lambda: t.long(),
+               "bool": lambda: t > 0, "scalar": lambda: torch.tensor(1.0),
+               "empty": lambda: torch.zeros(0), "transpose": lambda: t.t() if t.dim() == 2 else t,
+               "extra-axis": lambda: t[None], "flat": lambda: t.flatten(),
+               "half": lambda: t[: max(1, t.shape[0] // 2)], "not-a-tensor": lambda: [1, 2],
+               "float16": lambda: t.half(), "wide": lambda: torch.cat([t, t], dim=-1)}
+    if how == "drop":
+        del sd[key]
+    elif how == "extra":
+        sd[EXTRA_KEYS[len(key) % len(EXTRA_KEYS)]] = torch.zeros(3)
+    elif how == "int-key":
+        sd[7] = sd.pop(key)
+    elif how in replace:
+        sd[key] = replace[how]()
+    return sd
+
+
+@st.composite
+def checkpoint_recipe(draw) -> tuple:
+    """How to make a checkpoint file: garbage, empty, a zip header, a torch file of something
+    else, a damaged state_dict (whole or truncated).  A recipe, not the bytes, so that a
+    failing example prints readably; :func:`checkpoint_bytes` makes the file."""
+    kind = draw(st.sampled_from(["garbage", "empty", "zip-head", "other", "dict", "dict", "dict",
+                                 "dict", "truncated"]))
+    if kind in ("garbage", "zip-head"):
+        return kind, draw(st.binary(min_size=1, max_size=48))
+    if kind == "other":
+        return kind, draw(st.sampled_from(["tensor", "list", "int", "str", "{}", "{a: 1}"]))
+    pe = draw(st.sampled_from(["nope", "relative"]))
+    key = draw(st.sampled_from(sorted(paper_shapes(pe))))
+    recipe = (kind, pe, key, draw(st.sampled_from(DAMAGE)))
+    return recipe + ((draw(st.floats(0, 0.999)),) if kind == "truncated" else ())
+
+
+def checkpoint_bytes(recipe: tuple) -> bytes:
+    import torch
+    kind = recipe[0]
+    if kind == "garbage":
+        return recipe[1]
+    if kind == "empty":
+        return b""
+    if kind == "zip-head":
+        return b"PK\x03\x04" + recipe[1]
+    buf = io.BytesIO()
+    if kind == "other":
+        torch.save({"tensor": torch.zeros(3), "list": [1, 2], "int": 5, "str": "x", "{}": {},
+                    "{a: 1}": {"a": 1}}[recipe[1]], buf)
+        return buf.getvalue()
+    torch.save(damaged(*recipe[1:4]), buf)
+    data = buf.getvalue()
+    return data[: int(recipe[4] * len(data))] if kind == "truncated" else data
+
+
+def harmless(recipe: tuple) -> bool:
+    """Damage that leaves a valid state_dict: none, float16 (cast back), a 1-D tensor flattened
+    or transposed, a square weight transposed (no check can tell)."""
+    if recipe[0] != "dict":
+        return False
+    how, shape = recipe[3], paper_shapes(recipe[1])[recipe[2]]
+    return how in ("none", "float16") or how in ("transpose", "flat") and (
+        len(shape) == 1 or how == "transpose" and shape[0] == shape[1])
+
+
+@settings(FUZZ, max_examples=200)
+@given(recipe=checkpoint_recipe(),
+       pe=st.sampled_from(["same"] * 12 + ["nope", "relative", "alibi", "rope", "mla",
+                                           "partialrope:2", "partialrope:0", "random", "bogus", ""]),
+       heads=st.sampled_from(["4"] * 10 + ["0", "-1", "3", "7", "1e9", "x", "100000"]),
+       seq_len=st.sampled_from([None] * 10 + ["16", "0", "-1", "1000000000", "x"]),
+       task=st.sampled_from(["distance", "count"]))
+@example(recipe=("dict", "relative", "layers.0.relative_bias_table", "scalar"), pe="same",
+         heads="4", seq_len=None, task="distance")   # an IndexError traceback
+@example(recipe=("dict", "nope", "layers.0.k_linear.bias", "scalar"), pe="same", heads="4",
+         seq_len=None, task="distance")              # torch.cat's RuntimeError
+@example(recipe=("dict", "nope", "layers.1.ffn.2.weight", "int"), pe="same", heads="4",
+         seq_len=None, task="count")                 # integer weights were imported, cast
+def test_fuzz_import_checkpoint(tmp_path_factory, recipe, pe, heads, seq_len, task):
+    """Every broken file is one line, exit 2, and no folder; "same" is the PE the state_dict
+    was made for."""
+    if pe == "same":
+        pe = recipe[1] if recipe[0] in ("dict", "truncated") else "nope"
+    folder = tmp_path_factory.mktemp("import")
+    (folder / "model.pth").write_bytes(checkpoint_bytes(recipe))
+    argv = ["import-checkpoint", str(folder / "model.pth"), "--paper-code", "--pe", pe, "--task",
+            task, "--out", str(folder / "run"), "--heads", heads, "--preset", "smoke"]
+    code = check_answer(argv + (["--seq-len", seq_len] if seq_len else []))
+    assert code in (0, 2)
+    if code == 2:  # nothing written, not even the hidden temporary folder
+        assert sorted(p.name for p in folder.iterdir()) == ["model.pth"], argv
+    else:  # a damaged checkpoint is never imported
+        assert harmless(recipe), (recipe, argv)
+
+
+def test_the_made_up_paper_checkpoint_imports(tmp_path):
+    """The undamaged state_dicts of the fuzz test are valid ones (so that the damage is what
+    the fuzz test's refusals are about)."""
+    import torch
+    for pe in ("nope", "relative"):
+        torch.save(paper_state_dict(pe), tmp_path / f"{pe}.pth")
+        assert check_answer(["import-checkpoint", str(tmp_path / f"{pe}.pth"), "--paper-code",
+                             "--pe", pe, "--task", "distance", "--out", str(tmp_path / pe),
+                             "--heads", "4", "--preset", "smoke"]) == 0
+
+
+# -- the Python API's keyword arguments ---------------------------------------------------------
+
+class Reached(Exception):
+    """Raised by the stub that stands for training: the arguments were all accepted."""
+
+
+API_VALUES = [0, -1, 1, 2, 3, 2**31, 2**70, 10**30, -(2**70), 2.5, 2.0, float("nan"),
+              float("inf"), True, False, None, "", "x", "2", "none", "1e9", [1], [], {"a": 1},
+              b"x", object()]
+
+
+def _api_values() -> list:
+    import numpy as np
+    return API_VALUES + [np.int64(2), np.int64(-1), np.int32(2**31 - 1), np.float64(2.0),
+                         np.float64("nan"), np.bool_(True), np.array([2])]
+
+
+@dataclasses.dataclass
+class ApiCase:
+    """One API function: its call with valid base arguments, the keywords drawn, and for those
+    that have one, the CLI option with its argparse type (int or str), after a base argv."""
+    call: object
+    keywords: list
+    argv: list = dataclasses.field(default_factory=list)
+    options: dict = dataclasses.field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def api_cases(tmp_path_factory):
+    """Cases for derive, bound, train, ablate, reproduce and import_checkpoint.  train and
+    reproduce run every check of their arguments and then stop (training is a stub that raises
+    :class:`Reached`; the sweep is :func:`plan_only`); ablate works on one smoke run."""
+    import posenc
+    import torch
+    root = tmp_path_factory.mktemp("api")
+    run = str(root / "run")
+    assert main(["train", "--preset", "smoke", "--samples", "80", "--epochs", "1", "--out", run,
+                 "--threads", "1"]) == 0
+    torch.save(paper_state_dict("nope"), root / "model.pth")
+    fresh = iter(range(10**9))
+
+    def new(name):
+        return str(root / f"{name}{next(fresh)}")
+
+    return {
+        "derive": ApiCase(lambda **kw: posenc.derive("alibi", **{"head_dim": 2, "n_heads": 1, **kw}),
+                          ["head_dim", "model_dim", "n_heads", "prove"],
+                          ["derive", "alibi", "--head-dim", "2", "--heads", "1"],
+                          {"head_dim": ("--head-dim", int), "model_dim": ("--model-dim", int),
+                           "n_heads": ("--heads", int)}),
+        "bound": ApiCase(lambda **kw: posenc.bound("alibi", **{"n": 8, "head_dim": 2, "n_heads": 1,
+                                                               **kw}),
+                         ["n", "head", "n_heads", "head_dim", "d_model", "values", "seed", "content",
+                          "reference", "method"],
+                         ["bound", "alibi", "--n", "8", "--head-dim", "2", "--heads", "1"],
+                         {"head": ("--head", int), "n_heads": ("--heads", int),
+                          "head_dim": ("--head-dim", int), "d_model": ("--d-model", int),
+                          "seed": ("--seed", int), "content": ("--content", str),
+                          "reference": ("--reference", str)}),
+        "train": ApiCase(lambda **kw: posenc.train(**{"preset": "smoke", "out": new("t"), **kw}),
+                         ["task", "pe", "preset", "seed", "out", "config", "epochs", "samples",
+                          "threads", "device", "precision", "paper_code", "overrides", "resume",
+                          "progress"],
+                         ["train", "--preset", "smoke"],
+                         {"task": ("--task", str), "pe": ("--pe", str), "preset": ("--preset", str),
+                          "seed": ("--seed", int), "epochs": ("--epochs", int),
+                          "samples": ("--samples", int), "threads": ("--threads", int)}),
+        "ablate": ApiCase(lambda **kw: posenc.ablate(run, **{"examples": 20, **kw}),
+                          ["mode", "examples", "device", "save", "batch_size", "seed", "batched",
+                           "layers", "distances", "expand"],
+                          ["ablate", run, "--examples", "20"],
+                          {"mode": ("--mode", str), "examples": ("--examples", int)}),
+        "reproduce": ApiCase(lambda **kw: posenc.reproduce(**{"preset": "smoke", "out": new("s"),
+                                                              "log": lambda s: None, **kw}),
+                             ["preset", "backend", "seeds", "count_seeds", "workers", "threads",
+                              "device", "roles", "tasks", "overrides", "theory", "log", "wait",
+                              "until_decided", "max_seeds", "seed_batch", "first_seed",
+                              "paper_code", "replicate", "replicate_first_seed"],
+                             ["reproduce", "--preset", "smoke"],
+                             {"preset": ("--preset", str), "backend": ("--backend", str),
+                              "seeds": ("--seeds", int), "count_seeds": ("--count-seeds", int),
+                              "workers": ("--workers", int), "threads": ("--threads", int),
+                              "roles": ("--roles", str), "tasks": ("--tasks", str),
+                              "first_seed": ("--first-seed", int)}),
+        "import_checkpoint": ApiCase(
+            lambda **kw: posenc.import_checkpoint(**{"file": root / "model.pth", "pe": "nope",
+                                                     "task": "distance", "out": new("i"),
+                                                     "heads": 4, "preset": "smoke", **kw}),
+            ["pe", "task", "heads", "preset", "seq_len"],
+            ["import-checkpoint", str(root / "model.pth"), "--paper-code", "--pe", "nope",
+             "--task", "distance", "--heads", "4", "--preset", "smoke"],
+            {"pe": ("--pe", str), "heads": ("--heads", int), "preset": ("--preset", str),
+             "seq_len": ("--seq-len", int)}),
+    }
+
+
+@contextlib.contextmanager
+def training_stubbed():
+    """posenc.train with every check of its arguments, then :class:`Reached` instead of training."""
+    import importlib
+    training = importlib.import_module("posenc.empirical.train")  # (the package's name is the function)
+
+    def stub(*args, **kwargs):
+        raise Reached
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "train", stub)
+        yield
+
+
+def api_outcome(call, **kw) -> str:
+    """"ok", "reached" or the PosencError's line; any other exception fails the example."""
+    import posenc
+    try:
+        call(**kw)
+    except Reached:
+        return "reached"
+    except posenc.PosencError as exc:
+        line = str(exc)
+        assert line and "\n" not in line, (kw, line)
+        return line
+    return "ok"
+
+
+def cli_outcome(argv: list[str]) -> str:
+    """The same for ``main(argv)``: "ok" (exit 0 or 1), "reached" or the error line."""
+    try:
+        code, err = answer(argv)
+    except Reached:
+        return "reached"
+    return "ok" if code != 2 else err.removeprefix("posenc: error: ").rstrip("\n")
+
+
+@settings(FUZZ, max_examples=500)
+@given(name=st.sampled_from(["derive", "bound", "train", "ablate", "reproduce",
+                             "import_checkpoint"]), data=st.data())
+def test_fuzz_api_keywords(api_cases, tmp_path_factory, name, data):
+    """A bad keyword value is a PosencError with one line, never another exception; where the CLI
+    has the option and can say the same value, it gives the same line (or also accepts it)."""
+    kw = data.draw(st.sampled_from(api_cases[name].keywords), label="keyword")
+    check_keyword(api_cases, tmp_path_factory, name, kw, data.draw(st.sampled_from(_api_values()),
+                                                                   label="value"))
+
+
+@pytest.mark.parametrize("name, kw, value", [
+    ("ablate", "layers", "x"), ("ablate", "layers", 0), ("ablate", "layers", []),   # TypeError;
+    ("ablate", "device", ""), ("ablate", "device", 0),                             # all layers
+    ("derive", "head_dim", "np.array([2])"), ("bound", "n", "np.array([2])"),      # TypeError
+    ("bound", "reference", "none"),          # the CLI's "none" was an unknown PE in the API
+    ("train", "out", ""), ("reproduce", "out", "")])   # the current folder / the default store
+def test_api_keywords_found_by_the_fuzz_test(api_cases, tmp_path_factory, name, kw, value):
+    """The cases the fuzz test found (each failed before its fix), pinned."""
+    import numpy as np
+    value = np.array([2]) if value == "np.array([2])" else value
+    with training_stubbed(), plan_only():
+        got = api_outcome(api_cases[name].call, **{kw: value})
+    assert got == "ok" if (name, kw) == ("bound", "reference") else got not in ("ok", "reached")
+    check_keyword(api_cases, tmp_path_factory, name, kw, value)
+
+
+def check_keyword(api_cases, tmp_path_factory, name: str, kw: str, value) -> None:
+    """The API's outcome for ``kw=value`` (see :func:`api_outcome`) and, where the CLI can say
+    the value, the same from the CLI."""
+    case = api_cases[name]
+    with training_stubbed(), plan_only():
+        got = api_outcome(case.call, **{kw: value})
+        if kw not in case.options or value is None:
+            return
+        option, kind = case.options[kw]
+        if type(value) is not kind or "\n" in str(value):
+            return  # the command line cannot say this value
+        argv = list(case.argv)
+        if option in argv:
+            del argv[argv.index(option):argv.index(option) + 2]
+        argv += [option, str(value)]
+        if name in ("train", "import_checkpoint"):
+            argv += ["--out", str(tmp_path_factory.mktemp("cli") / "r")]
+        if name == "reproduce":
+            argv += ["--out", str(tmp_path_factory.mktemp("cli") / "s"), "--no-theory"]
+        cli = cli_outcome(argv)
+    assert cli == got, (kw, value, argv)

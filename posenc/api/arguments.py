@@ -32,10 +32,13 @@ def spec(value: Any) -> Any:
 
 
 def path(name: str, value: Any, optional: bool = False) -> Any:
+    """A path (str or os.PathLike), not empty: ``out=""`` would mean the current folder."""
     if value is None and optional:
         return None
     if not isinstance(value, (str, os.PathLike)):
         raise PosencError(f"{name} must be a path (str or os.PathLike); got {value!r}")
+    if not os.fspath(value).strip():
+        raise PosencError(f"{name} is an empty path; name a file or folder")
     return value
 
 

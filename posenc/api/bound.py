@@ -51,20 +51,21 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     or :class:`~posenc.numerics.content.MatrixContent`, ``("seeded", rank, seed)``,
     ``"rank=R,seed=S"`` / ``"FILE.npy"`` (as on the command line) or a square array A.
     ``values``: learned values (T5/table bias, learned absolute table), default a seeded draw.
-    ``reference``: the PE supplying the other coupling ("auto", a spec string, or None).
+    ``reference``: the PE supplying the other coupling ("auto", a spec string, or None or
+    "none" for no reference, as on the command line).
     ``method``: "auto" (dense LAPACK up to n = 512, Lanczos above), "dense" or "lanczos".
     """
-    from ..limits import MAX_LENGTHS, check_int
+    from ..limits import MAX_LENGTHS, check_int, is_index
     from ..numerics.content import as_content
     from ..numerics.summary import bound_table
     from . import arguments as arg
 
     arg.spec(spec)
-    if isinstance(n, (str, bytes)) or not isinstance(n, Sequence) and not hasattr(n, "__index__"):
+    if isinstance(n, (str, bytes)) or not isinstance(n, Sequence) and not is_index(n):
         raise PosencError(f"n must be a positive integer or a list of them; got {n!r}")
     ns = list(n) if isinstance(n, Sequence) else [n]
     for v in ns:
-        if isinstance(v, bool) or not hasattr(v, "__index__") or int(v) < 1:
+        if not is_index(v) or int(v) < 1:
             raise PosencError(f"n must be positive integers (n >= 1); got {v!r}")
     ns = list(dict.fromkeys(int(v) for v in ns))  # each length once, in the order given
     if len(ns) > MAX_LENGTHS:
@@ -81,6 +82,8 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
                               f"array needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB "
                               f"(limit n <= {DENSE_LIMIT})")
     content = as_content(content)
+    if isinstance(reference, str) and reference == "none":
+        reference = None
     return bound_table(
         spec, ns, head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, values=values,
         seed=seed, content=content, reference=reference, method=method)

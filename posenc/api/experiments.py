@@ -144,7 +144,7 @@ def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
     if not isinstance(run, Run):
         run = load_run(arg.path("run (a Run or a run folder)", run))
     run.check_not_diverged("ablate")
-    dev = resolve_device(device or run.config.device)
+    dev = resolve_device(run.config.device if device is None else device)
     run.model.to(dev)
     test = run.data().test
     if examples is not None:

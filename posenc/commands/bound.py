@@ -168,10 +168,9 @@ def run(args: argparse.Namespace) -> int:
     ns = parse_ns(args.n)
     content = parse_content(args.content)
     values = _load_values(args.values)
-    reference = None if args.reference == "none" else args.reference
     report = bound(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
                    d_model=args.d_model, values=values, seed=args.seed, content=content,
-                   reference=reference, method=args.method)
+                   reference=args.reference, method=args.method)
     if args.plot:
         _plot(report, args.plot)
     if args.json:

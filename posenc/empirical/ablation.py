@@ -38,7 +38,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from ..errors import PosencError
-from ..limits import check_int
+from ..limits import check_int, is_index
 from .attention import HeadAblation
 from .model import Transformer
 from .tasks import PAD, TaskData
@@ -130,6 +130,15 @@ def ablated_logits(model: Transformer, tokens: torch.Tensor, layer: int,
     return torch.stack(rows)
 
 
+def _layers(layers: Any, L: int) -> list[int]:
+    """``layers`` as a non-empty list of layer indices in 0..L-1, or one PosencError."""
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or not layers or \
+            not all(is_index(l) and 0 <= int(l) < L for l in layers):
+        raise PosencError(f"layers must be a non-empty list of layer indices in 0..{L - 1}; "
+                          f"got {layers!r}")
+    return [int(l) for l in layers]
+
+
 @torch.inference_mode()
 def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
            batch_size: Optional[int] = None,
@@ -158,9 +167,7 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
     batch_size = check_int("batch_size", batch_size, 1 << 20)
     model.eval()
     L, H = len(model.blocks), model.cfg.n_heads
-    layers = list(range(L)) if layers is None else list(layers)
-    if any(not 0 <= l < L for l in layers):
-        raise PosencError(f"layers must be in 0..{L - 1}; got {layers}")
+    layers = list(range(L)) if layers is None else _layers(layers, L)
     N = len(data)
     names = {_zname(l) for l in range(L)}
     if distances:

@@ -79,6 +79,37 @@ def _expected_keys(pe: str, n_layers: int) -> set[str]:
     return set(top) | {f"layers.{l}.{k}" for l in range(n_layers) for k in per}
 
 
+def _rank(key: str) -> int:
+    """The number of axes of the paper code's tensor ``key``: biases, LayerNorm weights and the
+    inverse frequencies 1, MLA's ``pos_embed`` (1, N, D) 3, every other tensor 2."""
+    if key.endswith((".bias", "norm1.weight", "norm2.weight", "ln_f.weight", "inv_freq")):
+        return 1
+    return 3 if key == "pos_embed" else 2
+
+
+def _check_values(key: str, v: torch.Tensor) -> None:
+    """One tensor of a state_dict: real floating point and finite (integer weights would be
+    imported cast, a model of NaNs "scores 0.0" in ablate with exit 0)."""
+    if v.is_complex():
+        raise PosencError(f"{key} is a complex tensor; the paper code's weights are real "
+                          f"(a complex one would lose its imaginary part)")
+    if not v.is_floating_point():
+        raise PosencError(f"{key} is a {str(v.dtype).removeprefix('torch.')} tensor; the paper "
+                          f"code's weights are floating point")
+    if not bool(torch.isfinite(v).all()):
+        raise PosencError(f"{key} holds non-finite values (NaN or inf): a diverged or "
+                          f"damaged checkpoint")
+
+
+def _check_rank(key: str, v: torch.Tensor) -> None:
+    """The paper code's number of axes and no empty axis (the conversion would fail as an
+    IndexError or a torch error)."""
+    rank = _rank(key)
+    if v.dim() != rank or 0 in v.shape or (key == "pos_embed" and v.shape[0] != 1):
+        want = "(1, N, D)" if key == "pos_embed" else f"{rank} non-empty ax{'is' if rank == 1 else 'es'}"
+        raise PosencError(f"{key} has shape {tuple(v.shape)}; the paper code's has {want}")
+
+
 def _check_buffers(pe: str, sd: dict[str, torch.Tensor], d_model: int, head_dim: int) -> None:
     """The code's fixed tables must have the values its PE computes (else: another PE/size)."""
     def close(key: str, want: torch.Tensor) -> None:
@@ -105,14 +136,9 @@ def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, i
     if not isinstance(sd, dict) or not sd or not all(
             isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
         raise PosencError("the file does not hold a state_dict (a mapping of names to tensors)")
-    for key, v in sd.items():  # a model of NaNs would "score 0.0" in ablate with exit 0
-        if v.is_complex():
-            raise PosencError(f"{key} is a complex tensor; the paper code's weights are real "
-                              f"(a complex one would lose its imaginary part)")
-        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
-            raise PosencError(f"{key} holds non-finite values (NaN or inf): a diverged or "
-                              f"damaged checkpoint")
-    if "embedding.weight" not in sd or sd["embedding.weight"].dim() != 2:
+    for key, v in sd.items():
+        _check_values(key, v)
+    if "embedding.weight" not in sd:
         raise PosencError("the state_dict has no embedding.weight: not a checkpoint of the paper's code")
     layers = sorted({int(m.group(1)) for k in sd if (m := re.match(r"layers\.(\d+)\.", k))})
     n_layers = len(layers)
@@ -125,6 +151,8 @@ def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, i
                           + (f"missing {', '.join(missing[:3])}" if missing else "")
                           + ("; " if missing and extra else "")
                           + (f"unexpected {', '.join(extra[:3])}" if extra else ""))
+    for key, v in sd.items():
+        _check_rank(key, v)
     vocab, D = sd["embedding.weight"].shape
     if pe == "mla":
         head_dim = sd["layers.0.attn.W_KR.weight"].shape[0]
@@ -157,14 +185,19 @@ def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, i
                     out[q + f"mlp.{i}.{t}"] = sd[p + f"ffn.{i}.{t}"]
             continue
         for t in ("weight", "bias"):
-            out[q + f"attn.qkv.{t}"] = torch.cat([sd[p + f"{n}_linear.{t}"] for n in "qkv"])
+            qkv = [sd[p + f"{n}_linear.{t}"] for n in "qkv"]
+            if len({x.shape for x in qkv}) > 1:
+                raise PosencError(f"{p}q/k/v_linear.{t} have the shapes "
+                                  f"{', '.join(str(tuple(x.shape)) for x in qkv)}; the paper "
+                                  f"code's are equal")
+            out[q + f"attn.qkv.{t}"] = torch.cat(qkv)
             out[q + f"attn.out.{t}"] = sd[p + f"out_linear.{t}"]
             for i in (0, 2):
                 out[q + f"mlp.{i}.{t}"] = sd[p + f"ffn.{i}.{t}"]
         if pe == "relative":
             out[q + "attn.bias.weight"] = sd[p + "relative_bias_table"].flip(0).t().contiguous()
     if pe == "mla":
-        out["pos_embed.weight"] = sd["pos_embed"].reshape(sd["pos_embed"].shape[-2:])
+        out["pos_embed.weight"] = sd["pos_embed"][0]
         out["ln_f.weight"], out["ln_f.bias"] = sd["ln_f.weight"], sd["ln_f.bias"]
     elif pe == "random":
         out["pos_embed.weight"] = sd["position_encoding.position_embeddings.weight"]

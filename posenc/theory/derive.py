@@ -28,7 +28,7 @@ import sympy as sp
 
 from ..encodings import Custom, PESpec, parse_spec
 from ..errors import PosencError
-from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS
+from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS, is_index
 from .builders import Build, build
 from .classify import classify_expr, combine
 from .form import Analysis, LogitForm, SpecialCase, Term
@@ -71,7 +71,7 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
     sizes = []
     for name, value, limit in (("head dim", d, dim_limit), ("model dim", D, dim_limit),
                                ("number of heads", n_heads, head_limit)):
-        if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 1:
+        if not is_index(value) or int(value) < 1:
             raise PosencError(f"{name} must be a positive integer; got {value!r}")
         value = int(value)  # numpy integers count (docs/api.md)
         sizes.append(value)
