@@ -233,3 +233,41 @@ def test_a_memory_error_is_one_line(monkeypatch, capsys):
     code = main(["bound", "rope", "--n", "8"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "out of memory" in err and "Traceback" not in err
+
+
+# -- sizes that are allowed but take long: progress on stderr (issue 27 item 5) ------------------
+
+def test_bound_reports_each_stage_of_a_long_length_on_stderr(monkeypatch, capsys):
+    """``bound rope --n 2000000`` ran ~20 minutes without a word; a length from PROGRESS_N on
+    (lowered here from 100,000 to 64) is a line per stage on stderr, the tables stay on stdout,
+    and shorter lengths say nothing."""
+    import posenc
+    from posenc.numerics import summary
+    monkeypatch.setattr(summary, "PROGRESS_N", 64, raising=False)  # (the old code: no such name)
+    assert main(["bound", "rope", "--n", "32,64", "--head-dim", "4", "--heads", "2"]) == 0
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert [line.split(": ", 2)[2] for line in lines] == [
+        "the kernel", "spectrum and bounds of rope", "rope coupled with the content "
+        "(multiplicative)", "alibi (reference) coupled with the content (additive)", "done"]
+    assert all(line.startswith("posenc: bound n=64 [") for line in lines), err
+    assert "posenc:" not in out and "n=32" not in err
+    said: list[str] = []
+    posenc.bound("alibi", 64, head_dim=4, n_heads=2, progress=said.append)
+    assert len(said) == 5 and said[-1].endswith("done")
+    with pytest.raises(PosencError, match="progress must be a callable"):
+        posenc.bound("alibi", 64, progress="yes")
+
+
+def test_train_reports_each_long_epoch_on_stderr_without_a_terminal(monkeypatch, capsys, tmp_path):
+    """``train --samples 1000000`` showed a bar on a terminal only (~30 min per epoch here); off
+    a terminal, an epoch of LONG_EPOCH_EXAMPLES (lowered here to 10) is a line on stderr."""
+    import importlib
+    training = importlib.import_module("posenc.empirical.train")
+    monkeypatch.setattr(training, "LONG_EPOCH_EXAMPLES", 10, raising=False)
+    assert main(["train", "--preset", "smoke", "--samples", "80", "--epochs", "2", "--threads",
+                 "1", "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(" in ")[0] for line in err] == [
+        f"posenc: train distance rope: epoch {e} of at most 2" for e in (1, 2)], err
+    assert all("test_acc" in line for line in err)

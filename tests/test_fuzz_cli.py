@@ -481,7 +481,7 @@ def api_cases(tmp_path_factory):
         "bound": ApiCase(lambda **kw: posenc.bound("alibi", **{"n": 8, "head_dim": 2, "n_heads": 1,
                                                                **kw}),
                          ["n", "head", "n_heads", "head_dim", "d_model", "values", "seed", "content",
-                          "reference", "method"],
+                          "reference", "method", "progress"],
                          ["bound", "alibi", "--n", "8", "--head-dim", "2", "--heads", "1"],
                          {"head": ("--head", int), "n_heads": ("--heads", int),
                           "head_dim": ("--head-dim", int), "d_model": ("--d-model", int),

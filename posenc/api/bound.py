@@ -9,7 +9,7 @@ too, imported on first use so that importing this module loads no numpy);
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
 
@@ -43,7 +43,7 @@ def check_values(values: Any, what: str = "values") -> Any:
 def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
           head_dim: int = 64, d_model: Optional[int] = None, values: Any = None, seed: int = 0,
           content: Any = None, reference: Optional[str] = "auto",
-          method: str = "auto") -> BoundReport:
+          method: str = "auto", progress: Optional[Callable[[str], None]] = None) -> BoundReport:
     """Spectra of ``spec``'s positional matrix at each sequence length ``n``, with bounds.
 
     ``spec``: a spec string (``"alibi"``, ``"rope:base=500000"``) or a :class:`~posenc.PESpec`.
@@ -54,6 +54,8 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     ``reference``: the PE supplying the other coupling ("auto", a spec string, or None or
     "none" for no reference, as on the command line).
     ``method``: "auto" (dense LAPACK up to n = 512, Lanczos above), "dense" or "lanczos".
+    ``progress``: a callable that receives one line per stage of each length n >= 100,000
+    (minutes of work at n = 10^6; ``posenc bound`` prints them on stderr), or None.
     """
     from ..limits import MAX_LENGTHS, check_int, is_index
     from ..numerics.content import as_content
@@ -82,8 +84,10 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
                               f"array needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB "
                               f"(limit n <= {DENSE_LIMIT})")
     content = as_content(content)
+    if progress is not None and not callable(progress):
+        raise PosencError(f"progress must be a callable taking one string, or None; got {progress!r}")
     if isinstance(reference, str) and reference == "none":
         reference = None
     return bound_table(
         spec, ns, head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, values=values,
-        seed=seed, content=content, reference=reference, method=method)
+        seed=seed, content=content, reference=reference, method=method, progress=progress)

@@ -157,6 +157,12 @@ def _plot(report: BoundReport, path: str) -> None:
         plt.close(fig)
 
 
+def _progress(line: str) -> None:
+    """A stage of a long length (n >= 100,000), on stderr: the tables and JSON stay on stdout."""
+    import sys
+    print(f"posenc: {line}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..api.bound import bound
     from ..atomic import check_figure_path
@@ -170,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     values = _load_values(args.values)
     report = bound(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
                    d_model=args.d_model, values=values, seed=args.seed, content=content,
-                   reference=args.reference, method=args.method)
+                   reference=args.reference, method=args.method, progress=_progress)
     if args.plot:
         _plot(report, args.plot)
     if args.json:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,8 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
           dynamics: Optional["DynamicsConfig"] = None) -> RunResult:
     """Train (or resume, or skip a finished) run into ``out_dir`` (default ``runs/<run_id>``).
 
-    ``progress``: show a tqdm bar (None: only on a TTY).  ``resume=False``
+    ``progress``: show a tqdm bar (None: only on a TTY; elsewhere a line per epoch on stderr
+    when the training split has :data:`LONG_EPOCH_EXAMPLES` examples or more).  ``resume=False``
     starts over even if the folder holds a finished or partial run of the same
     config.  ``on_step(step, loss)`` is called after every optimiser step.
     ``dynamics``: a :class:`~posenc.empirical.dynamics.DynamicsConfig` records positional
@@ -209,6 +211,18 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
         return _train(config, out, progress, resume, on_step, dynamics)
     finally:
         torch.set_num_threads(threads)
+
+
+#: Training splits from which an epoch takes minutes (~3 ms per example on one CPU thread at
+#: the quick sizes; docs/reliability.md): where no progress bar shows (stderr is not a
+#: terminal), each epoch is then a line on stderr.
+LONG_EPOCH_EXAMPLES = 100_000
+
+
+def _epoch_line(config: TrainConfig, record: dict[str, Any], seconds: float) -> str:
+    accs = ", ".join(f"{k} {record[k]:.4f}" for k in ("val_acc", "test_acc") if k in record)
+    return (f"posenc: train {config.task.name} {config.model.pe}: epoch {record['epoch']} of at "
+            f"most {config.epochs} in {seconds:,.0f} s" + (f" ({accs})" if accs else ""))
 
 
 def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: bool,
@@ -330,6 +344,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                                "config": config.to_dict()}, out / CHECKPOINT)
             write_metrics(out, metrics)
             epoch_seconds.append(time.perf_counter() - t0)
+            if bar.disable and progress is None and n >= LONG_EPOCH_EXAMPLES:
+                print(_epoch_line(config, metrics[-1], epoch_seconds[-1]), file=sys.stderr,
+                      flush=True)
             if diverged_step is not None:
                 break
             bar.set_postfix({k: f"{metrics[-1][k]:.3f}" for k in ("test_acc", "val_acc")

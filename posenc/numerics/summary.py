@@ -19,7 +19,8 @@ as typed rows (each :class:`~.bound_rows.BoundRow` says what it measures);
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -38,6 +39,25 @@ from .spectra import AUTO_DENSE, spectrum
 #: Relative slack when checking exact <= bound: Lanczos / LAPACK values carry rounding of
 #: order n * eps * ||M|| (< 1e-10 relative for n <= 1e5 in float64); 1e-8 leaves margin.
 HOLDS_RTOL = 1e-8
+
+
+#: Lengths from which :func:`bound_table` reports its stages to ``progress``: half a minute of
+#: work per length and more (``bound rope``: 28 s at n = 100,000, 48 s at 200,000, ~10 min at
+#: 10^6 on a loaded 2-core machine; docs/reliability.md).
+PROGRESS_N = 100_000
+
+
+class _Stages:
+    """``progress`` lines for one length n >= :data:`PROGRESS_N`: the stage that starts and the
+    seconds since the length began (nothing below it, or without ``progress``)."""
+
+    def __init__(self, progress: Optional[Callable[[str], None]], n: int) -> None:
+        self.say = progress if progress is not None and n >= PROGRESS_N else None
+        self.n, self.t0 = n, time.perf_counter()
+
+    def __call__(self, what: str) -> None:
+        if self.say is not None:
+            self.say(f"bound n={self.n:,} [{time.perf_counter() - self.t0:.0f} s]: {what}")
 
 
 #: How each measure is written in a row's ``quantity`` (X: the matrix's symbol).
@@ -118,7 +138,10 @@ def bound_report(spec: PESpec | str, ns: list[int], **kwargs: Any) -> dict[str, 
 def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: int = 8,
                 head_dim: int = 64, d_model: int | None = None, values: Any = None,
                 seed: int = 0, content: Any = None, reference: str | None = "auto",
-                method: str = "auto") -> BoundReport:
+                method: str = "auto",
+                progress: Optional[Callable[[str], None]] = None) -> BoundReport:
+    """The report of ``posenc bound`` (see the module doc); ``progress`` receives a line per
+    stage of each length n >= :data:`PROGRESS_N` (the command prints them on stderr)."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
     if not ns:
         raise PosencError("give at least one sequence length n")
@@ -137,25 +160,30 @@ def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: in
     growth: list[GrowthRow] = []
     meta: dict[str, Any] = {}
     for n in ns:
+        stage = _Stages(progress, n)
+        stage("the kernel")
         kern = kernel(spec, n, values=values, **kw)
         meta = kern.metadata()
         parts = kern.parts if kern.kind == "hybrid" else {kern.coupling: kern}
         g: dict[str, Any] = {"n": n}
         for label, part in parts.items():
-            r, gr = _matrix_rows(n, f"{spec.name} {label}" if kern.kind == "hybrid" else spec.name,
-                                 part, method)
+            name = f"{spec.name} {label}" if kern.kind == "hybrid" else spec.name
+            stage(f"spectrum and bounds of {name}")
+            r, gr = _matrix_rows(n, name, part, method)
             rows += r
             g.setdefault("norm", gr["norm"])
             g.setdefault("symbol_sup", gr["symbol_sup"])
         a = section(n)
         couplings = _couplings(spec, kern, n, reference, values, kw)
         for label, part, mode in couplings:
+            stage(f"{label} coupled with the content ({mode})")
             c = couple(a, part, mode, method)
             rows += _coupled_rows(n, label, c)
             key = {"multiplicative": "ratio_multiplicative", "additive": "ratio_additive",
                    "none": "ratio_additive", "hybrid": "ratio_hybrid"}[mode]
             g[key] = c.ratio
         growth.append(GrowthRow(**g))
+        stage("done")
     return BoundReport(spec.to_string(), meta, content.label(), tuple(rows), tuple(growth))
 
 
