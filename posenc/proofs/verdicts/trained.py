@@ -5,8 +5,9 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
 (its calibration runs, seeds 1000+, or any store) when
 
 (a) **plateau**: every run of a PE that learned its task (:meth:`~.empirical.Runs.learned`)
-    stopped because its validation accuracy stopped improving -- its early stop fired before the
-    maximum number of epochs -- rather than at the maximum, where it may still be learning;
+    reached its validation plateau -- its stopping rule fired (``patience`` evaluations without
+    a better validation accuracy, or a perfect one), before the maximum number of epochs or at
+    it -- rather than running out of epochs while still improving;
 (b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE` and no PE's mean
     is at the ceiling (>= :data:`~.verdict.CEILING`, where an accuracy cannot show a lead);
 (c) **count**: the best PE's mean test accuracy is >= :data:`BEST_COUNT`.
@@ -48,11 +49,22 @@ def _stop(result: Any) -> Optional[dict[str, Any]]:
     return stop if isinstance(stop, dict) else None
 
 
+def plateaued(stop: dict[str, Any]) -> bool:
+    """Whether a run's stopping rule fired (:func:`posenc.empirical.train.should_stop` on its
+    validation history), read from its ``early_stopping`` summary: its best validation accuracy
+    is perfect, or ``patience`` evaluations followed the kept one.  True also for a run whose
+    plateau came exactly at the maximum epoch, which ``stopped_early`` (the rule fired *before*
+    the maximum) leaves out."""
+    best, stopped = int(stop["best_epoch"]), int(stop["stopped_epoch"])
+    return float(stop["best_val_acc"]) >= 1.0 or stopped - best >= int(stop["patience"])
+
+
 def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(task, role) -> {runs, early (runs whose early stop fired), at_max (seeds that reached the
-    maximum without it), diverged (seeds whose training stopped at a non-finite loss), stopped
-    (epochs trained per seed), best (epoch of the kept weights per seed), max_epochs}; runs
-    without early stopping count in ``runs`` and ``diverged`` only (``early`` None)."""
+    """(task, role) -> {runs, early (runs whose early stop fired before the maximum), at_max
+    (seeds that reached the maximum without reaching their plateau: :func:`plateaued`), diverged
+    (seeds whose training stopped at a non-finite loss), stopped (epochs trained per seed), best
+    (epoch of the kept weights per seed), max_epochs}; runs without early stopping count in
+    ``runs`` and ``diverged`` only (``early`` None)."""
     table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"runs": 0, "early": 0, "at_max": [], "diverged": [], "stopped": [], "best": [],
                  "max_epochs": set()})
@@ -67,7 +79,7 @@ def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, An
             continue
         if row["early"] is not None:
             row["early"] += bool(stop.get("stopped_early"))
-        if not stop.get("stopped_early") and not r.summary.get("diverged"):
+        if not plateaued(stop) and not r.summary.get("diverged"):
             row["at_max"].append(r.seed)
         row["stopped"].append(int(stop["stopped_epoch"]))
         row["best"].append(int(stop["best_epoch"]))
@@ -92,8 +104,8 @@ def _mean_acc(runs: Runs, task: str, role: str) -> float:
 
 
 def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criterion:
-    rule = "every run of a PE that learned its task stopped early (validation plateau) " \
-           "before the maximum epochs"
+    rule = "every run of a PE that learned its task reached its validation plateau (its " \
+           "stopping rule fired) rather than running out of epochs"
     learned = [k for k in stops if runs.learned(*k)]
     unknown = [k for k in learned if stops[k]["early"] is None]
     if not learned or unknown:

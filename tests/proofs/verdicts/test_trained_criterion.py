@@ -38,10 +38,21 @@ def test_every_part_met():
 
 
 def test_a_learned_pe_at_the_maximum_fails_the_plateau_part():
-    stops = {("count", "rope"): [(6, 4, 20), (20, 20, 20), (20, 18, 20)]}
+    stops = {("count", "rope"): [(6, 4, 20), (20, 20, 20), (20, 19, 20)]}
     crit = by_name(runs(GOOD, stops))["(a) plateau"]
     assert crit.met is False
     assert crit.measured.endswith("at the maximum: rope (count) seeds 1, 2")
+
+
+def test_a_plateau_reached_exactly_at_the_maximum_is_a_plateau():
+    """The stopping rule fired at the last epoch: patience epochs after the kept one, or a
+    perfect validation accuracy -- the run finished learning, it did not run out of epochs."""
+    stops = {("count", "rope"): [(6, 4, 20), (20, 17, 20, 3), (20, 20, 20, 3, 1.0)]}
+    results = runs(GOOD, stops)
+    crit = by_name(results)["(a) plateau"]
+    assert crit.met is True and "at the maximum" not in crit.measured
+    row = stopping_table(results)[("count", "rope")]
+    assert row["at_max"] == [] and row["early"] == 1
 
 
 def test_a_pe_that_did_not_learn_may_run_to_the_maximum():
