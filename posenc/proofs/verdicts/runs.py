@@ -62,7 +62,7 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
     ``missing_note``); with none left the part is inconclusive with ``missing_note``, and with
     no shared seed at all it names the missing runs ("no ``runs_word`` for ...").
     ``ceiling(seeds)``: whether the part is at the ceiling on the judged seeds (its verdict is
-    then ``ceiling``)."""
+    then ``ceiling``; never on one seed: like any verdict, a ceiling needs at least two)."""
     cross = configs is not None
     configs = list(configs) if cross else [(task, r) for r in roles]
     seeds = runs.common_seeds(configs)
@@ -84,7 +84,7 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
            "seeds": [s for s, _ in values], **where}
     if undefined:
         out["note"] = f"{undefined_note or missing_note} on seed(s) {undefined}"
-    if ceiling is not None and ceiling([s for s, _ in values]):
+    if ceiling is not None and len(values) >= 2 and ceiling([s for s, _ in values]):
         out["verdict"], out["note"] = "ceiling", ("both sides of the ordering (the PE and the "
                                                   "best it is compared with) average >= 98%")
     return out

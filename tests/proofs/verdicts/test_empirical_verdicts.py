@@ -147,3 +147,11 @@ def test_the_ceiling_is_judged_on_the_two_sides_of_the_ordering():
     accs = {(D, "rope"): [1.0, 1.0, 1.0], (D, "absolute"): [0.99, 0.5, 0.99],
             (D, "relative"): [0.5, 0.99, 0.5], (D, "nope"): [0.1] * 3, (D, "alibi"): [0.1] * 3}
     assert next(v for v in evaluate(sweep(accs)) if v.claim == "E10").verdict == "ceiling"
+
+
+def test_one_seed_is_never_a_ceiling_verdict():
+    """Like every verdict, ``ceiling`` needs two seeds: one run at 100% vs 99% is one run, and a
+    replication of one such run must not count as a decided claim."""
+    v = e10([1.0], [0.99])
+    assert v.verdict == "inconclusive" and v.parts[0]["n"] == 1
+    assert e10([1.0, 1.0], [0.99, 0.99]).verdict == "ceiling"
