@@ -191,6 +191,8 @@ def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float
              "| phase | runs | seconds | per run |", "|---|---|---|---|"]
     for phase in PHASES:
         vals = [r[f"{phase}_seconds"] for r in rows if r[f"{phase}_seconds"] != ""]
+        if phase == "dynamics":  # a run that records none has 0 s of it: not a run of the phase
+            vals = [v for v in vals if v > 0]
         per = f"{sum(vals) / len(vals):.1f}" if vals else "-"
         lines.append(f"| {phase} | {len(vals)} | {sum(vals):.1f} | {per} |")
     lines.append(f"| report (this folder) | - | {report_seconds:.1f} | - |")

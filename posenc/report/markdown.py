@@ -262,10 +262,22 @@ def _spectra(inp: ReportInputs) -> list[str]:
     return lines
 
 
+def _epochs(results: list[Any]) -> str:
+    """The epochs the runs trained: a fixed count, or under early stopping the maximum and the
+    span actually trained (one run's count is not the preset's)."""
+    trained = sorted({int(r.summary["epochs"]) for r in results})
+    stops = [r.summary.get("early_stopping") for r in results]
+    if not stops or not all(isinstance(s, dict) for s in stops):
+        return f"{_span(trained)} epochs"
+    return (f"early stopping (patience {_span(sorted({int(s['patience']) for s in stops}))}) "
+            f"at most {_span(sorted({int(s['max_epochs']) for s in stops}))} epochs, "
+            f"{_span(trained)} trained")
+
+
 def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
     return ["", SECTIONS[11], "",
             f"- preset `{inp.preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
-            f"{first['n_params']} parameters ({first['pe']}), {first['epochs']} epochs, "
+            f"{first['n_params']} parameters ({first['pe']}), {_epochs(inp.results)}, "
             f"{first['n_test']} test examples per run;",
             "- ablation: zero mode at `hook_z`, on the first test examples of each run;",
             "- per-run timings: `runs.csv`, and the wall time per phase (training, ablation, "

@@ -208,3 +208,30 @@ def test_report_refuses_a_result_of_another_role_in_one_line(tmp_path, small_ref
     assert "role" in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert (store / "report" / "report.md").read_bytes() == before
+
+
+def test_timings_count_the_dynamics_phase_over_the_runs_that_record_it(tmp_path):
+    """Runs that record no dynamics store 0 s of it; the per-run figure is over the 2 recording
+    runs (40 s each), not over all 10 (it read 8.0)."""
+    from posenc.report.build import _write_timings
+    rows = [{"training_seconds": 10.0, "dynamics_seconds": 40.0 if i < 2 else 0.0,
+             "ablation_seconds": 1.0, "probe_seconds": ""} for i in range(10)]
+    _write_timings(tmp_path / "t.md", rows, 2.0)
+    text = (tmp_path / "t.md").read_text()
+    assert "| dynamics | 2 | 80.0 | 40.0 |" in text
+    assert "| training | 10 | 100.0 | 10.0 |" in text and "| probe | 0 | 0.0 | - |" in text
+
+
+def test_the_setup_line_gives_the_epoch_maximum_and_span_not_one_runs_count():
+    from synthetic_runs import result
+
+    from posenc.empirical.experiment_result import ExperimentResult
+    from posenc.report.markdown import _epochs
+
+    def run(seed, stop):
+        data = result("distance", "rope", seed, 0.9, stop=stop)
+        data["summary"]["epochs"] = stop[0] if stop else 8
+        return ExperimentResult.from_stored(data)
+    stopped = [run(0, (7, 5, 60, 2)), run(1, (19, 17, 60, 2)), run(2, (60, 60, 60, 2))]
+    assert _epochs(stopped) == "early stopping (patience 2) at most 60 epochs, 7-60 trained"
+    assert _epochs([run(0, None), run(1, None)]) == "8 epochs"
