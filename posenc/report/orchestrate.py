@@ -69,12 +69,15 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     elif replicate_first_seed is not None:
         raise PosencError("--replicate-first-seed goes with --replicate")
     plan.jobs(device=device)  # validates every config before anything is written
-    store = RunStore(out or f"posenc-out/{preset}" + ("-paper-code" if plan.in_paper_code else ""))
+    root = Path(out or f"posenc-out/{preset}" + ("-paper-code" if plan.in_paper_code else ""))
+    replica_dir = None if replica_plan is None else replica_root(root)
+    store = RunStore(root)
     check_store_mode(store, plan.mode)
     replica = None
     if replica_plan is not None:
-        replica = RunStore(replica_root(store.root))
+        replica = RunStore(replica_dir)
         check_store_mode(replica, plan.mode)
+        check_disjoint_stores(store, plan, replica, replica_plan)
     failed: dict[str, str] = {}
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
@@ -128,10 +131,34 @@ def replica_of(plan: Any, first_seed: Optional[int] = None) -> Any:
     return out
 
 
-def replica_root(root: Path) -> Path:
-    """The replication's store beside the first one: ``ROOT-replicate``."""
-    root = Path(root)
+def replica_root(root: str | Path) -> Path:
+    """The replication's store beside the first one: ``ROOT-replicate`` (of the absolute path:
+    ``--out .`` puts it beside the current folder); a root without a name (``/``) is refused."""
+    root = Path(root).resolve()
+    if not root.name:
+        raise PosencError(f"--replicate needs a store folder with a name beside which its "
+                          f"replication can go; got {str(root)!r}")
     return root.with_name(root.name + "-replicate")
+
+
+def _seeds_in(store: Any) -> set[int]:
+    """The seeds of every experiment run a store holds (finished or not)."""
+    return {int(rec.config["train"]["seed"]) for rec in store.records()
+            if rec.kind == "experiment" and "train" in rec.config}
+
+
+def check_disjoint_stores(store: Any, plan: Any, replica: Any, replica_plan: Any) -> None:
+    """Before anything trains: the replication's seeds (planned and already stored) share none
+    with the first store's (planned and already stored -- an earlier ``--until-decided`` or
+    ``--seeds`` may have added seeds past the plan)."""
+    def planned(p: Any) -> set[int]:
+        return {e.train.seed for e in p.experiments()}
+    first, second = planned(plan) | _seeds_in(store), planned(replica_plan) | _seeds_in(replica)
+    shared = sorted(first & second)
+    if shared:
+        raise PosencError(f"the replication {replica.root} would share seeds {shared[:10]}"
+                          f"{' ...' if len(shared) > 10 else ''} with {store.root}: a replication "
+                          "needs a disjoint seed set (--replicate-first-seed)")
 
 
 def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, threads: int = 1,

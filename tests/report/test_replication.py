@@ -89,3 +89,38 @@ def test_bad_replicate_input_is_one_line(tmp_path, args, fragment):
     proc = posenc("reproduce", *SMALL, *args, "--out", str(tmp_path / "s"), timeout=120)
     assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "s").exists()
+
+
+def test_the_replica_store_lies_beside_the_absolute_store_path(tmp_path, monkeypatch):
+    """``--out .`` put the replica at '.-replicate' (``--out ..`` at '..-replicate' in the current
+    folder) and ``--out /`` raised a raw ValueError: the path is resolved first, a root without a
+    name is one line."""
+    from posenc.errors import PosencError
+    from posenc.report.orchestrate import replica_root
+    monkeypatch.chdir(tmp_path)
+    assert replica_root(".") == tmp_path.parent / f"{tmp_path.name}-replicate"
+    assert replica_root("..") == tmp_path.parent.parent / f"{tmp_path.parent.name}-replicate"
+    assert replica_root("store") == tmp_path / "store-replicate"
+    with pytest.raises(PosencError, match="needs a store folder with a name"):
+        replica_root("/")
+    proc = posenc("reproduce", *SMALL, "--replicate", "--out", "/", timeout=120)
+    assert proc.returncode == 2 and "needs a store folder with a name" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_replica_sharing_a_seed_already_in_the_first_store_is_refused_before_training(tmp_path):
+    """The overlap check read the plans only: seeds an earlier sweep stored past the plan (here
+    seed 8, beside the plan's 0-1) let a replica on seeds 8-9 train in full and fail at the
+    report.  Now it is one line before any run, and the replica store holds no run."""
+    from posenc.empirical.reproduction import ReproductionPlan
+    from posenc.empirical.store import RunStore
+    store = RunStore(tmp_path / "s")
+    exp = ReproductionPlan.for_command("smoke", 1, roles=["nope"], tasks=["distance"]).experiments()[0]
+    exp = exp.replace(train=exp.train.replace(seed=8))
+    store.add(exp.to_dict(), "experiment", "distance/nope/s8")
+    proc = posenc("reproduce", *SMALL, "--replicate", "--replicate-first-seed", "8",
+                  "--out", str(tmp_path / "s"), timeout=120)
+    assert proc.returncode == 2 and "share seeds [8]" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not any((tmp_path / "s-replicate" / "runs").glob("*/result.json"))
+    assert not any((tmp_path / "s" / "runs").glob("*/result.json"))
