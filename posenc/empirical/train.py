@@ -320,7 +320,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                             "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
                             "train_acc": correct / n})
             if diverged_step is not None:  # the epoch's sums are partial: say so with NaN
-                metrics[-1].update(step=diverged_step, train_loss=math.nan,
+                metrics[-1].update(step=diverged_step, train_loss=math.nan, train_acc=math.nan,
                                    diverged_step=diverged_step)
             if val_data is None:  # without early stopping every epoch's model is a final one
                 test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
