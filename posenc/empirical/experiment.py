@@ -158,8 +158,9 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
     from .trace import read_trace, summarize_trace
     trace = read_trace(folder, cfg.run_id())
-    if trace is not None:
-        out["trace"] = summarize_trace(*trace)
+    if trace is not None:  # under early stopping: up to the kept epoch (summarize_trace)
+        kept = None if res.early_stopping is None else int(res.early_stopping["best_epoch"])
+        out["trace"] = summarize_trace(*trace, kept_epoch=kept)
     if dyn is not None and not broken:
         from .dynamics_summary import summarize
         header, records = read_dynamics_file(Path(folder))

@@ -190,12 +190,21 @@ def steps_to_fraction(accs: list[float], w: int, fraction: float = 0.9) -> Optio
     return (first + 1) / len(accs)
 
 
-def summarize_trace(header: dict[str, Any], epochs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_trace(header: dict[str, Any], epochs: list[dict[str, Any]],
+                    kept_epoch: Optional[int] = None) -> dict[str, Any]:
     """The run's trace statistics (JSON): ``grad_norm_cv``, ``spikes``/``spike_rate``,
     ``steps_to_90`` (share of training), and for a learned relative table ``tables``: the mean
     over layers of the head-centred RMS at the initialisation and after each epoch, and
-    ``log_attenuation`` = log(final / initial) of it (< 0: the table shrank toward zero)."""
+    ``log_attenuation`` = log(final / initial) of it (< 0: the table shrank toward zero).
+
+    ``kept_epoch`` (early stopping: the epoch whose weights the run kept): the statistics are
+    over the training up to that epoch's end, the training that made the kept model.  The
+    epochs after it (the patience tail) differ by PE -- a run whose validation accuracy reaches
+    1.0 stops at once, another trains ``patience`` more epochs -- and would make the runs'
+    statistics cover different phases of training."""
     import math
+    if kept_epoch is not None:
+        epochs = [e for e in epochs if e["epoch"] <= kept_epoch]
     loss = [x for e in epochs for x in e["loss"]]
     norms = [x for e in epochs for x in e["grad_norm"]]
     accs = [x for e in epochs for x in e["acc"]]

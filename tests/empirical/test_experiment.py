@@ -126,3 +126,15 @@ def test_worker_trains_ablates_and_probes_on_cuda(tmp_path):
     res = experiment_worker(exp.to_dict(), str(tmp_path / "run"), 1)
     assert res["probe"] is not None and res["dynamics"]["complete"]
     assert len(res["ablation"]["zero"]["layers"]) == exp.train.model.n_layers
+
+
+def test_worker_trace_statistics_cover_the_training_up_to_the_kept_epoch(tmp_path):
+    """A learning rate too small to change the validation accuracy keeps epoch 1 (the earliest of
+    ties) and stops at epoch 3: the trace statistics are over epoch 1's steps, not the tail's."""
+    exp = ExperimentConfig(train=small("relative_bias:mode=table", lr=1e-12, epochs=6, patience=2),
+                           ablation_examples=50, probe=False, tags={"role": "relative"})
+    res = experiment_worker(exp.to_dict(), str(tmp_path / "run"), 1)
+    stop = res["summary"]["early_stopping"]
+    assert (stop["best_epoch"], stop["stopped_epoch"]) == (1, 3)
+    assert res["trace"]["steps"] == stop["best_step"] < stop["stopped_step"]
+    assert len(res["trace"]["tables"]["centred_rms"]) == 2  # the initialisation and epoch 1

@@ -199,3 +199,24 @@ def test_old_runs_without_a_trace_and_traces_of_another_run(tmp_path):
     (tmp_path / "new" / TRACE).write_text(json.dumps({"kind": "other"}) + "\n")
     with pytest.raises(PosencError, match="not a posenc training trace"):
         read_trace(tmp_path / "new", cfg.run_id())
+
+
+def test_statistics_stop_at_the_kept_epoch():
+    """Under early stopping the statistics cover the training that made the kept model: a run
+    that stops at once on a perfect validation accuracy and one that trains ``patience`` more
+    epochs are then measured over the same phase.  Epoch 3 (the tail) holds a spike and a
+    shrunken table; cut at the kept epoch 2 neither counts."""
+    header = {"initial_tables": {"table_centred_rms": [1.0, 1.0]}}
+    quiet = [1.0] * 20
+    epochs = [{"epoch": e, "loss": quiet if e < 3 else quiet[:10] + [50.0] + quiet[:9],
+               "grad_norm": [1.0, 1.1] * 10, "acc": [0.5] * 20,
+               "tables": {"table_centred_rms": [2.0 * e, 2.0 * e] if e < 3 else [0.5, 0.5]}}
+              for e in (1, 2, 3)]
+    whole = summarize_trace(header, epochs)
+    kept = summarize_trace(header, epochs, kept_epoch=2)
+    assert whole["steps"] == 60 and whole["spikes"] == 1
+    assert whole["tables"]["log_attenuation"] == pytest.approx(math.log(0.5))
+    assert kept["steps"] == 40 and kept["spikes"] == 0
+    assert kept["tables"]["centred_rms"] == [1.0, 2.0, 4.0]
+    assert kept["tables"]["log_attenuation"] == pytest.approx(math.log(4.0))
+    assert summarize_trace(header, epochs, kept_epoch=3) == whole
