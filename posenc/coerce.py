@@ -5,7 +5,7 @@
 or raises a one-line
 :class:`~posenc.errors.PosencError` ``"{label} must be {kind}; got {value!r}"``.
 
-Types: ``bool``, ``int``, ``float``, ``str``, :class:`~posenc.expression.Expr`,
+Types: ``bool``, ``int``, ``float``, ``str``, :class:`~posenc.encodings.expression.Expr`,
 ``tuple[float, ...]`` (any length) and ``tuple[float, float]`` (fixed length),
 ``Optional[X]`` and ``X | None`` (``None``, or ``"none"`` in text mode, gives
 ``None``), and nested dataclasses (returned unchanged: their own builder
@@ -27,7 +27,7 @@ import typing
 from typing import Any
 
 from .errors import PosencError
-from .expression import Expr
+from .encodings.expression import Expr
 from .limits import parse_int
 
 

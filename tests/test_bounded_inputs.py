@@ -18,7 +18,7 @@ from posenc import limits
 from posenc.cli import main
 from posenc.errors import PosencError
 from posenc.numerics.summary import bound_report, memory_estimate
-from posenc.spec_parsing import parse_spec
+from posenc.encodings.spec_parsing import parse_spec
 
 #: A refused call may import modules (sympy: ~35 MiB on first import) and parse; nothing of the
 #: refused size (the smallest refused request here would need > 1 GiB).

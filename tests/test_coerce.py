@@ -15,7 +15,7 @@ from posenc.coerce import coerce, field_hints, is_int, is_number
 from posenc.empirical import config as C
 from posenc.encodings import REGISTRY, PESpec, _format_value
 from posenc.errors import PosencError
-from posenc.expression import Expr
+from posenc.encodings.expression import Expr
 
 CONFIGS = [C.TaskConfig, C.ModelConfig, C.TrainConfig]
 SPECS = [cls for name, cls in REGISTRY.items() if name != "custom"]

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from posenc.cli import main
 from posenc.errors import PosencError
-from posenc.expression import MAX_EXPONENT, Expr
+from posenc.encodings.expression import MAX_EXPONENT, Expr
 from posenc.numerics.kernels import evaluate_kernel
 
 REFUSED = [

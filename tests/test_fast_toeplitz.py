@@ -1,7 +1,7 @@
 """The fast path merges the rows of short examples (posenc.empirical.fast.merges_rows) only for
 PEs whose attention sees positions through i - j.  That requirement is checked here from the
 NUMERIC layer's kernel (posenc.numerics.kernels), independently of the declaration
-(posenc.parts.NOT_TOEPLITZ) the fast path reads: for every catalogue entry the fast path would
+(posenc.encodings.parts.NOT_TOEPLITZ) the fast path reads: for every catalogue entry the fast path would
 merge, every part that acts inside the attention (bias, rotary, MLA) has a positional matrix that
 is constant along its diagonals, for every head.  Absolute parts are added to the input before
 packing, by each token's own column, so they never constrain a merge.  The mutation tests show
@@ -15,11 +15,11 @@ import types
 import numpy as np
 import pytest
 
-from posenc import parts
+from posenc.encodings import parts
 from posenc.empirical import fast
 from posenc.encodings import all_entries, parse_spec
 from posenc.numerics import kernels
-from posenc.parts import structure
+from posenc.encodings.parts import structure
 
 ENTRIES = list(all_entries())
 N, HEADS, HEAD_DIM = 9, 4, 8

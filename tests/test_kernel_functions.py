@@ -1,5 +1,5 @@
 """Every layer's table of kernel-expression functions has exactly the names of
-posenc.expression.FUNCTIONS, and the functions agree on sample arguments (each layer writes its
+posenc.encodings.expression.FUNCTIONS, and the functions agree on sample arguments (each layer writes its
 own table: a missing or extra name would make a custom kernel parse and then fail, or differ,
 in one layer only)."""
 
@@ -13,7 +13,7 @@ import sympy as sp
 import torch
 
 from posenc.empirical.pe.bias import TORCH_FUNCTIONS
-from posenc.expression import FUNCTIONS
+from posenc.encodings.expression import FUNCTIONS
 from posenc.numerics.kernels import NUMPY_FUNCTIONS
 from posenc.theory.builders import SYMPY_FUNCTIONS
 

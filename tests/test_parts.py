@@ -1,4 +1,4 @@
-"""The catalogue's structural split (posenc.parts) and its conventions, held against every layer.
+"""The catalogue's structural split (posenc.encodings.parts) and its conventions, held against every layer.
 
 Each layer keeps its own table {part kind: formula}; these tests check that every kind the
 catalogue declares has a formula in every layer, that an unknown kind is an error in every layer
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from posenc import parts as P
+from posenc.encodings import parts as P
+from posenc.encodings.registry import kinds as part_kinds
 from posenc.encodings import PRESETS, REGISTRY, ALiBi, Custom, PESpec, RelativeBias
 from posenc.errors import PosencError
 from posenc.empirical.pe import bias as ebias
@@ -51,7 +52,7 @@ def test_every_declared_kind_has_a_formula_in_every_layer():
               | {"sinusoidal", "learned"})
     empirical = (set(eplan.BIAS_MODULES) | set(eplan.ROTARY_MODULES) | set(eplan.MLA_KINDS)
                  | {"sinusoidal", "learned"})
-    kinds = P.kinds()
+    kinds = part_kinds()
     assert {"alibi", "t5", "table", "kernel", "rope", "frequencies", "mla", "sinusoidal",
             "learned", "xpos", "kerple_log", "mla_paper_code"} <= set(kinds)
     assert set(nk.PART_KERNELS) == set(kinds)

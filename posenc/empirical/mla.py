@@ -31,7 +31,7 @@ from ..encodings import MLA
 from .attention import AttentionBase, HeadAblation
 from .hooks import run_hook
 from .kernel import ScoreMask
-from ..parts import structure
+from ..encodings.parts import structure
 from .pe.rotary import MLA_MODULES
 
 

@@ -3,7 +3,7 @@
 Modules by purpose: :mod:`.base` (``PESpec``, validation, ``NoPE``), :mod:`.additive`
 (absolute embeddings and attention biases), :mod:`.rotary` (RoPE, MLA, xPos),
 :mod:`.composite` (hybrid, custom), :mod:`.registry` (``REGISTRY``, ``PRESETS``); parsing
-is :mod:`posenc.spec_parsing`.  Every public name is importable from ``posenc.encodings``.
+is :mod:`posenc.encodings.spec_parsing`.  Every public name is importable from ``posenc.encodings``.
 
 One frozen dataclass per PE family holds that family's parameters with their
 documented defaults; every convention that silently differs between code bases
@@ -64,5 +64,4 @@ from .base import FAMILIES, NoPE, PESpec, _format_value  # noqa: F401
 from .composite import Custom, Hybrid  # noqa: F401
 from .registry import OLD_PRESET_NAMES, PRESETS, PRESETS_VERSION, REGISTRY  # noqa: F401
 from .rotary import MLA, RoPE, XPos  # noqa: F401
-
-from ..spec_parsing import all_entries, derivable_entries, parse_spec, spec_from_dict  # noqa: E402,F401,I001
+from .spec_parsing import all_entries, derivable_entries, parse_spec, spec_from_dict  # noqa: F401

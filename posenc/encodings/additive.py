@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..limits import MAX_BUCKETS, MAX_SEQ_LEN
-from ..parts import BUCKET_RULES, DIRECTIONS, SINUSOIDAL_LAYOUTS, SLOPE_SCHEDULES, Part
+from .parts import BUCKET_RULES, DIRECTIONS, SINUSOIDAL_LAYOUTS, SLOPE_SCHEDULES, Part
 from .base import PESpec, _check, _choice, _positive, _positive_int
 
 @dataclass(frozen=True)

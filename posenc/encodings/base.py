@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 from ..coerce import is_int, is_number
 from ..errors import PosencError
-from ..expression import Expr
-from ..parts import NOT_TOEPLITZ, Part
+from .expression import Expr
+from .parts import NOT_TOEPLITZ, Part
 
 FAMILIES = ("none", "additive-input", "additive-bias", "multiplicative", "hybrid")
 
@@ -50,13 +50,13 @@ class PESpec:
         raise NotImplementedError
 
     def parts(self) -> tuple[Part, ...]:
-        """The structural split of this spec (see :mod:`posenc.parts`); every entry declares it."""
+        """The structural split of this spec (see :mod:`posenc.encodings.parts`); every entry declares it."""
         raise PosencError(f"{self.name or type(self).__name__}: the catalogue entry declares no parts")
 
     @property
     def has_toeplitz_form(self) -> bool:
         """Whether the symbolic and numeric layers can derive it: no part of a kind whose logit
-        is not Toeplitz (:data:`posenc.parts.NOT_TOEPLITZ`; mla:rope=paper_code)."""
+        is not Toeplitz (:data:`posenc.encodings.parts.NOT_TOEPLITZ`; mla:rope=paper_code)."""
         return not any(p.kind in NOT_TOEPLITZ for p in self.parts())
 
     def to_dict(self) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
 from ..coerce import is_number
-from ..expression import Expr
+from .expression import Expr
 from ..limits import MAX_WIDTH
-from ..parts import Part
+from .parts import Part
 from .additive import ADDITIVE_NAMES, Sinusoidal
 from .base import PESpec, _check
 from .rotary import RoPE

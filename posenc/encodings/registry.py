@@ -6,6 +6,7 @@ from __future__ import annotations
 from .additive import ALiBi, KerpleLog, LearnedAbsolute, RelativeBias, Sinusoidal
 from .base import NoPE, PESpec
 from .composite import Custom, Hybrid
+from .parts import structure
 from .rotary import MLA, RoPE, XPos
 
 REGISTRY: dict[str, type[PESpec]] = {
@@ -35,3 +36,16 @@ PRESETS: dict[str, PESpec] = {
 PRESETS_VERSION = 2
 #: Preset names a run config may hold only if it was written before :data:`PRESETS_VERSION` 2.
 OLD_PRESET_NAMES = tuple(PRESETS)
+
+
+def kinds() -> dict[str, str]:
+    """kind -> role of every part the catalogue's entries (at their defaults and presets, and
+    every value of a parameter that changes the kind) are made of."""
+    specs = [cls() for name, cls in REGISTRY.items() if name != "custom"]
+    specs += [Custom(kernel="k"), Custom(frequencies=(1.0,)), RelativeBias(mode="table"),
+              RoPE(add_absolute=True), MLA(absolute="learned"), MLA(absolute="sinusoidal"),
+              MLA(rope="paper_code")]
+    out = {}
+    for spec in specs + list(PRESETS.values()):
+        out.update({p.kind: p.role for p in structure(spec).parts})
+    return out

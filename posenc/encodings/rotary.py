@@ -9,7 +9,7 @@ from typing import ClassVar, Optional
 
 from ..coerce import is_number
 from ..limits import MAX_HEADS, MAX_WIDTH
-from ..parts import ABSOLUTES, MLA_ROPES, PAIRINGS, Part, not_toeplitz
+from .parts import ABSOLUTES, MLA_ROPES, PAIRINGS, Part, not_toeplitz
 from .additive import Sinusoidal
 from .base import PESpec, _check, _choice, _positive, _positive_int
 

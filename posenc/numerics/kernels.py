@@ -38,12 +38,12 @@ from scipy.sparse.linalg import LinearOperator
 from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
                          RoPE, Sinusoidal, XPos, parse_spec)
 from ..errors import PosencError
-from ..parts import Part, not_toeplitz, structure, unknown_part
+from ..encodings.parts import Part, not_toeplitz, structure, unknown_part
 from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int
 from . import conventions as cv
 from .operators import LowRankOperator, ToeplitzOperator
 
-#: Numpy implementations of the kernel-expression functions (posenc.expression.FUNCTIONS).
+#: Numpy implementations of the kernel-expression functions (posenc.encodings.expression.FUNCTIONS).
 def _float64(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda *args: fn(*[np.asarray(a, dtype=np.float64) for a in args])
 
@@ -365,7 +365,7 @@ def _mla(spec: MLA, n: int, ctx: "_Context") -> Kernel:
 
 
 def _not_toeplitz(spec: MLA, n: int, ctx: "_Context") -> Kernel:
-    """mla:rope=paper_code: not a rotation, so no Toeplitz kernel (one line, posenc.parts)."""
+    """mla:rope=paper_code: not a rotation, so no Toeplitz kernel (one line, posenc.encodings.parts)."""
     raise not_toeplitz(spec)
 
 
@@ -416,7 +416,7 @@ class _Context:
         return {"head": self.head, "n_heads": self.n_heads}
 
 
-#: part kind -> the positional matrix of that part (posenc.parts.kinds()).
+#: part kind -> the positional matrix of that part (posenc.encodings.registry.kinds()).
 PART_KERNELS: dict[str, Callable[..., Kernel]] = {
     "sinusoidal": _sinusoidal, "learned": _learned,
     "alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, XPos, parse_spec
 from ..errors import PosencError
-from ..parts import not_toeplitz, structure, unknown_part
+from ..encodings.parts import not_toeplitz, structure, unknown_part
 from . import conventions as cv
 from .kernels import absolute_table, part_context, part_kernel, xpos_decays
 from .operators import check_dense_size
@@ -166,7 +166,7 @@ def _mla_path(spec: MLA, x: np.ndarray, wq_rope: np.ndarray | None, wk_rope: np.
 
 
 def _not_toeplitz(spec: MLA, x: np.ndarray, wq_rope: Any, wk_rope: Any) -> np.ndarray:
-    """mla:rope=paper_code: not a rotation (one line, posenc.parts)."""
+    """mla:rope=paper_code: not a rotation (one line, posenc.encodings.parts)."""
     raise not_toeplitz(spec)
 
 

@@ -21,7 +21,7 @@ import sympy as sp
 
 from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
                          RoPE, XPos)
-from ..parts import Part, not_toeplitz, structure, unknown_part
+from ..encodings.parts import Part, not_toeplitz, structure, unknown_part
 from . import conventions as cv
 from .form import Definition
 from .heads import HeadModel, InputPE, Path
@@ -133,7 +133,7 @@ def _table(b: Build, spec: RelativeBias, n_heads: int) -> sp.Expr:
     return display
 
 
-#: The kernel-expression functions in sympy (posenc.expression.FUNCTIONS).
+#: The kernel-expression functions in sympy (posenc.encodings.expression.FUNCTIONS).
 SYMPY_FUNCTIONS = {"abs": sp.Abs, "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "sin": sp.sin,
                    "cos": sp.cos, "tanh": sp.tanh, "sign": sp.sign, "min": sp.Min, "max": sp.Max}
 
@@ -246,7 +246,7 @@ ROTARY_BUILDERS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
 
 
 def _not_toeplitz(b: Build, spec: MLA, head_dim: int, n_heads: int) -> None:
-    """mla:rope=paper_code: not a rotation, so no Toeplitz form (one line, posenc.parts)."""
+    """mla:rope=paper_code: not a rotation, so no Toeplitz form (one line, posenc.encodings.parts)."""
     raise not_toeplitz(spec)
 
 

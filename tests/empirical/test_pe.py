@@ -11,7 +11,7 @@ from empirical_reference import (alibi_slopes_ref, rope_planes_ref, rotate_ref, 
                                  t5_bucket_ref, MATH)
 from posenc.encodings import RoPE
 from posenc.errors import PosencError
-from posenc.expression import Expr
+from posenc.encodings.expression import Expr
 from posenc.empirical.pe import (AlibiBias, KernelBias, TableBias, alibi_slopes, sinusoidal_table,
                                  t5_buckets)
 from posenc.empirical.pe.rotary import frequency_rotary, rope_rotary

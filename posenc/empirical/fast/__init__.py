@@ -37,7 +37,7 @@ __all__ = ["forward", "why_not", "merges_rows", "FusedAdamW", "KINDS", "MODULES"
 
 log = logging.getLogger("posenc.fast")
 
-#: The part kinds (posenc.parts) whose packed forward the parity tests cover.  A kind added to the
+#: The part kinds (posenc.encodings.parts) whose packed forward the parity tests cover.  A kind added to the
 #: catalogue runs the reference until it is listed here (and passes the parity and Toeplitz
 #: tests: tests/empirical/test_fast.py, tests/test_fast_toeplitz.py).
 KINDS = frozenset({"sinusoidal", "learned", "alibi", "t5", "table", "kernel", "kerple_log",

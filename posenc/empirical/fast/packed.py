@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from ... import parts
+from ...encodings import parts
 from ..attention import Attention
 from ..model import Block, Transformer
 from ..tasks import PAD
@@ -45,7 +45,7 @@ from .packed_attention import covers as attention_covers
 
 def merges_rows(spec) -> bool:
     """Whether short examples may share attention rows: every part of ``spec`` has a Toeplitz
-    form (not in :data:`posenc.parts.NOT_TOEPLITZ`, read at call time).  Absolute parts are added
+    form (not in :data:`posenc.encodings.parts.NOT_TOEPLITZ`, read at call time).  Absolute parts are added
     to the input before packing, by each token's own column, so they never stop a merge."""
     return not any(p.kind in parts.NOT_TOEPLITZ for p in spec.parts())
 

@@ -12,7 +12,7 @@
 * Per-offset table (the paper's code): one learned scalar per head and offset
   ``i - j`` clipped to [-max_distance, max_distance].
 * Custom kernel g(k), k = i - j, the same for every head; evaluated with torch
-  float64 functions through :meth:`posenc.expression.Expr.evaluate`.
+  float64 functions through :meth:`posenc.encodings.expression.Expr.evaluate`.
 
 Each module's ``forward(seq, offset)`` returns the bias for positions
 ``offset .. offset + seq - 1``: (heads, seq, seq), or (1, seq, seq) for the
@@ -29,7 +29,7 @@ from torch import nn
 
 from ...errors import PosencError
 from .table_cache import TableCache
-from ...expression import Expr
+from ...encodings.expression import Expr
 
 
 def alibi_slopes(n_heads: int, schedule: str) -> list[float]:
@@ -185,7 +185,7 @@ class KerpleLogBias(nn.Module):
         return (-r1[:, None, None] * torch.log1p(r2[:, None, None] * k)).to(dtype)  # (H, T, T)
 
 
-#: bias part kind (posenc.parts) -> (part spec, n_heads) -> module.
+#: bias part kind (posenc.encodings.parts) -> (part spec, n_heads) -> module.
 MODULES = {
     "alibi": lambda b, n_heads: AlibiBias(n_heads, b.slopes, b.direction),
     "t5": lambda b, n_heads: T5Bias(n_heads, b.num_buckets, b.max_distance),

@@ -1,7 +1,7 @@
 """Which torch components a catalogue spec asks for, and factories to build them.
 
 ``plan_for(spec)`` reads the catalogue's split of a spec into parts
-(:mod:`posenc.parts`): an absolute embedding added to the input, an additive
+(:mod:`posenc.encodings.parts`): an absolute embedding added to the input, an additive
 attention bias, a rotation of queries and keys, or MLA attention, and maps each
 part kind to a torch module (``BIAS_MODULES``, ``ROTARY_MODULES``); a kind with
 no module is an error.  The mapping:
@@ -34,7 +34,7 @@ from torch import nn
 
 from ...encodings import MLA, PESpec
 from ...errors import PosencError
-from ...parts import Part, structure, unknown_part
+from ...encodings.parts import Part, structure, unknown_part
 from . import absolute, bias, rotary
 
 

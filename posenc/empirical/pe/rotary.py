@@ -182,7 +182,7 @@ def xpos_rotary(spec: XPos, head_dim: int, n_heads: int) -> XPosRotary:
     return XPosRotary(head_dim, n_heads, spec.base, spec.gamma, spec.scale_base)
 
 
-#: rotary part kind (posenc.parts) -> (part spec, head_dim, n_heads) -> module.
+#: rotary part kind (posenc.encodings.parts) -> (part spec, head_dim, n_heads) -> module.
 MODULES = {
     "rope": rope_rotary,
     "frequencies": lambda r, head_dim, n_heads: frequency_rotary(r.frequencies, head_dim, n_heads),
@@ -233,7 +233,7 @@ class PaperCodeMix(nn.Module):
         return super()._apply(fn, recurse)
 
 
-#: mla part kind (posenc.parts) -> (MLA spec, rope_dim) -> the decoupled path's position module.
+#: mla part kind (posenc.encodings.parts) -> (MLA spec, rope_dim) -> the decoupled path's position module.
 MLA_MODULES = {
     "mla": lambda spec, rope_dim: mla_rotary(rope_dim, spec.base),
     "mla_paper_code": lambda spec, rope_dim: PaperCodeMix(rope_dim, spec.base),

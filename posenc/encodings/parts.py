@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .errors import PosencError
+from ..errors import PosencError
 
 ROLES = ("absolute", "bias", "rotary", "mla")
 
@@ -162,17 +162,3 @@ def not_toeplitz(spec: Any) -> PosencError:
     """The one-line refusal of theory and numerics for a spec with a part in NOT_TOEPLITZ."""
     reasons = [NOT_TOEPLITZ[p.kind] for p in spec.parts() if p.kind in NOT_TOEPLITZ]
     return PosencError(reasons[0] if reasons else f"{spec.name}: has a Toeplitz form")
-
-
-def kinds() -> dict[str, str]:
-    """kind -> role of every part the catalogue's entries (at their defaults and presets, and
-    every value of a parameter that changes the kind) are made of."""
-    from .encodings import PRESETS, REGISTRY, Custom, MLA, RelativeBias, RoPE
-    specs = [cls() for name, cls in REGISTRY.items() if name != "custom"]
-    specs += [Custom(kernel="k"), Custom(frequencies=(1.0,)), RelativeBias(mode="table"),
-              RoPE(add_absolute=True), MLA(absolute="learned"), MLA(absolute="sinusoidal"),
-              MLA(rope="paper_code")]
-    out = {}
-    for spec in specs + list(PRESETS.values()):
-        out.update({p.kind: p.role for p in structure(spec).parts})
-    return out

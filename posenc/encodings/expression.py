@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import PosencError
+from ..errors import PosencError
 
 #: Function name -> number of arguments.
 FUNCTIONS: dict[str, int] = {

@@ -14,10 +14,14 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterator
 
-from .coerce import coerce, field_hints
-from .encodings import PRESETS, REGISTRY, Hybrid, PESpec
-from .errors import PosencError
+from ..coerce import coerce, field_hints
+from ..errors import PosencError
+from .additive import ADDITIVE_NAMES, Sinusoidal
+from .base import PESpec
+from .composite import Custom, Hybrid
 from .expression import Expr
+from .registry import PRESETS, REGISTRY
+from .rotary import RoPE
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
@@ -72,7 +76,6 @@ def _build(name: str, params: dict[str, Any], text: str) -> PESpec:
 
 
 def _build_hybrid(params: dict[str, Any], text: str) -> PESpec:
-    from .encodings import ADDITIVE_NAMES, RoPE, Sinusoidal
     additive = params.pop("additive", None)
     if isinstance(additive, dict):  # JSON form
         add_spec = spec_from_dict(additive)
@@ -132,7 +135,6 @@ def all_entries() -> Iterator[tuple[str, PESpec]]:
     """Every catalogue family at its defaults, then every named preset."""
     for name, cls in REGISTRY.items():
         if name == "custom":
-            from .encodings import Custom
             yield "custom:kernel", Custom(kernel=Expr("-0.1*abs(k)"))
             yield "custom:frequencies", Custom(frequencies=(1.0, 0.1, 0.01))
         else:
