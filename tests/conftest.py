@@ -1,10 +1,13 @@
-"""Hypothesis profiles: ``ci`` (fast, default) and ``thorough`` (many examples).
+"""Shared fixtures: ``main`` runs the CLI in this process; Hypothesis profiles: ``ci`` (fast,
+default) and ``thorough`` (many examples).
 
 Select with ``HYPOTHESIS_PROFILE=thorough pytest``.
 """
 
 import os
+import types
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=30, deadline=None,
@@ -12,3 +15,15 @@ settings.register_profile("ci", max_examples=30, deadline=None,
 settings.register_profile("thorough", max_examples=500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def main(capsys):
+    """Run ``posenc.cli.main`` in this process (fast); returns (code, stdout, stderr)."""
+    from posenc.cli import main as posenc_main
+
+    def run(*args):
+        code = posenc_main(list(args))
+        out = capsys.readouterr()
+        return types.SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+    return run

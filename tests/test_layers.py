@@ -18,13 +18,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: package imported -> modules that must not be loaded by it
+UPPER = ("posenc.proofs", "posenc.checker", "posenc.verdicts", "posenc.report", "posenc.api",
+         "posenc.commands", "posenc.cli")
 FORBIDDEN = {
     "posenc": ("torch", "sympy", "scipy", "numpy", "posenc.theory", "posenc.numerics",
-               "posenc.empirical", "posenc.proofs"),
-    "posenc.theory": ("torch", "posenc.empirical", "posenc.numerics"),
-    "posenc.numerics": ("torch", "sympy", "posenc.empirical", "posenc.theory"),
-    "posenc.empirical": ("sympy", "posenc.theory", "posenc.numerics"),
-    "posenc.empirical.fast": ("sympy", "posenc.theory", "posenc.numerics"),
+               "posenc.empirical", "posenc.proofs", "posenc.checker", "posenc.verdicts"),
+    "posenc.encodings": ("torch", "sympy", "scipy", "numpy", "posenc.theory", "posenc.numerics",
+                         "posenc.empirical", *UPPER),
+    "posenc.theory": ("torch", "posenc.empirical", "posenc.numerics", *UPPER),
+    "posenc.numerics": ("torch", "sympy", "posenc.empirical", "posenc.theory", *UPPER),
+    "posenc.empirical": ("sympy", "posenc.theory", "posenc.numerics", *UPPER),
+    "posenc.empirical.fast": ("sympy", "posenc.theory", "posenc.numerics", *UPPER),
+    # the checker of users' code: numpy and the numeric layer's conventions, never a model
+    "posenc.checker": ("sympy", "posenc.theory", "posenc.empirical", "posenc.proofs",
+                       "posenc.verdicts", "posenc.report"),
+    # verdicts read stored run results (dicts); the report asks them, never the reverse
+    "posenc.verdicts": ("torch", "sympy", "posenc.theory", "posenc.numerics", "posenc.proofs",
+                        "posenc.checker", "posenc.report"),
     "posenc.cli": ("torch", "sympy", "scipy"),
 }
 

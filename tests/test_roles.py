@@ -5,7 +5,7 @@ import pytest
 
 from posenc import roles
 from posenc.encodings import parse_spec
-from posenc.proofs.verdicts import evaluate, evaluate_dynamics
+from posenc.verdicts import evaluate, evaluate_dynamics
 
 
 def _verdict_configs():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..proofs.conformance.report import ConformanceReport
+from ..checker.report import ConformanceReport
 
 
 def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int = 64,
@@ -27,8 +27,8 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int 
     PosencError.
     """
     from ..errors import PosencError
-    from ..proofs.conformance import check_callable, check_target
-    from ..proofs.conformance.isolation import DEFAULT_TIMEOUT, check_timeout
+    from ..checker import check_callable, check_target
+    from ..checker.isolation import DEFAULT_TIMEOUT, check_timeout
 
     if timeout is not None:
         check_timeout(timeout)

@@ -89,7 +89,7 @@ def dynamics_jobs(preset_name: str = "quick", seeds: int = 2,
     """Sweep jobs (:class:`~posenc.empirical.sweep.Job`, kind ``dynamics``, worker
     :data:`WORKER`) for ``roles`` (role -> PE spec; default RoPE and ALiBi) x seeds, ready for
     :func:`~posenc.empirical.sweep.run_jobs`; their results feed
-    :func:`posenc.proofs.verdicts.dynamics.evaluate_dynamics`."""
+    :func:`posenc.verdicts.dynamics.evaluate_dynamics`."""
     from .config import check_overrides, preset
     from .dynamics import DynamicsConfig
     from .sweep import Job

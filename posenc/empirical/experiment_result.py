@@ -2,7 +2,7 @@
 
 :func:`~posenc.empirical.experiment.experiment_worker` (and the dynamics worker) return a JSON
 result; a results store keeps it as the run's ``result.json`` (:mod:`.store`).  Its readers
-(:mod:`posenc.report`, :mod:`posenc.proofs.verdicts`) see it as one :class:`ExperimentResult`,
+(:mod:`posenc.report`, :mod:`posenc.verdicts`) see it as one :class:`ExperimentResult`,
 built and checked once by :meth:`ExperimentResult.from_stored`: a record without a task, role
 or seed, with a field of the wrong type, or (given the run's config) of another task, seed or
 role than its config is a :class:`~posenc.errors.PosencError` naming the run, not a ``KeyError``

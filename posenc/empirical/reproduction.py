@@ -12,7 +12,7 @@ per (task, PE, seed).  The PE lists follow the paper's Fig. 2 / Fig. 4 / Fig. 6
 
 The distance runs of RoPE and ALiBi also record their training dynamics
 (:mod:`posenc.empirical.dynamics`, default settings) for the Sec. 6 verdicts
-(:mod:`posenc.proofs.verdicts.dynamics`): in the same training run, so they cost
+(:mod:`posenc.verdicts.dynamics`): in the same training run, so they cost
 the recording's overhead (about 5% of those runs), not extra runs.
 
 The sweep runs in one of two modes.  *Standard* (the ``smoke`` and ``quick``

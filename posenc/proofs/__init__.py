@@ -1,7 +1,7 @@
-"""proofs: where the layers meet -- claims, conformance of users' PE code, verdicts over runs.
+"""proofs: the claims, where the layers meet and are held against each other.
 
 ``claims/`` (with :mod:`.claim`, :mod:`.registry` and :mod:`.runner`) states each theorem with
-its assumptions, symbolic proof and Hypothesis checks; ``conformance/`` checks other people's
-RoPE and bias code; ``verdicts/`` turns stored training runs into verdicts on the empirical
-claims.  Importing this package loads nothing heavy.
+its assumptions, symbolic proof and Hypothesis checks.  The checker of users' PE code
+(``posenc check``) is :mod:`posenc.checker`; the verdicts over stored training runs are
+:mod:`posenc.verdicts`.  Importing this package loads nothing heavy.
 """

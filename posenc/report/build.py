@@ -113,9 +113,9 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   replica: Optional[tuple[Path, list[ExperimentResult]]] = None) -> None:
     from ..empirical.ablation import AblationTable
     from ..empirical.plots import ablation_strip_plot
-    from ..proofs.verdicts.dynamics import evaluate_dynamics
-    from ..proofs.verdicts.empirical import accuracy_table, deposit_table, evaluate
-    from ..proofs.verdicts.trained import trained_criterion
+    from ..verdicts.dynamics import evaluate_dynamics
+    from ..verdicts.empirical import accuracy_table, deposit_table, evaluate
+    from ..verdicts.trained import trained_criterion
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
     from .measured import measured_markdown

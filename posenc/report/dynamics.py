@@ -6,8 +6,8 @@ summary (:func:`posenc.empirical.dynamics_summary.summarize`).  This module turn
 into the report's section: a per-run table (deposit head, early coherence, batch sign
 consistency, margins and gains, when the deposit head's lead appears), the reviewer's question
 "can the deposit head be predicted from the first steps?" as hit counts against chance
-(:func:`posenc.proofs.verdicts.dynamics.prediction_table`), and one figure.  The verdicts for
-Prop. 6.1, Prop. 6.2 and Thm. 6.1 (:func:`~posenc.proofs.verdicts.dynamics.evaluate_dynamics`)
+(:func:`posenc.verdicts.dynamics.prediction_table`), and one figure.  The verdicts for
+Prop. 6.1, Prop. 6.2 and Thm. 6.1 (:func:`~posenc.verdicts.dynamics.evaluate_dynamics`)
 join the report's verdict table.
 """
 
@@ -58,7 +58,7 @@ def _margins(values: Optional[list[Optional[float]]]) -> str:
 
 def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload)."""
-    from ..proofs.verdicts.dynamics import PREDICTORS, prediction_table
+    from ..verdicts.dynamics import PREDICTORS, prediction_table
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
              "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.dynamics`, "

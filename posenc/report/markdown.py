@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..proofs.verdicts.empirical import LEARNED_MARGIN
+from ..verdicts.empirical import LEARNED_MARGIN
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .theory_tables import THEORY_EXAMPLES
@@ -104,7 +104,7 @@ def _header(inp: ReportInputs) -> list[str]:
             "inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
             "statistic lies on the predicted side; *resolves*: the interval's half-width, the "
             "smallest distance from the threshold these seeds decide at the observed spread "
-            "(see posenc.proofs.verdicts).", ""]
+            "(see posenc.verdicts).", ""]
 
 
 def _verdicts(inp: ReportInputs) -> list[str]:
@@ -155,8 +155,8 @@ def _span(vals: list[int]) -> str:
 
 
 def _training(inp: ReportInputs) -> list[str]:
-    """Where each PE's runs stopped, and the trained criterion (posenc.proofs.verdicts.trained)."""
-    from ..proofs.verdicts.trained import stopping_table, trained_criterion
+    """Where each PE's runs stopped, and the trained criterion (posenc.verdicts.trained)."""
+    from ..verdicts.trained import stopping_table, trained_criterion
     lines = ["", SECTIONS[2], "",
              "Early stopping: after every epoch the model is evaluated on a validation split "
              "carved from the training data (the test split is never read for it); a run stops "

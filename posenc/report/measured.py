@@ -1,6 +1,6 @@
 """The report's section on the claims measured as the paper states them (issue 14, section 2).
 
-The verdicts EH, NC1-NC3, S and RA (:mod:`posenc.proofs.verdicts.measured`) join the verdict
+The verdicts EH, NC1-NC3, S and RA (:mod:`posenc.verdicts.measured`) join the verdict
 table; this section shows the numbers behind them, means over seeds per PE role: the PE-span
 share of the positional energy per residual site (EH), the training-trace statistics (S) and
 the learned relative table's head-centred RMS over training (RA).  Runs trained before these
@@ -44,7 +44,7 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
                 tables[task].append(res.trace["tables"]["centred_rms"])
     lines = [SECTION, "",
              "Numbers behind verdicts EH, S and RA (definitions: "
-             "`posenc.proofs.verdicts.measured`, `posenc.empirical.probe`, "
+             "`posenc.verdicts.measured`, `posenc.empirical.probe`, "
              "`posenc.empirical.trace`), means over seeds.", "",
              "**PE-span share** (EH): the share of the residual stream's positional energy "
              "(position means, centred) in the span of the absolute PE table's principal "

@@ -83,8 +83,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
                device=device, log=log, wait=wait, failed=failed, total=total)
     if until_decided:
-        from ..proofs.verdicts.dynamics import evaluate_dynamics
-        from ..proofs.verdicts.empirical import evaluate
+        from ..verdicts.dynamics import evaluate_dynamics
+        from ..verdicts.empirical import evaluate
         from .decide import until_decided as rounds
         rounds(plan.seed_counts(),
                lambda counts: run_plan(plan.with_seed_counts(counts), store, **run),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from posenc.report import FIGURES, SECTIONS
-from posenc.proofs.verdicts.verdict import VERDICTS
+from posenc.verdicts.verdict import VERDICTS
 
 pytestmark = pytest.mark.slow
 SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from posenc.errors import PosencError
-from posenc.proofs.conformance import check_impl
-from posenc.proofs.conformance.loading import Caller
-from posenc.proofs.conformance.bias import check_bias
-from posenc.proofs.conformance.rope import classify_pairing
-from posenc.proofs.conformance import check_rope
+from posenc.checker import check_impl
+from posenc.checker.loading import Caller
+from posenc.checker.bias import check_bias
+from posenc.checker.rope import classify_pairing
+from posenc.checker import check_rope
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -229,7 +229,7 @@ def test_an_expect_of_another_kind_names_the_kind_mismatch():
     import numpy as np
 
     from posenc.errors import PosencError
-    from posenc.proofs.conformance import check_callable
+    from posenc.checker import check_callable
 
     def rope(x, pos):
         theta = 10000.0 ** (-np.arange(0, x.shape[-1], 2) / x.shape[-1])

@@ -1,10 +1,10 @@
-"""The trained criterion (posenc.proofs.verdicts.trained) on constructed runs: each part can
+"""The trained criterion (posenc.verdicts.trained) on constructed runs: each part can
 come out met and not met, and says what it measured."""
 
 from synthetic_runs import result
 
 from posenc.empirical.experiment_result import ExperimentResult
-from posenc.proofs.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
+from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
     trained_criterion
 
 CHANCE = 0.05

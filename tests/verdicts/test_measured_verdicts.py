@@ -1,12 +1,12 @@
-"""Verdicts of the claims measured as the paper states them (posenc.proofs.verdicts.measured), on
+"""Verdicts of the claims measured as the paper states them (posenc.verdicts.measured), on
 constructed results: each statistic comes out both ways, and runs without the new recordings
 give "inconclusive (not recorded)" instead of an error."""
 
 import pytest
 
 from posenc.empirical.experiment_result import ExperimentResult
-from posenc.proofs.verdicts.empirical import Runs, evaluate
-from posenc.proofs.verdicts.measured import evaluate_measured, span_drop
+from posenc.verdicts.empirical import Runs, evaluate
+from posenc.verdicts.measured import evaluate_measured, span_drop
 
 
 def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None):

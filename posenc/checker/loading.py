@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ...errors import PosencError
+from ..errors import PosencError
 
 
 def one_line(exc: BaseException, limit: int = 240) -> str:

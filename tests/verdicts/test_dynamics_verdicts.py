@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from posenc.proofs.verdicts.dynamics import evaluate_dynamics, prediction_table, random_sign_null
-from posenc.proofs.verdicts.verdict import t_interval
+from posenc.verdicts.dynamics import evaluate_dynamics, prediction_table, random_sign_null
+from posenc.verdicts.verdict import t_interval
 
 
 def result(role, seed, coherence, imp_gain=0.5, sig_gain=0.3, hit=True, task="distance",

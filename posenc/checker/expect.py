@@ -18,8 +18,8 @@ from typing import Optional
 
 import numpy as np
 
-from ...encodings import RoPE
-from ...errors import PosencError
+from ..encodings import RoPE
+from ..errors import PosencError
 from .report import FAIL, PASS, Property, fmt
 
 ROPE_KEYS = ("base", "pairing", "fraction")
@@ -133,7 +133,7 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
 def reference_rotations(conventions: dict, dim: int,
                         positions: np.ndarray) -> tuple[np.ndarray, RoPE]:
     """The catalogue RoPE of the given conventions at ``positions``: (S, dim, dim)."""
-    from ...numerics.conventions import rope_frequencies, rotary_dims
+    from ..numerics.conventions import rope_frequencies, rotary_dims
 
     spec = RoPE(base=conventions["base"], pairing=conventions["pairing"],
                 fraction=conventions["fraction"])
@@ -220,7 +220,7 @@ def _reference_bias(slopes: np.ndarray, n: int, direction: str) -> np.ndarray:
 
 def check_bias_expectation(biases: dict, expected: dict, summary: dict, same) -> Property:
     """``biases``: H -> (H, n, n) softmax-normalised biases (see bias.py); ``same``: equality."""
-    from ...numerics.conventions import alibi_slopes
+    from ..numerics.conventions import alibi_slopes
 
     want_dir = expected.get("direction")
     got_dir = summary.get("direction")

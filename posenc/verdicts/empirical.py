@@ -3,7 +3,7 @@
 Each claim is evaluated on the results of a reproduction sweep (one result per
 task x role x seed, see :mod:`posenc.empirical.reproduction`): a per-seed
 statistic ``d_s``, its seed-level Student-t interval and a verdict
-(:mod:`posenc.proofs.verdicts.verdict`).  Accuracies are in percentage points.
+(:mod:`posenc.verdicts.verdict`).  Accuracies are in percentage points.
 Statistics, all computed on the same seed (runs of one seed share data):
 
 10. ``acc(rope) - max(acc(nope), acc(absolute), acc(relative), acc(alibi))`` on
@@ -44,7 +44,7 @@ import math
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Optional
 
-from ...roles import ADDITIVE, PARTIAL_ROPE
+from ..roles import ADDITIVE, PARTIAL_ROPE
 from .runs import SeedRuns, judge_part
 from .verdict import Verdict, at_ceiling, bounded_interval, binomial_se, verdict_from_parts
 

@@ -1,5 +1,5 @@
 """The one path from stored runs to a judged part: runs per (task, role, seed), a per-seed
-statistic over the seeds they share, :func:`~posenc.proofs.verdicts.verdict.judge`.
+statistic over the seeds they share, :func:`~posenc.verdicts.verdict.judge`.
 
 :class:`SeedRuns` indexes results by (task, role) -> {seed: value}; :func:`judge_part` computes
 a part of a claim on it.  The empirical, measured and dynamics verdicts all go through these two
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 from .verdict import judge
 
 if TYPE_CHECKING:  # the empirical layer (torch) is loaded when runs are indexed, not on import
-    from ...empirical.experiment_result import ExperimentResult
+    from ..empirical.experiment_result import ExperimentResult
 
 Config = tuple[str, str]  # (task, role)
 
@@ -30,7 +30,7 @@ class SeedRuns:
     def __init__(self, results: Iterable[Any],
                  keep: Optional[Callable[[ExperimentResult], bool]] = None,
                  value: Optional[Callable[[ExperimentResult], Any]] = None) -> None:
-        from ...empirical.experiment_result import ExperimentResult
+        from ..empirical.experiment_result import ExperimentResult
         self.by: dict[Config, dict[int, Any]] = defaultdict(dict)
         for res in map(ExperimentResult.of, results):
             if keep is None or keep(res):

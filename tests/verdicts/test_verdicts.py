@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, strategies as st
 from scipy import stats
 
-from posenc.proofs.verdicts.verdict import Verdict, binomial_se, combine, decide, t_interval
+from posenc.verdicts.verdict import Verdict, binomial_se, combine, decide, t_interval
 
 seeds = st.lists(st.floats(-100, 100, allow_nan=False), min_size=2, max_size=12)
 
@@ -56,7 +56,7 @@ def test_binomial_se():
 
 # ------------------------------------------------ how sure a verdict is; bounded intervals; ceiling
 
-from posenc.proofs.verdicts.verdict import CEILING, at_ceiling, bounded_interval, judge  # noqa: E402
+from posenc.verdicts.verdict import CEILING, at_ceiling, bounded_interval, judge  # noqa: E402
 
 accs = st.lists(st.floats(0, 100, allow_nan=False), min_size=2, max_size=12)
 
@@ -76,7 +76,7 @@ def test_judge_decides_exactly_beyond_its_resolution(values, tau, predicted):
 
 
 def test_sign_count_and_resolution_are_shown():
-    from posenc.proofs.verdicts.verdict import verdict_from_parts
+    from posenc.verdicts.verdict import verdict_from_parts
     part = {"part": "a - b", **judge([3.0, 1.0, -1.0, 2.0, 4.0, 5.0])}
     v = verdict_from_parts("X", "s", "st", "p", [part])
     assert part["agree"] == 5 and "a - b: 5 of 6 seeds > 0" == v.agreement

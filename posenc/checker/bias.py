@@ -34,7 +34,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ...errors import PosencError
+from ..errors import PosencError
 from .loading import Caller
 from .report import FAIL, INFO, NA, PASS, ConformanceReport, Property, fmt
 
@@ -189,7 +189,7 @@ def alibi_form(B: np.ndarray, s: np.ndarray, kind: str) -> Optional[str]:
 
 
 def _schedule_match(s: np.ndarray, H: int) -> dict[str, bool]:
-    from ...numerics.conventions import alibi_slopes
+    from ..numerics.conventions import alibi_slopes
     return {name: bool(np.allclose(s, alibi_slopes(H, name), rtol=RTOL, atol=1e-9))
             for name in ("press", "exp")}
 
@@ -197,7 +197,7 @@ def _schedule_match(s: np.ndarray, H: int) -> dict[str, bool]:
 def _slip_hint(recovered: dict[int, np.ndarray]) -> str:
     """Name the usual slope slip -- head index off by one, slopes of H − 1 or H + 1 heads -- if
     one explains the slopes of every n_heads tested (where it is defined)."""
-    from ...numerics.conventions import alibi_slopes
+    from ..numerics.conventions import alibi_slopes
 
     formulas = {"press": lambda idx, heads: 2.0 ** (-8.0 * idx / heads),
                 "exp": lambda idx, heads: np.exp(-idx / heads)}
@@ -288,7 +288,7 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
                                f"(n_heads=8: {shown})")]
     summary["schedule"] = "other"
     H, s = first_bad
-    from ...numerics.conventions import alibi_slopes
+    from ..numerics.conventions import alibi_slopes
     press, exp = alibi_slopes(H, "press"), alibi_slopes(H, "exp")
     h = next((i for i in range(H) if not (np.isclose(s[i], press[i], rtol=RTOL)
                                           or np.isclose(s[i], exp[i], rtol=RTOL))), 0)

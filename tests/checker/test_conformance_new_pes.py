@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from posenc.empirical.pe import bias as bias_mod
 from posenc.empirical.pe import rotary as rotary_mod
 from posenc.errors import PosencError
-from posenc.proofs.conformance import check_callable, parse_expect
+from posenc.checker import check_callable, parse_expect
 
 DIM = 8
 

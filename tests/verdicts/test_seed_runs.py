@@ -1,10 +1,10 @@
-"""The shared runs -> part path of the verdicts (posenc.proofs.verdicts.runs): which seeds a part
+"""The shared runs -> part path of the verdicts (posenc.verdicts.runs): which seeds a part
 is judged on, and what it says when runs or values are missing."""
 
 import pytest
 
-from posenc.proofs.verdicts.runs import SeedRuns, judge_part
-from posenc.proofs.verdicts.verdict import t_interval
+from posenc.verdicts.runs import SeedRuns, judge_part
+from posenc.verdicts.verdict import t_interval
 
 
 def res(task, role, seed, x):

@@ -32,7 +32,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import PosencError
+from ..errors import PosencError
 from .loading import Caller
 from .report import FAIL, PASS, ConformanceReport, Property, fmt
 from .rope import GRID, TOL, RopeProbe, check_shift, classify_pairing, find_planes
@@ -164,9 +164,9 @@ def check_decay(Mq: np.ndarray, Mk: np.ndarray, positions: np.ndarray, summary: 
 
 def check_reference(probe: XposProbe, Mq: np.ndarray, Mk: np.ndarray, positions: np.ndarray,
                     expected: Optional[dict], summary: dict) -> Property:
-    from ...encodings import XPos
-    from ...numerics.kernels import xpos_decays
-    from ...numerics.logits import logits
+    from ..encodings import XPos
+    from ..numerics.kernels import xpos_decays
+    from ..numerics.logits import logits
 
     conv = {k: v for k, v in (expected or {}).items() if k in ("base", "gamma", "scale_base")}
     spec = XPos(**conv)

@@ -66,8 +66,8 @@ def recover(T: np.ndarray) -> tuple[Optional[np.ndarray], Optional[np.ndarray], 
 
 def reference(r1: np.ndarray, r2: np.ndarray, n: int) -> np.ndarray:
     """−r1_h·log(1 + r2_h·|i − j|), (H, n, n), from the numeric layer's kernel of the spec."""
-    from ...encodings import KerpleLog
-    from ...numerics.kernels import kernel
+    from ..encodings import KerpleLog
+    from ..numerics.kernels import kernel
 
     return np.stack([kernel(KerpleLog(r1=float(a), r2=float(b)), n, n_heads=1).dense()
                      for a, b in zip(r1, r2)])

@@ -1,7 +1,7 @@
 """Run ``posenc check`` on a user's code in a child process, with a time limit.
 
 The user's module is imported and called only in the child (``python -m
-posenc.proofs.conformance._child``), so nothing it does can end, hang or corrupt the caller:
+posenc.checker._child``), so nothing it does can end, hang or corrupt the caller:
 
 * a function that sleeps or loops past ``timeout`` seconds: the child's process group is killed;
 * ``sys.exit(...)``, ``os._exit(...)``, a ``BaseException`` (``KeyboardInterrupt`` included),
@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from ...coerce import is_number
-from ...errors import PosencError
+from ..coerce import is_number
+from ..errors import PosencError
 from .report import ConformanceReport
 
 DEFAULT_TIMEOUT = 60.0
@@ -80,7 +80,7 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
         err_path = os.path.join(tmp, "stderr.txt")
         with open(os.path.join(tmp, "stdout.txt"), "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "posenc.proofs.conformance._child", json.dumps(request),
+                [sys.executable, "-m", "posenc.checker._child", json.dumps(request),
                  result_path], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                 start_new_session=True)
         try:

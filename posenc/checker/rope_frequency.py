@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from ...encodings import RoPE
-from ...errors import PosencError
+from ..encodings import RoPE
+from ..errors import PosencError
 from .report import FAIL, NA, PASS, Property, fmt
 from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
 
@@ -35,7 +35,7 @@ def _plane_index(pairing: str, a: int) -> int:
 
 
 def _reference_theta(base: float, r: int, pairing: str) -> np.ndarray:
-    from ...numerics.conventions import rope_frequencies
+    from ..numerics.conventions import rope_frequencies
     return rope_frequencies(RoPE(base=base, pairing=pairing), r)            # (r/2,)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from posenc.proofs.conformance import check_callable, check_impl, check_target
+from posenc.checker import check_callable, check_impl, check_target
 
 ADAPTERS = Path(__file__).resolve().parents[2] / "docs" / "examples" / "thirdparty.py"
 

@@ -34,8 +34,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ...coerce import is_int
-from ...errors import PosencError
+from ..coerce import is_int
+from ..errors import PosencError
 from .expect import parse_expect
 from .isolation import DEFAULT_TIMEOUT, check_target
 from .loading import Caller, load_callable

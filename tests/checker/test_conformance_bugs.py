@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from posenc.errors import PosencError
-from posenc.proofs.conformance import check_callable
+from posenc.checker import check_callable
 
 
 def props(report):
@@ -323,7 +323,7 @@ def test_no_negative_zero_in_counterexamples(values):
 
 def test_front_door_check_takes_a_callable_or_an_impl_string_with_expect():
     import posenc
-    from posenc.proofs.conformance import ConformanceReport
+    from posenc.checker import ConformanceReport
 
     report = posenc.check(alibi_symmetric, expect="slopes=press")
     assert isinstance(report, ConformanceReport) and report.ok

@@ -1,4 +1,4 @@
-"""The child side of :mod:`.isolation`: ``python -m posenc.proofs.conformance._child REQUEST OUT``.
+"""The child side of :mod:`.isolation`: ``python -m posenc.checker._child REQUEST OUT``.
 
 REQUEST is the JSON of (target, kind, dim, expect, cwd); OUT is where the result goes, as JSON:
 ``{"report": ConformanceReport.to_dict()}`` or ``{"error": one line}``.  Whatever the user's code
@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     # `module:function` finds modules in the caller's current directory, as `python -m` would.
     os.chdir(request["cwd"])
     sys.path.insert(0, request["cwd"])
-    from ...errors import PosencError
+    from ..errors import PosencError
     from . import check_impl
     from .loading import one_line
 
@@ -49,6 +49,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    # Run as `python -m posenc.proofs.conformance._child`: relative imports need the package.
-    __package__ = "posenc.proofs.conformance"
+    # Run as `python -m posenc.checker._child`: relative imports need the package.
+    __package__ = "posenc.checker"
     sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from posenc.errors import PosencError
-from posenc.proofs.conformance import ConformanceReport, check_callable, check_target
+from posenc.checker import ConformanceReport, check_callable, check_target
 
 USER = '''
 import os, sys, time
@@ -157,7 +157,7 @@ def test_user_output_stays_out_of_the_report(main, user_file):
 
 
 def test_check_target_returns_the_same_report_as_in_process(user_file):
-    from posenc.proofs.conformance import check_impl
+    from posenc.checker import check_impl
 
     child = check_target(f"{user_file}:alibi")
     here = check_impl(f"{user_file}:alibi")

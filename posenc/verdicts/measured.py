@@ -36,12 +36,12 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
-from ...roles import ADDITIVE
+from ..roles import ADDITIVE
 from .empirical import NO_ABLATION, UNIT, Runs, _part, learned_part
 from .verdict import Verdict, verdict_from_parts
 
 if TYPE_CHECKING:
-    from ...empirical.experiment_result import ExperimentResult
+    from ..empirical.experiment_result import ExperimentResult
 
 D, C = "distance", "count"
 NOT_RECORDED = "not recorded: {what} (runs trained before it was recorded; re-run them)"

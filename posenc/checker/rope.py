@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ...errors import PosencError
+from ..errors import PosencError
 from .loading import Caller
 from .report import FAIL, PASS, Property, fmt
 
