@@ -1,5 +1,5 @@
 """Side by side: all single-head ablations of a 6-layer x 16-head model, batched (one forward
-pass per layer, posenc.empirical.ablation) vs the 96 ablations evaluated one by one.
+pass per layer, posenc.empirical.analysis.ablation) vs the 96 ablations evaluated one by one.
 
 Two one-by-one baselines: the same gate one head at a time, and the TransformerLens way (a
 hook on hook_z that zeroes one head, a full forward pass per head).  All three must give
@@ -19,9 +19,9 @@ import time
 
 import torch
 
-from posenc.empirical.ablation import ablate
+from posenc.empirical.analysis.ablation import ablate
 from posenc.empirical.config import ModelConfig, TaskConfig
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 from posenc.empirical.tasks import make_split
 
 

@@ -1,4 +1,4 @@
-"""Side by side: training without and with dynamics recording (posenc.empirical.dynamics).
+"""Side by side: training without and with dynamics recording (posenc.empirical.analysis.dynamics).
 
 Trains the same config twice into temporary folders -- recording off (``dynamics=None``) and on
 (``DynamicsConfig(every=...)``) -- and prints wall-clock and CPU time (this process, all threads)
@@ -21,9 +21,9 @@ import time
 
 import torch
 
-from posenc.empirical import dynamics
+from posenc.empirical.analysis import dynamics
 from posenc.empirical.config import preset
-from posenc.empirical.train import train
+from posenc.empirical.training.train import train
 
 
 def timed_train(cfg, dyn):

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from posenc.empirical import fast
 from posenc.empirical.config import preset
-from posenc.empirical.runs import dataset_for, model_for
+from posenc.empirical.training.runs import dataset_for, model_for
 
 
 def variants(cfg, model_a, model_b):

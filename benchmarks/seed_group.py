@@ -1,5 +1,5 @@
 """Side by side, one sitting: training throughput (examples / s) of seed-batched training
-(posenc.empirical.seed_group) vs six single runs of the default training step.
+(posenc.empirical.training.seed_group) vs six single runs of the default training step.
 
 Arms, each in fresh worker processes (spawn), interleaved A/B/C per round, ``--rounds`` rounds:
 
@@ -40,8 +40,8 @@ def _configs(pe: str, seeds):
 
 
 def _batches(config, steps: int):
-    from posenc.empirical.runs import dataset_for
-    from posenc.empirical.seed_group import epoch_order
+    from posenc.empirical.training.runs import dataset_for
+    from posenc.empirical.training.seed_group import epoch_order
     data = dataset_for(config).train
     order = epoch_order(config.seed, 0, len(data))
     bs = config.batch_size
@@ -54,8 +54,8 @@ def single_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tupl
     import torch
     import torch.nn.functional as F
 
-    from posenc.empirical.runs import model_for
-    from posenc.empirical.train import make_optimizer, step_forward
+    from posenc.empirical.training.runs import model_for
+    from posenc.empirical.training.train import make_optimizer, step_forward
     torch.set_num_threads(threads)
     examples, seconds = 0, 0.0
     for config in _configs(pe, seeds):
@@ -86,7 +86,7 @@ def group_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple
     """One group of ``seeds`` for warmup + steps steps (SeedGroup.train_step); (examples, s)."""
     import torch
 
-    from posenc.empirical.seed_group import SeedGroup, stack_batches
+    from posenc.empirical.training.seed_group import SeedGroup, stack_batches
     torch.set_num_threads(threads)
     configs = _configs(pe, seeds)
     per_seed = [_batches(c, warmup + steps) for c in configs]

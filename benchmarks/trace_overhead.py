@@ -1,4 +1,4 @@
-"""Side by side: the training trace's per-step cost (posenc.empirical.trace) against a train step.
+"""Side by side: the training trace's per-step cost (posenc.empirical.training.trace) against a train step.
 
 The trace is always on, so instead of two trainings this times, on one model and batch of a
 preset's size, (a) a training step (forward, backward, AdamW step) and (b) what the trace adds
@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from posenc.empirical.config import preset
-from posenc.empirical.runs import dataset_for, model_for
-from posenc.empirical.trace import TraceRecorder, grad_norm
+from posenc.empirical.training.runs import dataset_for, model_for
+from posenc.empirical.training.trace import TraceRecorder, grad_norm
 
 
 def main() -> None:

@@ -41,9 +41,9 @@ from paper_baseline import PaperModel
 
 from posenc.empirical import fast
 from posenc.empirical.config import preset
-from posenc.empirical.runs import dataset_for, model_for
+from posenc.empirical.training.runs import dataset_for, model_for
 from posenc.empirical.tasks import PAD
-from posenc.empirical.train import make_optimizer
+from posenc.empirical.training.train import make_optimizer
 
 PAPER_PE = {"rope": "rope", "alibi": "alibi", "sinusoidal": "absolute", "nope": "nope"}
 

@@ -49,8 +49,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "import_checkpoint": ("posenc.api.experiments", "import_checkpoint"),
     "ablate": ("posenc.api.experiments", "ablate"),
     "reproduce": ("posenc.api.experiments", "reproduce"),
-    "Run": ("posenc.empirical.runs", "Run"),
-    "AblationResult": ("posenc.empirical.ablation", "AblationTable"),
+    "Run": ("posenc.empirical.training.runs", "Run"),
+    "AblationResult": ("posenc.empirical.analysis.ablation", "AblationTable"),
 }
 
 __all__ = ["PESpec", "PosencError", "all_entries", "parse_spec", "spec_from_dict",

@@ -37,9 +37,9 @@ def _probe(args: tuple[int, int, str, str]) -> float:
 
     torch.set_num_threads(1)  # 15 processes on 16 cores: unpinned threads made the first try CPU-bound
     from posenc.empirical.config import preset
-    from posenc.empirical.runs import dataset_for, model_for
+    from posenc.empirical.training.runs import dataset_for, model_for
 
-    from posenc.empirical.train import autocast
+    from posenc.empirical.training.train import autocast
 
     cfg = preset(preset_name, task="distance", pe="paper-rope", seed=seed, precision=precision)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -79,7 +79,7 @@ def main() -> int:
                                      for s in range(a.workers)])
     sec = max(per_step)
     from posenc.empirical.config import preset
-    from posenc.empirical.reproduction import ReproductionPlan
+    from posenc.empirical.pipeline.reproduction import ReproductionPlan
     cfg = preset(a.preset)
     steps_per_epoch = math.ceil(cfg.task.n_samples * cfg.task.train_frac / cfg.batch_size)
     n_runs = len(ReproductionPlan(preset=a.preset, seeds=a.seeds).experiments())

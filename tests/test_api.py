@@ -176,7 +176,7 @@ def test_check_takes_a_callable():
 
 
 def test_train_load_run_and_ablate(tmp_path):
-    from posenc.empirical.ablation import ablate
+    from posenc.empirical.analysis.ablation import ablate
 
     run = posenc.train("distance", "alibi", preset="smoke", seed=3, out=tmp_path / "r",
                        overrides={"epochs": 1})

@@ -103,7 +103,7 @@ def test_bound_computes_each_length_once():
 
 def test_train_memory_estimate_refuses_before_the_run_folder(monkeypatch, tmp_path):
     from posenc.empirical.config import memory_estimate, preset
-    from posenc.empirical.train import train
+    from posenc.empirical.training.train import train
     cfg = preset("smoke", task="distance", pe="rope", seed=0)
     monkeypatch.setattr(limits, "available_memory", lambda: int(memory_estimate(cfg)))
     with pytest.raises(PosencError, match="of memory; only"):

@@ -150,7 +150,7 @@ def test_integer_literals_are_floats_in_the_numeric_and_torch_layers(text):
     backends evaluate literals in floating point."""
     import torch
 
-    from posenc.empirical.pe.bias import TORCH_FUNCTIONS
+    from posenc.empirical.model.pe.bias import TORCH_FUNCTIONS
     want = 400.0 ** 10
     assert evaluate_kernel(Expr(text), np.zeros(3)) == pytest.approx(want, rel=1e-12)
     got = Expr(text).evaluate(torch.zeros(3, dtype=torch.float64), TORCH_FUNCTIONS, number=float)

@@ -12,7 +12,7 @@ import pytest
 import sympy as sp
 import torch
 
-from posenc.empirical.pe.bias import TORCH_FUNCTIONS
+from posenc.empirical.model.pe.bias import TORCH_FUNCTIONS
 from posenc.encodings.expression import FUNCTIONS
 from posenc.numerics.kernels import NUMPY_FUNCTIONS
 from posenc.theory.builders import SYMPY_FUNCTIONS

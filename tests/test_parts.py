@@ -18,9 +18,9 @@ from posenc.encodings import parts as P
 from posenc.encodings.registry import kinds as part_kinds
 from posenc.encodings import PRESETS, REGISTRY, ALiBi, Custom, PESpec, RelativeBias
 from posenc.errors import PosencError
-from posenc.empirical.pe import bias as ebias
-from posenc.empirical.pe import plan as eplan
-from posenc.empirical.pe.rotary import Rotary
+from posenc.empirical.model.pe import bias as ebias
+from posenc.empirical.model.pe import plan as eplan
+from posenc.empirical.model.pe.rotary import Rotary
 from posenc.numerics import conventions as ncv
 from posenc.numerics import kernels as nk
 from posenc.numerics.logits import MLA_PATHS, ROTATIONS, logits, plane_indices
@@ -184,7 +184,7 @@ def test_bucket_rules_agree_across_layers(rule, nb, md):
 @pytest.mark.parametrize("layout", list(P.SINUSOIDAL_LAYOUTS))
 @pytest.mark.parametrize("n,width", [(7, 2), (9, 6), (5, 16)])
 def test_sinusoidal_layouts_agree_across_layers(layout, n, width):
-    from posenc.empirical.pe.absolute import sinusoidal_table
+    from posenc.empirical.model.pe.absolute import sinusoidal_table
     from posenc.encodings import Sinusoidal
     from posenc.theory.builders import Build, _input_pe
     from posenc.theory.symbols import I_POS, SymbolTable

@@ -74,7 +74,7 @@ def test_runs_report_and_reproduce_survive_a_broken_index(store, reference, kind
 
 
 def test_reproduce_exits_2_when_a_run_failed_and_still_writes_the_report(store, monkeypatch, capsys):
-    import posenc.empirical.experiment as experiment
+    import posenc.empirical.pipeline.experiment as experiment
     real = experiment.experiment_worker
 
     def flaky(config, folder, threads):

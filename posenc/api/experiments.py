@@ -1,8 +1,8 @@
 """``posenc.train`` / ``load_run`` / ``ablate`` / ``reproduce``: the empirical half of the library.
 
-A :class:`~posenc.empirical.runs.Run` is what a run folder holds, loaded: its config, the model
+A :class:`~posenc.empirical.training.runs.Run` is what a run folder holds, loaded: its config, the model
 with trained weights (on the CPU, in eval mode), its metrics, and -- when it came from
-:func:`train` -- ``run.training``, the :class:`~posenc.empirical.train.RunResult` of that call.
+:func:`train` -- ``run.training``, the :class:`~posenc.empirical.training.train.RunResult` of that call.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from ..limits import check_int
 from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
-    from ..empirical.ablation import AblationTable as AblationResult
-    from ..empirical.runs import Run
+    from ..empirical.analysis.ablation import AblationTable as AblationResult
+    from ..empirical.training.runs import Run
 
 PRESETS = ("smoke", "quick", "paper")
 BACKENDS = ("local", "ray")
-#: Keyword options that ablate() passes on to posenc.empirical.ablation.ablate.
+#: Keyword options that ablate() passes on to posenc.empirical.analysis.ablation.ablate.
 ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
 
 
@@ -40,11 +40,11 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     ``preset``: smoke | quick | paper sizes; ``config``: a TrainConfig or the path of a config
     JSON instead of a preset; ``out``: the run folder (default ``runs/<run id>``);
     ``overrides``: dotted config fields, e.g. ``{"model.n_layers": 2}``.  Returns the
-    loaded :class:`~posenc.empirical.runs.Run`, with ``run.training`` set.
+    loaded :class:`~posenc.empirical.training.runs.Run`, with ``run.training`` set.
     """
     from ..empirical.config import TrainConfig, apply_overrides, check_overrides, load_config
     from ..empirical.config import preset as make_preset
-    from ..empirical.train import train as run_training
+    from ..empirical.training.train import train as run_training
 
     paper_code, resume = arg.flag("paper_code", paper_code), arg.flag("resume", resume)
     progress = arg.flag("progress", progress, optional=True)
@@ -76,8 +76,8 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
 
 def load_run(path: str | Path, device: str = "cpu") -> Run:
     """Load a run folder: config, model with trained weights (eval mode), metrics, result."""
-    from ..empirical.runs import load_run as load
-    from ..empirical.train import resolve_device
+    from ..empirical.training.runs import load_run as load
+    from ..empirical.training.train import resolve_device
 
     resolve_device(device)  # a device that is not there is named, not blamed on the checkpoint
     return load(arg.path("path", path), device)
@@ -92,8 +92,8 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
     or mla (``dis_gen/mla.py``); ``heads``: its head count (the key names do not say it, except
     for relative and mla); ``preset``/``task``: the task data that ``ablate`` and the probe
     use, with the checkpoint's vocabulary (``seq_len`` to change its length).  Returns the
-    loaded :class:`~posenc.empirical.runs.Run`; nothing is written on a PosencError."""
-    from ..empirical.paper_import import import_checkpoint as run_import
+    loaded :class:`~posenc.empirical.training.runs.Run`; nothing is written on a PosencError."""
+    from ..empirical.training.paper_import import import_checkpoint as run_import
 
     if preset not in PRESETS:
         raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
@@ -115,13 +115,13 @@ def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
     ``mode``: zero | mean | resample, applied to the head output before the output projection;
     ``examples``: use only the first N test examples; ``device``: default the run's training
     device; ``save``: also write ``ablation-MODE.json`` into the run folder.  Further keyword
-    options go to :func:`posenc.empirical.ablation.ablate` (batch_size, seed, layers, ...).
-    Returns an :class:`~posenc.empirical.ablation.AblationTable` (``posenc.AblationResult``).
+    options go to :func:`posenc.empirical.analysis.ablation.ablate` (batch_size, seed, layers, ...).
+    Returns an :class:`~posenc.empirical.analysis.ablation.AblationTable` (``posenc.AblationResult``).
     """
-    from ..empirical.ablation import MODES
-    from ..empirical.ablation import ablate as run_ablation
-    from ..empirical.runs import Run
-    from ..empirical.train import resolve_device
+    from ..empirical.analysis.ablation import MODES
+    from ..empirical.analysis.ablation import ablate as run_ablation
+    from ..empirical.training.runs import Run
+    from ..empirical.training.train import resolve_device
 
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")

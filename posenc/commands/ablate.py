@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(run.config.num_threads)  # as the run was trained
     table = ablate(run, args.mode, examples=args.examples, save=True)
     if args.plot:
-        from ..empirical.plots import ablation_strip_plot
+        from ..empirical.analysis.plots import ablation_strip_plot
         ablation_strip_plot(table, args.plot, f"{run.config.task.name}, {run.config.model.pe}: "
                                               f"{args.mode} ablation, {table.n_examples} examples")
     if args.json:

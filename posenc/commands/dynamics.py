@@ -1,7 +1,7 @@
 """``posenc dynamics RUN_DIR``: the gradient seed and head importance over training (Gu et al., Sec. 6).
 
 Reads ``dynamics.jsonl`` of a run trained with dynamics recording (see
-:mod:`posenc.empirical.dynamics`); ``--record`` first trains (or resumes) such a run into RUN_DIR
+:mod:`posenc.empirical.analysis.dynamics`); ``--record`` first trains (or resumes) such a run into RUN_DIR
 with a preset, then ablates it.  Prints when the deposit head's advantage appears and whether the
 first N steps predict it; ``--plot`` draws the seed / coherence / importance / margin curves.
 """
@@ -36,8 +36,8 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 def _record(args: argparse.Namespace) -> None:
     from ..empirical.config import check_threads, preset
-    from ..empirical.dynamics import DynamicsConfig
-    from ..empirical.dynamics_sweep import dynamics_worker
+    from ..empirical.analysis.dynamics import DynamicsConfig
+    from ..empirical.pipeline.dynamics_sweep import dynamics_worker
 
     if args.threads is not None:
         check_threads(args.threads)
@@ -96,9 +96,9 @@ def _text(s: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..empirical.dynamics import read_dynamics_file
-    from ..empirical.dynamics_plots import plot_dynamics
-    from ..empirical.dynamics_summary import summarize_run
+    from ..empirical.analysis.dynamics import read_dynamics_file
+    from ..empirical.analysis.dynamics_plots import plot_dynamics
+    from ..empirical.analysis.dynamics_summary import summarize_run
 
     from pathlib import Path
 

@@ -15,7 +15,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..empirical.store import RunStore
+    from ..empirical.pipeline.store import RunStore
 
     store = RunStore(args.store, create=False)  # a reader: the folders decide, nothing is written
     recs = list(store.records())

@@ -10,11 +10,11 @@ Public API::
     table = ablate(run.model, run.data().test, mode="zero")         # AblationTable
 """
 
-from .ablation import AblationTable, LayerAblation, ablate, deposit_index  # noqa: F401
-from .attention import HeadAblation  # noqa: F401
+from .analysis.ablation import AblationTable, LayerAblation, ablate, deposit_index  # noqa: F401
+from .model.attention import HeadAblation  # noqa: F401
 from .config import (ModelConfig, TaskConfig, TrainConfig, config_from_dict,  # noqa: F401
                      load_config, preset)
-from .model import Transformer, build_model  # noqa: F401
-from .runs import Run, dataset_for, load_run, model_for  # noqa: F401
+from .model.transformer import Transformer, build_model  # noqa: F401
+from .training.runs import Run, dataset_for, load_run, model_for  # noqa: F401
 from .tasks import Split, TaskData, make_split  # noqa: F401
-from .train import RunResult, evaluate, train  # noqa: F401
+from .training.train import RunResult, evaluate, train  # noqa: F401

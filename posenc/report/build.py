@@ -27,7 +27,7 @@ from .markdown import ReportInputs, figure_seed, render, report_mode
 from .theory_tables import spectral_table, theory_claims
 
 if TYPE_CHECKING:
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
 
 FIGURES = ("accuracy.png", "partial_rope.png", "deposit_index.png", "probe.png", DYNAMICS_FIGURE)
 PROBE_ROLES = roles_where(probe=True)  # the roles whose position probe the report shows
@@ -36,8 +36,8 @@ PHASES = ("training", "dynamics", "ablation", "probe")
 
 
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
-    from ..empirical.experiment_result import ExperimentResult
-    from ..empirical.store import RunStore
+    from ..empirical.pipeline.experiment_result import ExperimentResult
+    from ..empirical.pipeline.store import RunStore
 
     store = RunStore(store_root, create=False)
     results, rows = [], []
@@ -111,8 +111,8 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
 def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   rows: list[dict[str, Any]], preset: Optional[str], theory: bool,
                   replica: Optional[tuple[Path, list[ExperimentResult]]] = None) -> None:
-    from ..empirical.ablation import AblationTable
-    from ..empirical.plots import ablation_strip_plot
+    from ..empirical.analysis.ablation import AblationTable
+    from ..empirical.analysis.plots import ablation_strip_plot
     from ..verdicts.dynamics import evaluate_dynamics
     from ..verdicts.empirical import accuracy_table, deposit_table, evaluate
     from ..verdicts.trained import trained_criterion

@@ -2,7 +2,7 @@
 
 The reproduction's distance runs of RoPE and ALiBi record their training dynamics
 (:data:`posenc.roles.DYNAMICS`); their results carry a ``dynamics``
-summary (:func:`posenc.empirical.dynamics_summary.summarize`).  This module turns those results
+summary (:func:`posenc.empirical.analysis.dynamics_summary.summarize`).  This module turns those results
 into the report's section: a per-run table (deposit head, early coherence, batch sign
 consistency, margins and gains, when the deposit head's lead appears), the reviewer's question
 "can the deposit head be predicted from the first steps?" as hit counts against chance
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
 
 SECTION = "## Training dynamics (Sec. 6)"
 FIGURE = "dynamics.png"
@@ -31,8 +31,8 @@ def dynamics_results(results: list[ExperimentResult]) -> list[ExperimentResult]:
 
 def dynamics_figure(run_dirs: list[Path], path: Path) -> Path:
     """Coherence and deposit-layer importance margin over training for every recorded run
-    (:func:`~posenc.empirical.dynamics_plots.plot_comparison`), or a figure saying there is none."""
-    from ..empirical.dynamics_plots import plot_comparison
+    (:func:`~posenc.empirical.analysis.dynamics_plots.plot_comparison`), or a figure saying there is none."""
+    from ..empirical.analysis.dynamics_plots import plot_comparison
     if run_dirs:
         return plot_comparison(run_dirs, path)
     import matplotlib
@@ -61,7 +61,7 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
     from ..verdicts.dynamics import PREDICTORS, prediction_table
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
-             "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.dynamics`, "
+             "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`, "
              "default settings: a record every 25 steps, importance on every 8th). The *seed* of "
              "a head is the batch mean of the per-example positional gradient signal psi (the "
              "loss's derivative along the head's positional direction of the attention scores); "

@@ -10,7 +10,7 @@ Each function takes plain JSON-derived data (no models) and writes one PNG:
 * :func:`probe_figure`      -- held-out R^2 of the linear position probe per residual site.
 
 Per-layer per-head ablation strips (Fig. 4) are drawn by
-:func:`posenc.empirical.plots.ablation_strip_plot` for each run.
+:func:`posenc.empirical.analysis.plots.ablation_strip_plot` for each run.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from .measured import SECTION as MEASURED_SECTION
 from .theory_tables import THEORY_EXAMPLES
 
 if TYPE_CHECKING:
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
 
 SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
             "## Training to plateau (the trained criterion)",

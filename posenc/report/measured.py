@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
 
 SECTION = "## Claims measured as the paper states them"
 
@@ -44,8 +44,8 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
                 tables[task].append(res.trace["tables"]["centred_rms"])
     lines = [SECTION, "",
              "Numbers behind verdicts EH, S and RA (definitions: "
-             "`posenc.verdicts.measured`, `posenc.empirical.probe`, "
-             "`posenc.empirical.trace`), means over seeds.", "",
+             "`posenc.verdicts.measured`, `posenc.empirical.analysis.probe`, "
+             "`posenc.empirical.training.trace`), means over seeds.", "",
              "**PE-span share** (EH): the share of the residual stream's positional energy "
              "(position means, centred) in the span of the absolute PE table's principal "
              "directions (90% of its energy); chance for a random direction k / d_model.", ""]

@@ -1,6 +1,6 @@
 """``posenc reproduce``: run (or resume) the reproduction sweep, then write its report.
 
-:func:`reproduce` expands a :class:`~posenc.empirical.reproduction.ReproductionPlan`,
+:func:`reproduce` expands a :class:`~posenc.empirical.pipeline.reproduction.ReproductionPlan`,
 runs it into a results store (resumably: finished runs are skipped; one store holds runs of
 one model-code mode, :func:`check_store_mode`) and calls
 :func:`~posenc.report.build.build_report`.  With ``--until-decided`` the rounds of
@@ -45,8 +45,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     its own report, and show both verdicts per claim side by side in the first report
     (:mod:`.replication`: a claim is decided only where both agree)."""
     from ..empirical.config import check_threads
-    from ..empirical.reproduction import ReproductionPlan
-    from ..empirical.store import RunStore
+    from ..empirical.pipeline.reproduction import ReproductionPlan
+    from ..empirical.pipeline.store import RunStore
 
     check_threads(threads)
     plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
@@ -167,13 +167,13 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
              failed: Optional[dict[str, str]] = None,
              total: Optional[list[int]] = None) -> list[Any]:
     """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
-    finished runs (:class:`~posenc.empirical.experiment_result.ExperimentResult`, each checked
+    finished runs (:class:`~posenc.empirical.pipeline.experiment_result.ExperimentResult`, each checked
     against its job's config: a result that is not the run's is a PosencError).  Failures are
     logged and added to ``failed`` (run id -> message), the number
     of runs to ``total[0]``."""
-    from ..empirical.reproduction import WORKER
-    from ..empirical.store import run_id
-    from ..empirical.sweep import run_jobs
+    from ..empirical.pipeline.reproduction import WORKER
+    from ..empirical.pipeline.store import run_id
+    from ..empirical.pipeline.sweep import run_jobs
 
     jobs = plan.jobs(device=device)
     t0 = time.time()
@@ -200,7 +200,7 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
         failed.update(summary.failed)
     if total is not None:
         total[0] += summary.total
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
     out = []
     for job in jobs:  # each result checked against the config its run was asked for
         rid = run_id(job.config)

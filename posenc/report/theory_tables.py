@@ -12,7 +12,7 @@ THEORY_EXAMPLES = 10  # Hypothesis examples per theory claim in the report (pose
 def theory_claims(store_root: Path) -> list[dict[str, Any]]:
     """Every registered claim run with THEORY_EXAMPLES examples, cached in STORE/theory_claims.json."""
     from .. import __version__
-    from ..empirical.store import atomic_write_json
+    from ..empirical.pipeline.store import atomic_write_json
     from ..proofs.registry import all_claims
     from ..proofs.runner import run_claim
 

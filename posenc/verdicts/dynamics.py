@@ -1,8 +1,8 @@
 """Verdicts for the training-dynamics claims of Gu et al. (arXiv 2505.13027, Prop. 6.1 / 6.2, Thm. 6.1).
 
-Input: results of :func:`posenc.empirical.dynamics_sweep.dynamics_worker` -- one per (role,
+Input: results of :func:`posenc.empirical.pipeline.dynamics_sweep.dynamics_worker` -- one per (role,
 seed) on the ``distance`` task, each with ``summary`` (task, pe, seed, tags.role) and ``dynamics``
-(the run's :func:`~posenc.empirical.dynamics_summary.summarize`).  Other results are ignored.
+(the run's :func:`~posenc.empirical.analysis.dynamics_summary.summarize`).  Other results are ignored.
 Per seed s a statistic ``d_s``, its Student-t interval over seeds and a verdict
 (:mod:`.verdict`, through :mod:`.runs`).  The statistics (fixed before any run was measured):
 

@@ -1,7 +1,7 @@
 """Empirical claims 10-14 of the design (and those of :mod:`.measured`), judged on stored runs.
 
 Each claim is evaluated on the results of a reproduction sweep (one result per
-task x role x seed, see :mod:`posenc.empirical.reproduction`): a per-seed
+task x role x seed, see :mod:`posenc.empirical.pipeline.reproduction`): a per-seed
 statistic ``d_s``, its seed-level Student-t interval and a verdict
 (:mod:`posenc.verdicts.verdict`).  Accuracies are in percentage points.
 Statistics, all computed on the same seed (runs of one seed share data):

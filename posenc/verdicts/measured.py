@@ -8,7 +8,7 @@ out; with no seed left the part is ``inconclusive`` and says "not recorded".  Th
 EH   Absolute+RoPE: "additive positional directions are displaced after layer 2".  With
      ``share_l`` the share of the residual stream's positional energy (position means, centred)
      in the span of the absolute PE table's principal directions at site l
-     (:func:`posenc.empirical.probe.span_share`), ``drop = share(embed) - mean over blocks
+     (:func:`posenc.empirical.analysis.probe.span_share`), ``drop = share(embed) - mean over blocks
      l >= 1 of share(block l)`` (block 1 = after layer 2).  ``d_s = drop(absolute+rope) -
      drop(absolute)`` > 0: the hybrid's additive directions are displaced more than those of
      the sinusoidal-only model, whose residual stream also carries x0 forward.
@@ -20,7 +20,7 @@ NC2  The deposit's depth: RoPE on distance, the largest single-head drop in laye
 NC3  Learned absolute PE (the paper code's "random" PE) as one more additive PE:
      (a) ``acc(rope) - acc(learned)`` > 0 and (b) ``DI(rope) - DI(learned)`` > 0, distance.
 S    v1's "multiplicative coupling stabilises optimisation", from the training trace
-     (:mod:`posenc.empirical.trace`) on distance: ``min over additive PEs of X - X(rope)`` > 0
+     (:mod:`posenc.empirical.training.trace`) on distance: ``min over additive PEs of X - X(rope)`` > 0
      for X = (a) the gradient norm's windowed coefficient of variation, (b) the loss-spike
      rate.  The share of training until the smoothed batch accuracy reaches 90% of its final
      value is reported beside them but not judged: it compares a PE with its own final
@@ -41,7 +41,7 @@ from .empirical import NO_ABLATION, UNIT, Runs, _part, learned_part
 from .verdict import Verdict, verdict_from_parts
 
 if TYPE_CHECKING:
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
 
 D, C = "distance", "count"
 NOT_RECORDED = "not recorded: {what} (runs trained before it was recorded; re-run them)"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 from .verdict import judge
 
 if TYPE_CHECKING:  # the empirical layer (torch) is loaded when runs are indexed, not on import
-    from ..empirical.experiment_result import ExperimentResult
+    from ..empirical.pipeline.experiment_result import ExperimentResult
 
 Config = tuple[str, str]  # (task, role)
 
@@ -22,7 +22,7 @@ Config = tuple[str, str]  # (task, role)
 class SeedRuns:
     """Results indexed by (task, role) -> {seed: value}.
 
-    ``results``: :class:`~posenc.empirical.experiment_result.ExperimentResult` s, or the
+    ``results``: :class:`~posenc.empirical.pipeline.experiment_result.ExperimentResult` s, or the
     workers' result dicts (read by its ``from_stored``: a malformed one is a PosencError);
     ``keep(result)`` chooses the results to index (default: all); ``value(result)`` is what is
     stored per seed (default: the result itself)."""
@@ -30,7 +30,7 @@ class SeedRuns:
     def __init__(self, results: Iterable[Any],
                  keep: Optional[Callable[[ExperimentResult], bool]] = None,
                  value: Optional[Callable[[ExperimentResult], Any]] = None) -> None:
-        from ..empirical.experiment_result import ExperimentResult
+        from ..empirical.pipeline.experiment_result import ExperimentResult
         self.by: dict[Config, dict[int, Any]] = defaultdict(dict)
         for res in map(ExperimentResult.of, results):
             if keep is None or keep(res):

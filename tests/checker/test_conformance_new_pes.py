@@ -11,8 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from posenc.empirical.pe import bias as bias_mod
-from posenc.empirical.pe import rotary as rotary_mod
+from posenc.empirical.model.pe import bias as bias_mod
+from posenc.empirical.model.pe import rotary as rotary_mod
 from posenc.errors import PosencError
 from posenc.checker import check_callable, parse_expect
 
@@ -222,7 +222,7 @@ def test_the_decay_check_names_a_key_scaled_like_the_query():
 
 
 def test_plain_rope_is_not_xpos():
-    from posenc.empirical.pe.rotary import rope_rotary
+    from posenc.empirical.model.pe.rotary import rope_rotary
     from posenc.encodings import RoPE
 
     def f(q, k, positions):

@@ -6,10 +6,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc.empirical.ablation import (AblationTable, ablate, ablated_logits, deposit_index,
+from posenc.empirical.analysis.ablation import (AblationTable, ablate, ablated_logits, deposit_index,
                                        derangement)
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 from posenc.empirical.tasks import TaskData
 from posenc.errors import PosencError
 

@@ -8,15 +8,15 @@ import torch
 from torch import nn
 
 from posenc.empirical import fast
-from posenc.empirical.attention import Attention
+from posenc.empirical.model.attention import Attention
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.fast import attention_residual as ar
 from posenc.empirical.fast import block_stack as bs
 from posenc.empirical.fast.mask import PackedMask
 from posenc.empirical.fast.packed_attention import HeadSlots, layer_inputs
-from posenc.empirical.model import build_model
-from posenc.empirical.pe.bias import T5Bias
-from posenc.empirical.pe.rotary import Rotary
+from posenc.empirical.model.transformer import build_model
+from posenc.empirical.model.pe.bias import T5Bias
+from posenc.empirical.model.pe.rotary import Rotary
 
 D, H, T = 8, 2, 6
 

@@ -10,7 +10,7 @@ from posenc.empirical.config import ModelConfig
 from posenc.empirical.fast import block_stack as bs
 from posenc.empirical.fast import packed as fast_packed
 from posenc.empirical.fast.mask import PackedMask
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 
 CASES = [("rope", {}), ("alibi", {"causal": True}), ("relative_bias", {}), ("sinusoidal", {}),
          ("rope:heads=1,keep=0.5", {"activation": "relu"}), ("nope", {})]

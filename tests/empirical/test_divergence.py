@@ -14,9 +14,9 @@ import torch
 import posenc
 from posenc.empirical import load_run, train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
-from posenc.empirical.runs import RESULT
+from posenc.empirical.training.runs import RESULT
 
-train_mod = importlib.import_module("posenc.empirical.train")
+train_mod = importlib.import_module("posenc.empirical.training.train")
 
 
 def tiny(**kw) -> TrainConfig:

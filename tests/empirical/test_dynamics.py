@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from posenc.cli import main
 from posenc.empirical import load_run, train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
-from posenc.empirical.dynamics import (DYNAMICS, DynamicsConfig, _rotary_layout, head_importance,
+from posenc.empirical.analysis.dynamics import (DYNAMICS, DynamicsConfig, _rotary_layout, head_importance,
                                        margin, per_example_signals, read_dynamics_file)
-from posenc.empirical.dynamics_summary import summarize
-from posenc.empirical.dynamics_sweep import dynamics_worker
-from posenc.empirical.model import build_model
-from posenc.empirical.runs import METRICS, read_config
+from posenc.empirical.analysis.dynamics_summary import summarize
+from posenc.empirical.pipeline.dynamics_sweep import dynamics_worker
+from posenc.empirical.model.transformer import build_model
+from posenc.empirical.training.runs import METRICS, read_config
 from posenc.empirical.tasks import TaskData
 from posenc.errors import PosencError
 

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from posenc.empirical.config import preset
-from posenc.empirical.dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
-from posenc.empirical.experiment import ExperimentConfig, experiment_worker
-from posenc.empirical.reproduction import DEFAULT_SEEDS, DYNAMICS_ROLES, ReproductionPlan
-from posenc.empirical.runs import RESULT
-from posenc.empirical.store import run_id
+from posenc.empirical.analysis.dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
+from posenc.empirical.pipeline.experiment import ExperimentConfig, experiment_worker
+from posenc.empirical.pipeline.reproduction import DEFAULT_SEEDS, DYNAMICS_ROLES, ReproductionPlan
+from posenc.empirical.training.runs import RESULT
+from posenc.empirical.pipeline.store import run_id
 from posenc.errors import PosencError
 
 DYN = DynamicsConfig(every=10, ablation_every=2).to_dict()

@@ -1,4 +1,4 @@
-"""The typed experiment result at the report/verdict edge (posenc.empirical.experiment_result):
+"""The typed experiment result at the report/verdict edge (posenc.empirical.pipeline.experiment_result):
 a malformed or mismatched record is refused with one line; a real run's stored result
 round-trips."""
 
@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from posenc.empirical.config import preset
-from posenc.empirical.experiment import ExperimentConfig, experiment_worker
-from posenc.empirical.experiment_result import ExperimentResult
-from posenc.empirical.store import RunStore
+from posenc.empirical.pipeline.experiment import ExperimentConfig, experiment_worker
+from posenc.empirical.pipeline.experiment_result import ExperimentResult
+from posenc.empirical.pipeline.store import RunStore
 from posenc.errors import PosencError
 
 

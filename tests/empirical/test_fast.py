@@ -1,5 +1,5 @@
 """The fast path's door (posenc.empirical.fast.forward) against the reference forward
-(``model(tokens)``, posenc.empirical.model): logits and every parameter gradient in float64, for
+(``model(tokens)``, posenc.empirical.model.transformer): logits and every parameter gradient in float64, for
 every catalogue entry (posenc.encodings.all_entries) under every preset's model switches, the
 paper-code mode where the entry has one, the causal mask and keys / values from the input, on
 batches with padding of varied lengths (trailing padding included) and without padding.
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from posenc.empirical import fast
 from posenc.empirical.config import PRESET_NAMES, ModelConfig, TrainConfig, preset
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 from posenc.empirical.paper_specs import paper_code_fields, paper_code_problem
 from posenc.encodings import all_entries
 from posenc.errors import PosencError
@@ -141,7 +141,7 @@ def test_the_step_field():
 
 @pytest.mark.parametrize("step", ["fast", "reference"])
 def test_training_takes_the_step_it_is_given(monkeypatch, tmp_path, step):
-    train_module = importlib.import_module("posenc.empirical.train")
+    train_module = importlib.import_module("posenc.empirical.training.train")
     calls = []
     real = fast.forward
     monkeypatch.setattr(train_module, "fast_forward", lambda *a, **k: calls.append(1) or real(*a, **k))

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from empirical_reference import old_model_logits
 
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
-from posenc.empirical.model import build_model
+from posenc.empirical.model.kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
+from posenc.empirical.model.transformer import build_model
 
 PES = ["rope", "rope:pairing=half,fraction=0.5", "rope:heads=1,keep=0.5", "alibi",
        "alibi:direction=causal", "relative_bias", "relative_bias:mode=table,max_distance=5",
@@ -101,7 +101,7 @@ def test_rotation_equals_explicit_2x2_rotations(pe, layout):
     the explicit plane-by-plane rotation matrices of empirical_reference."""
     from empirical_reference import rope_planes_ref, rotate_ref
 
-    from posenc.empirical.pe.rotary import rope_rotary
+    from posenc.empirical.model.pe.rotary import rope_rotary
     from posenc.encodings import parse_spec
     spec, H, T, d = parse_spec(pe), 4, 6, 8
     rot = rope_rotary(spec, d, H)
@@ -148,7 +148,7 @@ def test_trailing_padding_is_dropped_by_the_fast_path_only(monkeypatch):
     """The reference runs at the length it is given, hooked or not (a hook never changes what is
     computed); the fast path drops the columns that are padding in every example."""
     from posenc.empirical import fast
-    from posenc.empirical.attention import HeadAblation
+    from posenc.empirical.model.attention import HeadAblation
     from posenc.empirical.fast import packed
     model, tok = _model("rope").eval(), _tokens(trailing=True)
     seen = []

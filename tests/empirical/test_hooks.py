@@ -5,9 +5,9 @@ hook_q before / hook_rot_q after the rotation, hook_embed + hook_pos_embed = res
 import pytest
 import torch
 
-from posenc.empirical.ablation import ablated_logits
+from posenc.empirical.analysis.ablation import ablated_logits
 from posenc.empirical.config import preset
-from posenc.empirical.runs import dataset_for, model_for
+from posenc.empirical.training.runs import dataset_for, model_for
 
 
 def _smoke(pe="rope", **over):

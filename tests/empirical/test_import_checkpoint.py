@@ -10,7 +10,7 @@ from test_paper_code import TOL, reference, tokens
 
 import posenc
 from posenc.cli import main
-from posenc.empirical.probe import position_probe
+from posenc.empirical.analysis.probe import position_probe
 
 
 def _import(tmp_path, pe, ckpt, out, task="distance", heads=4):

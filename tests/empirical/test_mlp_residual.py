@@ -10,7 +10,7 @@ from posenc.empirical import fast
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.fast import block_stack as bs
 from posenc.empirical.fast import mlp_residual as mr
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 
 
 def _modules(act, dtype=torch.float64, inner_dropout=None):

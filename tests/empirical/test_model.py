@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from posenc.encodings import all_entries
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 from posenc.errors import PosencError
 
 ENTRIES = list(all_entries())

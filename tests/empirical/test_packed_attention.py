@@ -15,8 +15,8 @@ from posenc.empirical.fast import attention_residual as ar
 from posenc.empirical.fast import block_stack as bs
 from posenc.empirical.fast import packed_attention as pa
 from posenc.empirical.fast.mask import PackedMask
-from posenc.empirical.model import build_model
-from posenc.empirical.pe.rotary import Rotary
+from posenc.empirical.model.transformer import build_model
+from posenc.empirical.model.pe.rotary import Rotary
 
 H, D = 2, 4  # heads, head dim
 

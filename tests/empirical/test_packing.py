@@ -14,7 +14,7 @@ from posenc.empirical.config import ModelConfig
 from posenc.empirical import fast
 from posenc.empirical.fast import packed as fast_packed
 from posenc.empirical.fast.mask import PackedMask
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 from posenc.empirical.fast.packing import Packing
 
 T = 13

@@ -7,9 +7,9 @@ import torch
 from paper_reference import MLATransformerDecoder, TransformerDecoder
 
 from posenc.empirical.config import apply_overrides, preset
-from posenc.empirical.paper_import import convert
+from posenc.empirical.training.paper_import import convert
 from posenc.empirical.paper_specs import paper_code_fields
-from posenc.empirical.runs import model_for
+from posenc.empirical.training.runs import model_for
 from posenc.empirical.tasks import make_split
 from posenc.encodings import parse_spec
 
@@ -104,7 +104,7 @@ def test_the_old_paper_code_switches_were_not_exact():
 def test_the_mla_mix_is_not_a_rotation():
     """The paper code's MLA 'RoPE' changes norms (a rotation keeps them) and its q.k is not a
     function of the offset alone."""
-    from posenc.empirical.pe.rotary import PaperCodeMix
+    from posenc.empirical.model.pe.rotary import PaperCodeMix
     mix = PaperCodeMix(8, 10000.0)
     x = torch.randn(1, 1, 1, 8, dtype=torch.float64).expand(1, 1, 6, 8).contiguous()
     y = mix(x)

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from posenc.empirical.config import preset
-from posenc.empirical.reproduction import ReproductionPlan
-from posenc.empirical.runs import read_config
-from posenc.empirical.store import RunStore
+from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.empirical.training.runs import read_config
+from posenc.empirical.pipeline.store import RunStore
 from posenc.errors import PosencError
 from posenc.report import check_store_mode
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.model import build_model
-from posenc.empirical.pe import alibi_slopes
+from posenc.empirical.model.transformer import build_model
+from posenc.empirical.model.pe import alibi_slopes
 
 
 def _model(pe="rope", **kw):

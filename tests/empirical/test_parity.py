@@ -12,7 +12,7 @@ import torch
 from empirical_reference import scores_ref
 from posenc.encodings import all_entries, parse_spec
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.model import build_model
+from posenc.empirical.model.transformer import build_model
 
 ENTRIES = list(all_entries())
 

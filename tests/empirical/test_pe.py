@@ -12,9 +12,9 @@ from empirical_reference import (alibi_slopes_ref, rope_planes_ref, rotate_ref, 
 from posenc.encodings import RoPE
 from posenc.errors import PosencError
 from posenc.encodings.expression import Expr
-from posenc.empirical.pe import (AlibiBias, KernelBias, TableBias, alibi_slopes, sinusoidal_table,
+from posenc.empirical.model.pe import (AlibiBias, KernelBias, TableBias, alibi_slopes, sinusoidal_table,
                                  t5_buckets)
-from posenc.empirical.pe.rotary import frequency_rotary, rope_rotary
+from posenc.empirical.model.pe.rotary import frequency_rotary, rope_rotary
 
 
 def test_alibi_slopes_match_the_alibi_papers_code_for_six_heads():

@@ -1,4 +1,4 @@
-"""The PE-span share of the position probe (posenc.empirical.probe): which directions carry
+"""The PE-span share of the position probe (posenc.empirical.analysis.probe): which directions carry
 position.  Constructed residual streams whose positional part lies inside, outside or half inside
 the span of the PE table's principal directions, a reference computation, and a trained model."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from posenc.empirical import preset, train
-from posenc.empirical.probe import position_probe, span_share, table_basis
-from posenc.empirical.runs import load_run
+from posenc.empirical.analysis.probe import position_probe, span_share, table_basis
+from posenc.empirical.training.runs import load_run
 
 
 def sinusoid_table(T=12, D=16):

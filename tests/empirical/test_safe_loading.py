@@ -12,7 +12,7 @@ import torch
 import posenc.atomic
 from posenc.cli import main
 from posenc.empirical.config import preset
-from posenc.empirical.runs import CHECKPOINT, CONFIG, METRICS, RESULT, load_run
+from posenc.empirical.training.runs import CHECKPOINT, CONFIG, METRICS, RESULT, load_run
 from posenc.errors import PosencError
 
 SMALL = ["--preset", "smoke", "--epochs", "1", "--samples", "300"]
@@ -220,7 +220,7 @@ def test_a_checkpoint_write_on_a_full_disk_names_the_file_system_error(tmp_path,
     """A real full disk fails in the middle of torch's writer, whose own error was
     "[enforce fail at inline_container.cc:672] ..."; the checkpoint is serialised in memory and
     written by posenc, so the file system's "No space left on device" comes out, naming the file."""
-    from posenc.empirical.runs import atomic_torch_save
+    from posenc.empirical.training.runs import atomic_torch_save
     from posenc.errors import WriteError
     real = posenc.atomic.os.fdopen
 

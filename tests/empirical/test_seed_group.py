@@ -1,4 +1,4 @@
-"""Seed-batched training (posenc.empirical.seed_group): each seed of a stacked group is its single
+"""Seed-batched training (posenc.empirical.training.seed_group): each seed of a stacked group is its single
 run -- the same initialisation, the same loss and gradients at the same weights and batch
 (float64, 1e-10), training that tracks S single runs, clipping by each seed's own norm (a shared
 norm is caught), and early stopping per seed with its best weights kept."""
@@ -9,13 +9,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from posenc.empirical import seed_group
+from posenc.empirical.training import seed_group
 from posenc.empirical.config import preset
-from posenc.empirical.runs import dataset_for, model_for
-from posenc.empirical.seed_group import (SeedGroup, clip_per_seed, clip_shared,
+from posenc.empirical.training.runs import dataset_for, model_for
+from posenc.empirical.training.seed_group import (SeedGroup, clip_per_seed, clip_shared,
                                          epoch_order, train_group)
 from posenc.empirical.tasks import carve_validation
-from posenc.empirical.train import best_index, lr_factor, should_stop
+from posenc.empirical.training.train import best_index, lr_factor, should_stop
 from posenc.encodings import all_entries
 from posenc.errors import PosencError
 

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from posenc.empirical.store import RunStore, run_id
-from posenc.empirical.sweep import Job, run_jobs
+from posenc.empirical.pipeline.store import RunStore, run_id
+from posenc.empirical.pipeline.sweep import Job, run_jobs
 from posenc.errors import PosencError
 
 CALLS = []

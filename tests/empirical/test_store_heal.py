@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from posenc.cli import main
-from posenc.empirical.store import RunStore
-from posenc.empirical.store_lock import StoreLock
-from posenc.empirical.sweep import Job, run_jobs
+from posenc.empirical.pipeline.store import RunStore
+from posenc.empirical.pipeline.store_lock import StoreLock
+from posenc.empirical.pipeline.sweep import Job, run_jobs
 from posenc.errors import PosencError
 
 HERE = Path(__file__).parent
@@ -160,8 +160,8 @@ def test_threads_zero_is_refused_by_the_sweep(tmp_path):
 
 HOLDER = f"""
 import sys; sys.path.insert(0, {str(HERE)!r})
-from posenc.empirical.store import RunStore
-from posenc.empirical.sweep import run_jobs
+from posenc.empirical.pipeline.store import RunStore
+from posenc.empirical.pipeline.sweep import run_jobs
 from test_store_heal import jobs, WORKER
 store, hold = sys.argv[1], sys.argv[2]
 wait = len(sys.argv) > 3

@@ -1,12 +1,12 @@
-"""The PE modules' table cache (posenc.empirical.pe.table_cache): one build per key while it fits,
+"""The PE modules' table cache (posenc.empirical.model.pe.table_cache): one build per key while it fits,
 least recently used evicted, plain tensors even when first asked for under inference mode or
 with gradients on; a training run's batch lengths all stay cached."""
 
 import torch
 
-from posenc.empirical.pe import table_cache
-from posenc.empirical.pe.bias import AlibiBias
-from posenc.empirical.pe.rotary import Rotary
+from posenc.empirical.model.pe import table_cache
+from posenc.empirical.model.pe.bias import AlibiBias
+from posenc.empirical.model.pe.rotary import Rotary
 
 
 def test_builds_each_key_once_and_evicts_the_least_recently_used(monkeypatch):

@@ -1,4 +1,4 @@
-"""The per-step training trace (posenc.empirical.trace): what train() records, that it belongs to
+"""The per-step training trace (posenc.empirical.training.trace): what train() records, that it belongs to
 its run and survives a resume, and the statistics of the stability / attenuation claims, each
 checked on constructed inputs where it must come out both ways and against a reference loop."""
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from posenc.empirical import train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
-from posenc.empirical.runs import dataset_for, model_for
-from posenc.empirical.trace import (TRACE, grad_norm_cv, loss_spikes, read_trace,
+from posenc.empirical.training.runs import dataset_for, model_for
+from posenc.empirical.training.trace import (TRACE, grad_norm_cv, loss_spikes, read_trace,
                                     steps_to_fraction, summarize_trace, table_magnitudes)
 from posenc.errors import PosencError
 
@@ -159,7 +159,7 @@ def test_a_resumed_run_records_the_same_trace(tmp_path):
 def test_a_crash_saving_the_checkpoint_after_the_trace_drops_the_extra_epoch(tmp_path,
                                                                               monkeypatch):
     import sys
-    train_mod = sys.modules["posenc.empirical.train"]  # the module (the package exports train())
+    train_mod = sys.modules["posenc.empirical.training.train"]  # the module (the package exports train())
     cfg = tiny()
     train(cfg, tmp_path / "full")
     real, calls = train_mod.atomic_torch_save, []

@@ -19,11 +19,11 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from posenc.empirical import load_run, train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
-from posenc.empirical.runs import CHECKPOINT, RESULT, dataset_for
+from posenc.empirical.training.runs import CHECKPOINT, RESULT, dataset_for
 from posenc.empirical.tasks import Split, TaskData, carve_validation
-from posenc.empirical.train import best_index, lr_factor, should_stop
+from posenc.empirical.training.train import best_index, lr_factor, should_stop
 
-train_mod = importlib.import_module("posenc.empirical.train")  # the package re-exports train()
+train_mod = importlib.import_module("posenc.empirical.training.train")  # the package re-exports train()
 
 
 def tiny(**kw) -> TrainConfig:
@@ -327,7 +327,7 @@ def test_train_steps_with_the_fused_adamw(tmp_path, step_hook):
 def test_fused_adamw_follows_the_default_adamw():
     """The fused update is torch's default AdamW (a loop over parameters on a CPU) up to float32
     rounding: 30 steps on the same gradients stay within 1e-5 (weights O(1), lr 1e-2)."""
-    from posenc.empirical.runs import model_for
+    from posenc.empirical.training.runs import model_for
     cfg = tiny(lr=1e-2)
     torch.manual_seed(0)
     a = model_for(cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from synthetic_runs import result
 
-from posenc.empirical.reproduction import ReproductionPlan
+from posenc.empirical.pipeline.reproduction import ReproductionPlan
 from posenc.errors import PosencError
 from posenc.verdicts.dynamics import evaluate_dynamics
 from posenc.verdicts.empirical import evaluate
@@ -145,8 +145,8 @@ def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypat
     that is still not its config's when it is read is an error, not a number."""
     import json
 
-    from posenc.empirical import sweep
-    from posenc.empirical.store import RunStore, run_id
+    from posenc.empirical.pipeline import sweep
+    from posenc.empirical.pipeline.store import RunStore, run_id
     from posenc.report.orchestrate import run_plan
 
     plan = ReproductionPlan.for_command("smoke", seeds=1, roles=["nope"], tasks=["distance"],

@@ -3,7 +3,7 @@ sites in order, and runs stored before the recordings existed shown as not recor
 
 import pytest
 
-from posenc.empirical.experiment_result import ExperimentResult
+from posenc.empirical.pipeline.experiment_result import ExperimentResult
 from posenc.report.measured import SECTION, measured_markdown
 
 

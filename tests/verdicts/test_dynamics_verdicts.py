@@ -113,9 +113,9 @@ def test_prediction_table_counts_hits():
 
 def test_verdicts_from_a_real_sweep_of_dynamics_jobs(tmp_path):
     # end to end: jobs -> sweep (local backend) -> store -> verdicts; tiny runs, 1 epoch
-    from posenc.empirical.dynamics_sweep import WORKER, dynamics_jobs
-    from posenc.empirical.store import RunStore
-    from posenc.empirical.sweep import run_jobs
+    from posenc.empirical.pipeline.dynamics_sweep import WORKER, dynamics_jobs
+    from posenc.empirical.pipeline.store import RunStore
+    from posenc.empirical.pipeline.sweep import run_jobs
 
     jobs = dynamics_jobs("smoke", seeds=2, overrides={"epochs": 1, "task.n_samples": 400},
                          dynamics={"every": 2, "probe_examples": 16, "ablation_examples": 16},

@@ -3,7 +3,7 @@ come out met and not met, and says what it measured."""
 
 from synthetic_runs import result
 
-from posenc.empirical.experiment_result import ExperimentResult
+from posenc.empirical.pipeline.experiment_result import ExperimentResult
 from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
     trained_criterion
 

@@ -2,7 +2,7 @@
 :class:`FusedAdamW`).
 
 ``forward(model, tokens)`` returns what ``model(tokens)`` -- the reference forward of
-:mod:`posenc.empirical.model` -- returns, up to float rounding, computed packed
+:mod:`posenc.empirical.model.transformer` -- returns, up to float rounding, computed packed
 (:mod:`.packed`: the real tokens only, short examples sharing attention rows, fused sub-layer
 functions with hand-written backwards).  Where it does not cover the model or the batch it
 falls back to ``model(tokens)`` and logs why (logger ``posenc.fast``, once per reason; a warning
@@ -27,9 +27,9 @@ from typing import Optional
 
 import torch
 
-from ..attention import Attention
-from ..mla import MLAAttention
-from ..model import Transformer
+from ..model.attention import Attention
+from ..model.mla import MLAAttention
+from ..model.transformer import Transformer
 from .packed import merges_rows, packed_forward
 from .optim import FusedAdamW
 

@@ -97,7 +97,7 @@ class AttentionResidual(torch.autograd.Function):
 
 def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch.dtype) -> tuple:
     """:class:`AttentionResidual`'s arguments after ``h`` for the LayerNorm ``ln`` and the
-    :class:`~posenc.empirical.attention.Attention` ``attn`` in a packed forward (``mask`` a
+    :class:`~posenc.empirical.model.attention.Attention` ``attn`` in a packed forward (``mask`` a
     :class:`~.mask.PackedMask`)."""
     return (ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias, attn.out.weight, attn.out.bias,
             *layer_inputs(attn, mask, offset, dtype), ln.eps)
@@ -105,5 +105,5 @@ def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch
 
 def attention_residual(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
     """``h + attn(ln(h))`` for the packed tokens ``h`` (N, D) of a packed forward (``mask``
-    a :class:`~.mask.PackedMask`), ``attn`` an :class:`~posenc.empirical.attention.Attention`."""
+    a :class:`~.mask.PackedMask`), ``attn`` an :class:`~posenc.empirical.model.attention.Attention`."""
     return AttentionResidual.apply(h, *attention_args(ln, attn, mask, offset, h.dtype))

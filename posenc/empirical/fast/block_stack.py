@@ -88,7 +88,7 @@ class BlockStack(torch.autograd.Function):
 
 def stack_inputs(blocks: Sequence, mask, offset: int, dtype: torch.dtype) -> tuple[tuple, list]:
     """:class:`BlockStack`'s ``plans`` and ``tensors`` for ``blocks``
-    (:class:`~posenc.empirical.model.Block`, each covered by both sub-layer functions) in a packed
+    (:class:`~posenc.empirical.model.transformer.Block`, each covered by both sub-layer functions) in a packed
     forward (``mask`` a :class:`~.mask.PackedMask`)."""
     plans, tensors = [], []
     for block in blocks:

@@ -1,4 +1,4 @@
-"""The packed forward of a :class:`~posenc.empirical.model.Transformer`: the reference forward's
+"""The packed forward of a :class:`~posenc.empirical.model.transformer.Transformer`: the reference forward's
 computation on the real tokens only (:mod:`.packing`), from the model's own modules and
 parameters.
 
@@ -9,12 +9,12 @@ i - j (:func:`merges_rows`).  Per block, in order of preference:
 * every block covered by both sub-layer functions: all blocks as one autograd function
   (:mod:`.block_stack`);
 * the attention sub-layer as one function (:mod:`.attention_residual`): keys and values from
-  the layer's own input, a plain :class:`~posenc.empirical.attention.Attention` that
+  the layer's own input, a plain :class:`~posenc.empirical.model.attention.Attention` that
   :func:`.packed_attention.covers`, no dropout after it;
 * else, for a covered plain attention (keys and values from elsewhere, or dropout after it), the
   attention alone as one function (:class:`.packed_attention.PackedAttention`);
-* else the attention module's own code (:meth:`~posenc.empirical.attention.Attention.heads`,
-  :meth:`~posenc.empirical.mla.MLAAttention.mix`) on the unpacked rows with a
+* else the attention module's own code (:meth:`~posenc.empirical.model.attention.Attention.heads`,
+  :meth:`~posenc.empirical.model.mla.MLAAttention.mix`) on the unpacked rows with a
   :class:`~.mask.PackedMask`, W_O on the packed tokens;
 * the MLP sub-layer as one function (:mod:`.mlp_residual`) where it covers the modules, else
   the modules.
@@ -31,8 +31,8 @@ from __future__ import annotations
 import torch
 
 from ...encodings import parts
-from ..attention import Attention
-from ..model import Block, Transformer
+from ..model.attention import Attention
+from ..model.transformer import Block, Transformer
 from ..tasks import PAD
 from .attention_residual import attention_residual
 from .block_stack import block_stack
@@ -76,7 +76,7 @@ def stacked(blocks, dtype: torch.dtype) -> bool:
 
 
 def embedding(model: Transformer, tokens: torch.Tensor, mask: PackedMask, offset: int) -> torch.Tensor:
-    """:meth:`~posenc.empirical.model.Transformer.input_embedding` of the real tokens only, (N, D)
+    """:meth:`~posenc.empirical.model.transformer.Transformer.input_embedding` of the real tokens only, (N, D)
     in packed order: the same sums E[token] + P[position], without the padding's rows."""
     packing = mask.packing
     x = model.embed(packing.from_batch(tokens))  # (N, D)

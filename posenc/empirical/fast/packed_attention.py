@@ -19,7 +19,7 @@ by index maps (:class:`HeadSlots`, built once per forward and shared by the laye
   buffer; the inverse rotation (conjugate phasors) in place; one gather back to
   (N, 3 * d_model).  A learned bias gets ``dS`` summed over the rows.
 
-It computes exactly what :func:`posenc.empirical.kernel.explicit_attention` computes on the
+It computes exactly what :func:`posenc.empirical.model.kernel.explicit_attention` computes on the
 unpacked tensors (the same products, in the same float dtype; tests compare both, and
 ``torch.autograd.gradcheck`` the backward in float64).  The fast path (:mod:`.packed`) uses it
 for the cases it covers (:func:`covers`): a packed forward, no attention dropout in training,
@@ -36,7 +36,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .packing import Packing, index_tensor
-from ..pe.rotary import Rotary
+from ..model.pe.rotary import Rotary
 
 
 class HeadSlots:
@@ -184,7 +184,7 @@ def covers(rotary, dtype: torch.dtype, dropout: float) -> bool:
 
 def layer_inputs(attn, mask, offset: int, dtype: torch.dtype) -> tuple:
     """What :class:`PackedAttention` takes besides Q/K/V, for the
-    :class:`~posenc.empirical.attention.Attention` ``attn`` in a packed forward (``mask`` a
+    :class:`~posenc.empirical.model.attention.Attention` ``attn`` in a packed forward (``mask`` a
     :class:`~.mask.PackedMask`): a learned PE bias (H or 1, T, T) or None, the index maps, the
     rotation's phasors or None, the constant additive terms -- the merged rows' block mask or the
     padding keys, the causal triangle and a fixed PE bias, summed once per forward

@@ -6,7 +6,7 @@ Margin_l ≥ Margin_L ∏_{k=l}^{L−1} γ_k with γ_k > 1.  Its assumptions are
 states this version.
 
 **Model.** Layers 1 (shallowest) .. L (deepest), H heads each.  s_l ∈ R^H is the per-head signal
-of layer l (e.g. the positional gradient signal of :mod:`posenc.empirical.dynamics`); it reaches
+of layer l (e.g. the positional gradient signal of :mod:`posenc.empirical.analysis.dynamics`); it reaches
 layer k from layer k+1 through the head-to-head transfer matrix M_k (the backward Jacobian
 restricted to the heads' directions): s_k = M_k s_{k+1}.  Margin(s) = s_(1) − s_(2), the top
 value minus the runner-up.  Heads are numbered so that M_k's "own-head" part is diagonal (a

@@ -14,7 +14,7 @@ around the initial output; general W_k, W_v only re-parametrise x), a = softmax(
     RoPE      s_j = qᵀ R(τ θ j) k_j                 additive   s_j = qᵀ k_j + τ b(j)
 
 τ is the head's *positional gain* (1 in the model).  The **positional gradient signal** of an
-example is ψ = ∂ℓ/∂τ at τ = 1 (the same definition :mod:`posenc.empirical.dynamics` measures in
+example is ψ = ∂ℓ/∂τ at τ = 1 (the same definition :mod:`posenc.empirical.analysis.dynamics` measures in
 trained models), the **seed** of a batch is its mean.  With G_j = ∂ℓ/∂s_j = a_j (u_j − Σ a u),
 u_j = −y rᵀ v_j, the signal is ψ = Σ_j G_j P_j with P_j = ∂s_j/∂τ: b(j) for an additive bias,
 θ j qᵀ J R(θ j) k_j for RoPE (J the 90° rotation).

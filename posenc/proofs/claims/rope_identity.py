@@ -49,7 +49,7 @@ def _rotated_logits(Q: np.ndarray, K: np.ndarray, base: float, pairing: str) -> 
     """⟨R_i q_i, R_j k_j⟩ by the empirical layer's torch RoPE (rotate, then dot), float64."""
     import torch
 
-    from ...empirical.pe.rotary import rope_rotary
+    from ...empirical.model.pe.rotary import rope_rotary
     rot = rope_rotary(RoPE(base=base, pairing=pairing), Q.shape[1], 1)
     rq = rot(torch.from_numpy(Q)[None, None])[0, 0]                         # (n, d)
     rk = rot(torch.from_numpy(K)[None, None])[0, 0]

@@ -42,7 +42,7 @@ def ablation_strip_plot(table: AblationTable, path: str | Path, title: str = "")
     ax.set_title(title or f"single-head ablation, {table.n_examples} examples")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    from ..atomic import atomic_savefig
+    from ...atomic import atomic_savefig
     try:
         return atomic_savefig(fig, path, dpi=120)
     finally:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...errors import PosencError
+from ....errors import PosencError
 from .table_cache import TableCache
 
 

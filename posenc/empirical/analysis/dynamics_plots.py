@@ -61,7 +61,7 @@ def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | 
 def _save(fig, path: str | Path, dpi: int) -> Path:
     import matplotlib.pyplot as plt
 
-    from ..atomic import atomic_savefig
+    from ...atomic import atomic_savefig
     fig.tight_layout()
     try:
         return atomic_savefig(fig, path, dpi)

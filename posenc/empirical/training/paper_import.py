@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from ..errors import PosencError
+from ...errors import PosencError
 
 TRANS_PES = ("nope", "absolute", "alibi", "relative", "random", "rope")
 PAPER_PE_NAMES = TRANS_PES + ("partialrope:K", "mla")
@@ -211,10 +211,10 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     """Write the run folder ``out`` for the paper-code checkpoint ``file`` (see the module
     doc).  The task is ``preset``'s ``task`` with the checkpoint's vocabulary (and
     ``seq_len`` when given).  Nothing is written unless everything checks out."""
-    from ..encodings import parse_spec
-    from .config import apply_overrides
-    from .config import preset as make_preset
-    from .paper_specs import paper_code_fields
+    from ...encodings import parse_spec
+    from ..config import apply_overrides
+    from ..config import preset as make_preset
+    from ..paper_specs import paper_code_fields
     from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
 
     file, out = Path(file), Path(out)

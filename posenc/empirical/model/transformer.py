@@ -1,7 +1,7 @@
 """The encoder: token embedding (+ absolute PE), pre-LayerNorm blocks, mean pooling, classifier.
 
 Built from a :class:`~posenc.empirical.config.ModelConfig` and any catalogue
-PE spec (see :mod:`posenc.empirical.pe.plan` for how a spec maps to parts).
+PE spec (see :mod:`posenc.empirical.model.pe.plan` for how a spec maps to parts).
 Block l: ``h += Attn(LN1(h), LN1(kv_in)); h += MLP(LN2(h))`` with ``kv_in = h``
 (standard) or the input embeddings ``x0`` in every layer (``kv_source='input'``;
 the paper's code reads ``x0`` itself, without LN1: ``code='paper'`` below).  The input
@@ -38,14 +38,14 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..errors import PosencError
+from ...errors import PosencError
 from .attention import Attention, HeadAblation
-from .config import ModelConfig
+from ..config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .kernel import ScoreMask
 from .mla import MLAAttention
 from .pe.plan import plan_for
-from .tasks import PAD
+from ..tasks import PAD
 
 
 class Block(nn.Module):

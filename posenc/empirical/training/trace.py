@@ -2,7 +2,7 @@
 
 Two claims of Gu et al. (arXiv 2505.13027) are about *how* training goes, not where it ends:
 v1's "multiplicative coupling improves optimisation stability" and "a relative PE attenuates its
-bias toward zero on the count task".  :func:`~posenc.empirical.train.train` therefore keeps, for
+bias toward zero on the count task".  :func:`~posenc.empirical.training.train.train` therefore keeps, for
 every optimiser step ``t`` (0-based, before update t is applied):
 
 ``loss``       the mini-batch cross-entropy the update was computed from
@@ -10,7 +10,7 @@ every optimiser step ``t`` (0-based, before update t is applied):
 ``acc``        the mini-batch accuracy of that forward pass (training mode)
 
 and, at the initialisation (step 0) and after every epoch, the magnitude of every learned
-relative-bias table (:class:`~posenc.empirical.pe.bias.TableBias`, one per layer) over the
+relative-bias table (:class:`~posenc.empirical.model.pe.bias.TableBias`, one per layer) over the
 offsets the task can use, |k| <= min(max_distance, T - 1):
 
 ``table_rms``          root mean square of the raw table entries, per layer
@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 import torch
 
-from ..errors import PosencError
+from ...errors import PosencError
 
 TRACE = "trace.jsonl"
 FORMAT = 1
@@ -43,7 +43,7 @@ FORMAT = 1
 def table_magnitudes(model: torch.nn.Module, seq_len: int) -> Optional[dict[str, list[float]]]:
     """RMS and head-centred RMS of each layer's learned per-offset bias table over the offsets
     |k| <= min(max_distance, seq_len - 1); None when the model has no such table."""
-    from .pe.bias import TableBias
+    from ..model.pe.bias import TableBias
     raw, centred = [], []
     for block in getattr(model, "blocks", []):
         b = getattr(block.attn, "bias", None)

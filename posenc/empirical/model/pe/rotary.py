@@ -27,8 +27,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...encodings import RoPE, XPos
-from ...errors import PosencError
+from ....encodings import RoPE, XPos
+from ....errors import PosencError
 from .table_cache import TableCache
 
 

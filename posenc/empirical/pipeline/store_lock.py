@@ -1,6 +1,6 @@
 """One writer per results store: an exclusive OS file lock on ``STORE/store.lock``.
 
-A sweep (:func:`posenc.empirical.sweep.run_jobs`) holds the lock while it writes the store; a
+A sweep (:func:`posenc.empirical.pipeline.sweep.run_jobs`) holds the lock while it writes the store; a
 second writer gets one line naming the holder's PID (or, with ``wait=True``, waits for it).  The
 lock is ``flock(2)`` on an open file, so the kernel releases it when the holder dies -- a
 SIGKILLed sweep never blocks the next one, and there is no stale lock file to clean up (the file
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..errors import PosencError
+from ...errors import PosencError
 
 LOCK_FILE = "store.lock"
 

@@ -4,7 +4,7 @@ Layout of a store folder::
 
     STORE/
       posenc-store.json      {"format": 1}  (a newer format is refused, not misread)
-      store.lock             the writers' lock (:mod:`~posenc.empirical.store_lock`)
+      store.lock             the writers' lock (:mod:`~posenc.empirical.pipeline.store_lock`)
       index.sqlite           runs(id, state, kind, label, config, created, finished, summary)
       runs/<id>/             one folder per run: config.json, run.json (kind, label, created),
                              metrics.jsonl, checkpoint, ablation tables, figures ... and,
@@ -41,9 +41,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from ..coerce import is_int, is_number
-from ..errors import PosencError
-from ..atomic import atomic_write_json, atomic_write_text  # noqa: F401 (re-exported)
+from ...coerce import is_int, is_number
+from ...errors import PosencError
+from ...atomic import atomic_write_json, atomic_write_text  # noqa: F401 (re-exported)
 from .store_lock import LOCK_FILE, StoreLock
 
 FORMAT_VERSION = 1

@@ -30,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import PosencError
+from ...errors import PosencError
 
 
 def nan_of(x: Optional[float]) -> float:

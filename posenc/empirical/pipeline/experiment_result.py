@@ -1,6 +1,6 @@
 """A stored experiment result, typed: what the report and the verdicts read of a finished run.
 
-:func:`~posenc.empirical.experiment.experiment_worker` (and the dynamics worker) return a JSON
+:func:`~posenc.empirical.pipeline.experiment.experiment_worker` (and the dynamics worker) return a JSON
 result; a results store keeps it as the run's ``result.json`` (:mod:`.store`).  Its readers
 (:mod:`posenc.report`, :mod:`posenc.verdicts`) see it as one :class:`ExperimentResult`,
 built and checked once by :meth:`ExperimentResult.from_stored`: a record without a task, role
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..coerce import is_int
-from ..errors import PosencError
+from ...coerce import is_int
+from ...errors import PosencError
 
 
 #: the measurements of a result beside its summary, and their JSON types
@@ -54,7 +54,7 @@ class ExperimentResult:
 
     @classmethod
     def from_store(cls, store: Any, rid: str, config: dict[str, Any]) -> "ExperimentResult":
-        """Run ``rid``'s result in ``store`` (a :class:`~posenc.empirical.store.RunStore`),
+        """Run ``rid``'s result in ``store`` (a :class:`~posenc.empirical.pipeline.store.RunStore`),
         checked against ``config``, the config it was run for."""
         return cls.from_stored(store.result(rid), id=rid, run_dir=store.run_dir(rid), config=config)
 
@@ -62,7 +62,7 @@ class ExperimentResult:
     def from_stored(cls, data: Any, id: Optional[str] = None, run_dir: Optional[Path] = None,
                     config: Optional[dict[str, Any]] = None) -> "ExperimentResult":
         """The result of a stored ``result.json`` (``data``); ``config``: the run's config
-        (an :class:`~posenc.empirical.experiment.ExperimentConfig` as a dict) to check it against."""
+        (an :class:`~posenc.empirical.pipeline.experiment.ExperimentConfig` as a dict) to check it against."""
         where = f"run {id}" if id else "an experiment result"
         if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
             raise PosencError(f"{where} has no summary; run the sweep again to redo the run")

@@ -27,9 +27,9 @@ import math
 import torch
 from torch import nn
 
-from ...errors import PosencError
+from ....errors import PosencError
 from .table_cache import TableCache
-from ...encodings.expression import Expr
+from ....encodings.expression import Expr
 
 
 def alibi_slopes(n_heads: int, schedule: str) -> list[float]:

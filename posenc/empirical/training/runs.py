@@ -5,7 +5,7 @@ A run folder holds ``train_config.json`` (the resolved :class:`TrainConfig`),
 (model, optimiser and RNG state after the last finished epoch; the source of
 truth for resuming) and, once training has finished, ``train_summary.json``.
 The names leave ``config.json`` and ``result.json`` to the results store
-(:mod:`posenc.empirical.store`), which may own the same folder.  Every
+(:mod:`posenc.empirical.pipeline.store`), which may own the same folder.  Every
 file is written to a temporary name in the same folder and moved into place
 with :func:`os.replace`, so a killed process never leaves a half-written file.
 
@@ -27,11 +27,11 @@ from typing import Any, Optional
 
 import torch
 
-from ..errors import PosencError
-from ..atomic import atomic_write, atomic_write_text  # noqa: F401 (re-exported)
-from .config import TrainConfig, stored_config
-from .model import Transformer, build_model
-from .tasks import Split, make_split
+from ...errors import PosencError
+from ...atomic import atomic_write, atomic_write_text  # noqa: F401 (re-exported)
+from ..config import TrainConfig, stored_config
+from ..model.transformer import Transformer, build_model
+from ..tasks import Split, make_split
 
 CONFIG, METRICS, CHECKPOINT, RESULT = ("train_config.json", "metrics.jsonl", "checkpoint.pt",
                                       "train_summary.json")
@@ -185,7 +185,7 @@ class Run:
     def diverged(self) -> Optional[dict[str, Any]]:
         """{step, epoch, kept_finite} when the run's training loss became non-finite (training
         stopped there; ``kept_finite``: the kept model has finite weights and test loss), else
-        None (see :mod:`posenc.empirical.train`)."""
+        None (see :mod:`posenc.empirical.training.train`)."""
         return (self.result or {}).get("diverged")
 
     def check_not_diverged(self, what: str) -> None:

@@ -44,19 +44,19 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..errors import PosencError
-from ..limits import check_memory
-from .config import TrainConfig, memory_estimate
-from .model import Transformer
-from .fast import FusedAdamW
-from .fast import forward as fast_forward
+from ...errors import PosencError
+from ...limits import check_memory
+from ..config import TrainConfig, memory_estimate
+from ..model.transformer import Transformer
+from ..fast import FusedAdamW
+from ..fast import forward as fast_forward
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
                    read_config, same_run, write_metrics)
-from .tasks import TaskData, carve_validation
+from ..tasks import TaskData, carve_validation
 
 if TYPE_CHECKING:
-    from .dynamics import DynamicsConfig
+    from ..analysis.dynamics import DynamicsConfig
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     when the training split has :data:`LONG_EPOCH_EXAMPLES` examples or more).  ``resume=False``
     starts over even if the folder holds a finished or partial run of the same
     config.  ``on_step(step, loss)`` is called after every optimiser step.
-    ``dynamics``: a :class:`~posenc.empirical.dynamics.DynamicsConfig` records positional
+    ``dynamics``: a :class:`~posenc.empirical.analysis.dynamics.DynamicsConfig` records positional
     gradient signals and head importance into ``dynamics.jsonl`` (None: nothing runs; it is not
     part of the config, so it changes neither the run id nor the training).
     """
@@ -264,7 +264,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         best_state = ckpt.get("best_model")
     recorder = None
     if dynamics is not None:
-        from .dynamics import DynamicsRecorder
+        from ..analysis.dynamics import DynamicsRecorder
         recorder = DynamicsRecorder(dynamics, out, config, train_data, test_data, total,
                                     steps_per_epoch)
         recorder.start(model, start_epoch * steps_per_epoch)
@@ -393,7 +393,7 @@ def _divergence(metrics: list[dict[str, Any]], final: dict[str, Any],
     never did): training stopped at that step.  ``kept_finite``: whether the kept model (the
     last one, or with early stopping the best-validation one, perhaps from before the
     divergence) is sound -- finite parameters and a finite test loss; analyses refuse one that
-    is not (:meth:`~posenc.empirical.runs.Run.check_not_diverged`)."""
+    is not (:meth:`~posenc.empirical.training.runs.Run.check_not_diverged`)."""
     for m in metrics:
         if "diverged_step" in m:
             finite = all(bool(torch.isfinite(p).all()) for p in model.parameters()) and \
@@ -424,9 +424,9 @@ def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> 
 
 
 def train_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
-    """A sweep worker (:func:`posenc.empirical.sweep.run_jobs`): ``config`` is a
+    """A sweep worker (:func:`posenc.empirical.pipeline.sweep.run_jobs`): ``config`` is a
     :meth:`TrainConfig.to_dict`; trains into ``folder`` with ``threads`` torch threads."""
-    from .config import config_from_dict
+    from ..config import config_from_dict
     cfg = config_from_dict(config).replace(num_threads=threads)
     res = train(cfg, folder, progress=False)
     return {"summary": {"final_test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,

@@ -1,7 +1,7 @@
 """Seed-batched training: the seeds of one configuration train as one stacked model.
 
 :class:`SeedGroup` builds the S single models exactly as a single run does (``torch.manual_seed(s)``
-then :func:`~posenc.empirical.runs.model_for`), so every seed's initialisation is its own, and
+then :func:`~posenc.empirical.training.runs.model_for`), so every seed's initialisation is its own, and
 stacks their parameters with a leading seed axis: one flat (S, P) buffer whose row s holds seed s's
 parameters (in ``named_parameters`` order), each parameter a (S, *shape) view of it, and the
 gradients land in a flat (S, P) buffer of the same layout.  Per-seed operations are then single
@@ -10,17 +10,18 @@ tensor operations over rows: the gradient norm of seed s is ``||grad[s]||``
 seed that has stopped is simply not stepped, so it neither moves nor decays.
 
 The forward (:meth:`SeedGroup.forward`, tokens (S, B, T) -> logits (S, B, C): each seed its own
-batch) is the padded reference forward of :class:`~posenc.empirical.model.Transformer` written over
-the seed axis: the token-wise parts (embedding, LayerNorm, Linear) are batched GEMMs over the
-seeds (``baddbmm``), and attention, which has no parameters, runs once over all seeds' examples
+batch) is the padded reference forward of
+:class:`~posenc.empirical.model.transformer.Transformer` written over the seed axis: the
+token-wise parts (embedding, LayerNorm, Linear) are batched GEMMs over the seeds (``baddbmm``),
+and attention, which has no parameters, runs once over all seeds' examples
 flattened into its batch (S * B); a PE part with parameters (a learned absolute table, a learned
 bias) is evaluated per seed with :func:`torch.func.functional_call` on the single model's module,
 a parameter-free one (a rotation, a fixed bias or table) is the single model's module itself.  It
 walks the single model's module tree, so any catalogue entry the model builds is covered; it
 takes no hooks and no ablation (a trained seed is :meth:`SeedGroup.unstack`-ed into an ordinary
-:class:`~posenc.empirical.model.Transformer` for those).
+:class:`~posenc.empirical.model.transformer.Transformer` for those).
 
-:func:`train_group` runs a single run's loop (:func:`posenc.empirical.train.train`) for all seeds
+:func:`train_group` runs a single run's loop (:func:`posenc.empirical.training.train.train`) for all seeds
 at once: each seed's own data (``make_split(task, seed)``, a carved validation split with
 ``patience``), its own epoch order (``randperm`` seeded with ``seed * 1_000_003 + epoch``), its own
 lr schedule and step count, gradient clipping by its own norm, early stopping on its own
@@ -45,10 +46,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import PosencError
-from .config import TrainConfig
+from ...errors import PosencError
+from ..config import TrainConfig
 from .runs import dataset_for, model_for
-from .tasks import PAD, TaskData, carve_validation
+from ..tasks import PAD, TaskData, carve_validation
 
 __all__ = ["SeedGroup", "GroupRun", "build_seed_models", "clip_per_seed", "clip_shared", "train_group",
            "epoch_order", "stack_batches"]
@@ -246,7 +247,7 @@ class SeedGroup(nn.Module):
             if attn.rotary is not None:
                 _check_param_free(attn.rotary, prefix + "rotary")
                 q, k = attn.rotary.rotate_qk(q, k, 0)
-        else:  # MLA (posenc.empirical.mla), the same computation over the seed axis
+        else:  # MLA (posenc.empirical.model.mla), the same computation over the seed axis
             r = attn.rope_dim
             c_q = self._linear(prefix + "q_down.", x)
             c_kv = self._linear(prefix + "kv_down.", kv)
@@ -502,7 +503,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     """Train the seeds of one configuration as one :class:`SeedGroup` (module doc) and return one
     :class:`GroupRun` per config, in order.
 
-    Per seed it is the loop of :func:`posenc.empirical.train.train` (data, validation carve, epoch
+    Per seed it is the loop of :func:`posenc.empirical.training.train.train` (data, validation carve, epoch
     order, lr schedule, clipping, metrics, early stopping with the best weights kept); a seed whose
     epoch has fewer batches than another's sits out the extra steps (weight-0 filler rows, no
     optimiser step), and a stopped seed sits out every step.  ``device``: None reads the configs'

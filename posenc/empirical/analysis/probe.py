@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from .model import Transformer
-from .tasks import PAD, TaskData
+from ..model.transformer import Transformer
+from ..tasks import PAD, TaskData
 
 
 @torch.inference_mode()

@@ -1,24 +1,24 @@
 """One experiment of a reproduction sweep: train, then ablate and analyse.
 
-:func:`experiment_worker` is the sweep worker (see :mod:`posenc.empirical.sweep`)
+:func:`experiment_worker` is the sweep worker (see :mod:`posenc.empirical.pipeline.sweep`)
 of ``posenc reproduce``.  Its config is an :class:`ExperimentConfig` as a dict:
 the training config plus what to measure afterwards.  It writes into the run
-folder the training files (:mod:`posenc.empirical.runs`), one
+folder the training files (:mod:`posenc.empirical.training.runs`), one
 ``ablation_<mode>.json`` table and strip plot per ablation mode, and
 ``probe.json``; it returns a JSON result that the report reads without
 loading any model:
 
 ``summary``   task, pe, seed, test accuracy (fraction), epochs, seconds, params (and, for a run
-              with early stopping, where it stopped: see :mod:`posenc.empirical.train`)
+              with early stopping, where it stopped: see :mod:`posenc.empirical.training.train`)
 ``ablation``  {mode: AblationTable.to_dict()} on ``ablation_examples`` test examples
 ``probe``     position probe R^2 and positional energy per residual site
 ``metrics``   per-epoch training metrics
-``trace``     the training trace's statistics (:func:`~posenc.empirical.trace.summarize_trace`:
+``trace``     the training trace's statistics (:func:`~posenc.empirical.training.trace.summarize_trace`:
               gradient-norm jitter, loss spikes, steps to 90% accuracy, relative-table
               magnitudes); absent for a run trained before the trace was recorded
 ``dynamics``  only when the config asks for it (``dynamics``: a
-              :class:`~posenc.empirical.dynamics.DynamicsConfig` as a dict): the run's
-              training-dynamics summary (:func:`~posenc.empirical.dynamics_summary.summarize`,
+              :class:`~posenc.empirical.analysis.dynamics.DynamicsConfig` as a dict): the run's
+              training-dynamics summary (:func:`~posenc.empirical.analysis.dynamics_summary.summarize`,
               deposit head from the zero-ablation table), recorded in the same training run
 """
 
@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import PosencError
-from .config import TrainConfig, stored_config
+from ...errors import PosencError
+from ..config import TrainConfig, stored_config
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         if self.dynamics is not None:
-            from .dynamics import DynamicsConfig
+            from ..analysis.dynamics import DynamicsConfig
             DynamicsConfig.from_dict(self.dynamics)  # validates
             if "zero" not in self.ablation_modes:
                 raise PosencError("dynamics needs the zero ablation (it names the deposit head)")
@@ -78,7 +78,7 @@ class ExperimentConfig:
 
 
 def _dynamics_complete(folder: Path, dyn: Any) -> bool:
-    from .dynamics import DYNAMICS, read_dynamics_file
+    from ..analysis.dynamics import DYNAMICS, read_dynamics_file
     if not (folder / DYNAMICS).is_file():
         return False
     try:
@@ -97,17 +97,17 @@ def chance_rate(data: Any) -> float:
 
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """Train, ablate every head in every layer, probe position; see the module doc."""
-    from .ablation import ablate
-    from .plots import ablation_strip_plot
-    from .probe import position_probe
-    from .runs import load_run
-    from .train import resolve_device, train
+    from ..analysis.ablation import ablate
+    from ..analysis.plots import ablation_strip_plot
+    from ..analysis.probe import position_probe
+    from ..training.runs import load_run
+    from ..training.train import resolve_device, train
 
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
     dyn = None
     if exp.dynamics is not None:
-        from .dynamics import DynamicsConfig, read_dynamics_file
+        from ..analysis.dynamics import DynamicsConfig, read_dynamics_file
         dyn = DynamicsConfig.from_dict(exp.dynamics)
         # a finished run whose dynamics file is missing or incomplete cannot be re-recorded by
         # resuming: start over (the sweep's run folder belongs to this config alone)
@@ -156,13 +156,13 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     if run.diverged:
         summary["diverged"] = run.diverged
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
-    from .trace import read_trace, summarize_trace
+    from ..training.trace import read_trace, summarize_trace
     trace = read_trace(folder, cfg.run_id())
     if trace is not None:  # under early stopping: up to the kept epoch (summarize_trace)
         kept = None if res.early_stopping is None else int(res.early_stopping["best_epoch"])
         out["trace"] = summarize_trace(*trace, kept_epoch=kept)
     if dyn is not None and not broken:
-        from .dynamics_summary import summarize
+        from ..analysis.dynamics_summary import summarize
         header, records = read_dynamics_file(Path(folder))
         out["dynamics"] = summarize(header, records, ablation=ablations["zero"])
     return out

@@ -16,7 +16,7 @@ one; we leave it out so the logit is a plain bilinear form).
 
 ``rope=paper_code`` is the paper code's MLA (``dis_gen/mla.py``): one ``W_qr``
 (rope_dim, q_latent) shared by every head (like ``W_kr``), ``rope_dim`` =
-head_dim by default, the "rotation" :class:`~posenc.empirical.pe.rotary.PaperCodeMix`
+head_dim by default, the "rotation" :class:`~posenc.empirical.model.pe.rotary.PaperCodeMix`
 (not a rotation), and no bias in the output projection.
 """
 
@@ -27,11 +27,11 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..encodings import MLA
+from ...encodings import MLA
 from .attention import AttentionBase, HeadAblation
 from .hooks import run_hook
 from .kernel import ScoreMask
-from ..encodings.parts import structure
+from ...encodings.parts import structure
 from .pe.rotary import MLA_MODULES
 
 

@@ -1,4 +1,4 @@
-"""Run a list of jobs into a :class:`~posenc.empirical.store.RunStore`, resumably.
+"""Run a list of jobs into a :class:`~posenc.empirical.pipeline.store.RunStore`, resumably.
 
 Two backends behind one function, :func:`run_jobs`:
 
@@ -13,13 +13,13 @@ A job is ``worker(config, folder, threads) -> result``, where ``worker`` is an
 import path ``"module:function"`` (so it pickles to any process or node).
 The worker writes its files into ``folder``, a private staging folder; when it
 returns, this process moves the staging folder into ``runs/<id>`` and commits
-the result (see :mod:`~posenc.empirical.store`).  Ray workers run in a temp
+the result (see :mod:`~posenc.empirical.pipeline.store`).  Ray workers run in a temp
 folder on their node and send the files back with the result, so no shared
 file system is needed.  Finished runs are skipped; unfinished and failed ones
 are redone, and so is a finished run whose ``result.json`` is damaged.
 
 One writer per store: :func:`run_jobs` holds the store's lock
-(:mod:`~posenc.empirical.store_lock`) from start to end; a second sweep into the same store
+(:mod:`~posenc.empirical.pipeline.store_lock`) from start to end; a second sweep into the same store
 gets one line naming the holder (or waits, ``wait=True``).  Local pool workers die with the
 sweep process (:func:`_die_with_parent`), so a SIGKILLed sweep leaves no orphans.
 """
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..errors import PosencError
+from ...errors import PosencError
 from .store import RunStore
 
 BACKENDS = ("local", "ray")
@@ -141,7 +141,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
-    from .config import check_threads
+    from ..config import check_threads
 
     if backend not in BACKENDS:
         raise PosencError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")

@@ -9,7 +9,7 @@ Modes (what replaces head h's output z_h, (seq, head_dim) per example):
 
 All H single-head ablations of a layer run as ONE forward pass: the model
 computes layers below l once, and at layer l a gate (H, H) = 1 - I turns the
-batch into H variants (see :class:`posenc.empirical.attention.HeadAblation`).
+batch into H variants (see :class:`posenc.empirical.model.attention.HeadAblation`).
 ``batched=False`` runs the same gates one head at a time (the reference).
 
 **Deposit index** (our definition, to make "one head carries it" a number):
@@ -37,11 +37,11 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from ..errors import PosencError
-from ..limits import check_int, is_index
-from .attention import HeadAblation
-from .model import Transformer
-from .tasks import PAD, TaskData
+from ...errors import PosencError
+from ...limits import check_int, is_index
+from ..model.attention import HeadAblation
+from ..model.transformer import Transformer
+from ..tasks import PAD, TaskData
 
 MODES = ("zero", "mean", "resample")
 
@@ -81,7 +81,7 @@ class AblationTable:
         return cls(data["mode"], data["n_examples"], data["baseline_acc"], layers)
 
     def save(self, path: str | Path) -> None:
-        from .runs import atomic_write_text
+        from ..training.runs import atomic_write_text
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
 

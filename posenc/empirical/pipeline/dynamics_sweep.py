@@ -1,13 +1,13 @@
 """The sweep side of training dynamics: :func:`dynamics_worker` (train with dynamics on, ablate,
-summarise) and :func:`dynamics_jobs` (its jobs for :func:`~posenc.empirical.sweep.run_jobs`)."""
+summarise) and :func:`dynamics_jobs` (its jobs for :func:`~posenc.empirical.pipeline.sweep.run_jobs`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import PosencError
-from .dynamics_summary import summarize
+from ...errors import PosencError
+from ..analysis.dynamics_summary import summarize
 
 
 def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
@@ -18,11 +18,11 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     test_acc, ..., tags with ``role`` -- the PE family unless given -- and ``dynamics: True``),
     ``dynamics`` (:func:`summarize`), ``ablation`` ({"zero": table}) and ``metrics``.
     """
-    from .ablation import ablate
-    from .config import config_from_dict
-    from .dynamics import DynamicsConfig, read_dynamics_file
-    from .runs import load_run
-    from .train import resolve_device, train
+    from ..analysis.ablation import ablate
+    from ..config import config_from_dict
+    from ..analysis.dynamics import DynamicsConfig, read_dynamics_file
+    from ..training.runs import load_run
+    from ..training.train import resolve_device, train
 
     if "train" in config:
         known = {"train", "dynamics", "ablation_examples", "tags"}
@@ -67,8 +67,8 @@ def check_recordable(folder: Path) -> None:
     Records start at step 0, so such a run could only be recorded by training it again, which
     would replace its checkpoint and results; it is left as it is, and the message says how to
     record the same run elsewhere."""
-    from .dynamics import DYNAMICS
-    from .runs import CHECKPOINT, RESULT
+    from ..analysis.dynamics import DYNAMICS
+    from ..training.runs import CHECKPOINT, RESULT
 
     if (folder / DYNAMICS).is_file() or not ((folder / RESULT).is_file()
                                              or (folder / CHECKPOINT).is_file()):
@@ -79,19 +79,19 @@ def check_recordable(folder: Path) -> None:
                       f"(posenc dynamics NEW_DIR --record, with the same options)")
 
 
-WORKER = "posenc.empirical.dynamics_sweep:dynamics_worker"
+WORKER = "posenc.empirical.pipeline.dynamics_sweep:dynamics_worker"
 
 
 def dynamics_jobs(preset_name: str = "quick", seeds: int = 2,
                   roles: Optional[dict[str, str]] = None, task: str = "distance",
                   overrides: Optional[dict[str, Any]] = None, dynamics: Optional[dict] = None,
                   ablation_examples: int = 1000, device: Optional[str] = None) -> list:
-    """Sweep jobs (:class:`~posenc.empirical.sweep.Job`, kind ``dynamics``, worker
+    """Sweep jobs (:class:`~posenc.empirical.pipeline.sweep.Job`, kind ``dynamics``, worker
     :data:`WORKER`) for ``roles`` (role -> PE spec; default RoPE and ALiBi) x seeds, ready for
-    :func:`~posenc.empirical.sweep.run_jobs`; their results feed
+    :func:`~posenc.empirical.pipeline.sweep.run_jobs`; their results feed
     :func:`posenc.verdicts.dynamics.evaluate_dynamics`."""
-    from .config import check_overrides, preset
-    from .dynamics import DynamicsConfig
+    from ..config import check_overrides, preset
+    from ..analysis.dynamics import DynamicsConfig
     from .sweep import Job
 
     roles = roles or {"rope": "rope", "alibi": "alibi"}

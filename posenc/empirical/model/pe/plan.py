@@ -32,9 +32,9 @@ from typing import Callable, Optional
 
 from torch import nn
 
-from ...encodings import MLA, PESpec
-from ...errors import PosencError
-from ...encodings.parts import Part, structure, unknown_part
+from ....encodings import MLA, PESpec
+from ....errors import PosencError
+from ....encodings.parts import Part, structure, unknown_part
 from . import absolute, bias, rotary
 
 

@@ -65,11 +65,11 @@ from typing import Any, Optional
 import torch
 import torch.nn.functional as F
 
-from ..coerce import is_int
-from ..errors import PosencError
+from ...coerce import is_int
+from ...errors import PosencError
 from .ablation import ablated_logits
-from .model import Transformer
-from .tasks import TaskData
+from ..model.transformer import Transformer
+from ..tasks import TaskData
 
 DYNAMICS = "dynamics.jsonl"
 FORMAT = 1
@@ -120,7 +120,7 @@ def _rotary_layout(attn: torch.nn.Module) -> Optional[tuple[torch.Tensor, torch.
     rot = getattr(attn, "rotary", None)
     if rot is None:
         return None
-    from .mla import MLAAttention
+    from ..model.mla import MLAAttention
     start = attn.head_dim if isinstance(attn, MLAAttention) else 0  # MLA: q = [content, rope]
     planes = rot.planes()
     a = torch.tensor([start + p[0] for p in planes], dtype=torch.long)
@@ -348,7 +348,7 @@ class DynamicsRecorder:
         self.seconds += time.perf_counter() - t0
 
     def flush(self) -> None:
-        from .runs import atomic_write_text
+        from ..training.runs import atomic_write_text
         lines = [self.header] + self.records
         atomic_write_text(self.path, "".join(json.dumps(x) + "\n" for x in lines))
 

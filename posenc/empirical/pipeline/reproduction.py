@@ -1,6 +1,6 @@
 """The sweep behind ``posenc reproduce``: which runs reproduce which claim.
 
-A :class:`ReproductionPlan` expands to one :class:`~posenc.empirical.sweep.Job`
+A :class:`ReproductionPlan` expands to one :class:`~posenc.empirical.pipeline.sweep.Job`
 per (task, PE, seed).  The PE lists follow the paper's Fig. 2 / Fig. 4 / Fig. 6
 (Gu et al., arXiv 2505.13027):
 
@@ -11,7 +11,7 @@ per (task, PE, seed).  The PE lists follow the paper's Fig. 2 / Fig. 4 / Fig. 6
 * ``count`` (position-agnostic): NoPE, sinusoidal, relative, ALiBi, RoPE, MLA.
 
 The distance runs of RoPE and ALiBi also record their training dynamics
-(:mod:`posenc.empirical.dynamics`, default settings) for the Sec. 6 verdicts
+(:mod:`posenc.empirical.analysis.dynamics`, default settings) for the Sec. 6 verdicts
 (:mod:`posenc.verdicts.dynamics`): in the same training run, so they cost
 the recording's overhead (about 5% of those runs), not extra runs.
 
@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from ..coerce import is_int
-from ..errors import PosencError
-from ..limits import MAX_SEED, MAX_SEEDS, check_int
-from ..roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from .config import PRESET_NAMES, check_overrides, preset as train_preset
+from ...coerce import is_int
+from ...errors import PosencError
+from ...limits import MAX_SEED, MAX_SEEDS, check_int
+from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
+from ..config import PRESET_NAMES, check_overrides, preset as train_preset
 from .experiment import ExperimentConfig
 from .sweep import Job
 
@@ -163,14 +163,14 @@ class ReproductionPlan:
     def _config(self, task: str, role: str, seed: int):
         if not self.in_paper_code:
             return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed, **self.overrides)
-        from ..encodings import parse_spec
-        from .paper_specs import paper_code_fields
+        from ...encodings import parse_spec
+        from ..paper_specs import paper_code_fields
         fields = paper_code_fields(parse_spec(self.pes[role]))
         return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
                             **{**fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
-        from .dynamics import DynamicsConfig
+        from ..analysis.dynamics import DynamicsConfig
         out = []
         # test examples of each run's head ablation (every head of every layer, one at a time):
         # at the quick size 300 (binomial SE <= 2.9 points per accuracy, and a head's drop is
@@ -202,4 +202,4 @@ class ReproductionPlan:
         return jobs
 
 
-WORKER = "posenc.empirical.experiment:experiment_worker"
+WORKER = "posenc.empirical.pipeline.experiment:experiment_worker"
