@@ -1,5 +1,5 @@
 """Side by side: the explicit attention kernel vs torch's scaled_dot_product_attention, forward +
-backward of one layer, by head dim -- the measurement behind posenc.empirical.model.kernel.use_sdpa.
+backward of one layer, by head dim -- the measurement behind posenc.empirical.model.attention_kernel.use_sdpa.
 
 Batch 64 x 52 tokens (the quick preset), 8 heads, a padding mask on a third of the examples.
 The two kernels alternate single calls (background load hits both alike); best of --reps, by
@@ -18,7 +18,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from posenc.empirical.model.kernel import ScoreMask, explicit_attention, use_sdpa
+from posenc.empirical.model.attention_kernel import ScoreMask, explicit_attention, use_sdpa
 
 
 def main() -> None:

@@ -115,7 +115,7 @@ def test_train_refuses_overrides_that_contradict_its_arguments(tmp_path, overrid
 def test_bound_report_is_the_cli_json(capsys):
     import json
 
-    from posenc.numerics.summary import bound_report
+    from posenc.numerics.bound_table import bound_report
 
     rep = posenc.bound("alibi", n=[16, 48])
     raw = bound_report("alibi", [16, 48])

@@ -17,7 +17,7 @@ import pytest
 from posenc import limits
 from posenc.cli import main
 from posenc.errors import PosencError
-from posenc.numerics.summary import bound_report, memory_estimate
+from posenc.numerics.bound_table import bound_report, memory_estimate
 from posenc.encodings.spec_parsing import parse_spec
 
 #: A refused call may import modules (sympy: ~35 MiB on first import) and parse; nothing of the

@@ -81,7 +81,7 @@ def test_a_non_toeplitz_part_missing_from_the_declaration_fails(monkeypatch):
 def test_a_non_toeplitz_bias_declared_toeplitz_fails(monkeypatch):
     """A bias whose matrix depends on i, not only i - j (ALiBi plus a position-dependent
     diagonal), with nothing in NOT_TOEPLITZ: the check fails."""
-    real = kernels.PART_KERNELS["alibi"]
+    real = kernels.PART_FORMULAS["alibi"]
 
     def absolute_alibi(spec, n, ctx):
         K = np.asarray(real(spec, n, ctx).dense()) + np.diag(np.arange(n, dtype=float))
@@ -89,6 +89,6 @@ def test_a_non_toeplitz_bias_declared_toeplitz_fails(monkeypatch):
 
     spec = parse_spec("alibi")
     assert toeplitz_violations(spec) == []
-    monkeypatch.setitem(kernels.PART_KERNELS, "alibi", absolute_alibi)
+    monkeypatch.setitem(kernels.PART_FORMULAS, "alibi", absolute_alibi)
     assert fast.merges_rows(spec)
     assert toeplitz_violations(spec)

@@ -23,7 +23,7 @@ from posenc.empirical.model.pe import plan as eplan
 from posenc.empirical.model.pe.rotary import Rotary
 from posenc.numerics import conventions as ncv
 from posenc.numerics import kernels as nk
-from posenc.numerics.logits import MLA_PATHS, ROTATIONS, logits, plane_indices
+from posenc.numerics.logits import MLA_FORMULAS, ROTARY_FORMULAS, logits, plane_indices
 from posenc.theory import builders as tb
 from posenc.theory import conventions as tcv
 from posenc.theory.derive import _derive, derive
@@ -48,15 +48,15 @@ def test_every_entry_has_a_valid_structure_matching_its_family(spec):
 
 
 def test_every_declared_kind_has_a_formula_in_every_layer():
-    theory = (set(tb.BIAS_BUILDERS) | set(tb.ROTARY_BUILDERS) | set(tb.MLA_BUILDERS)
+    theory = (set(tb.BIAS_FORMULAS) | set(tb.ROTARY_FORMULAS) | set(tb.MLA_FORMULAS)
               | {"sinusoidal", "learned"})
-    empirical = (set(eplan.BIAS_MODULES) | set(eplan.ROTARY_MODULES) | set(eplan.MLA_KINDS)
+    empirical = (set(eplan.BIAS_FORMULAS) | set(eplan.ROTARY_FORMULAS) | set(eplan.MLA_FORMULAS)
                  | {"sinusoidal", "learned"})
     kinds = part_kinds()
     assert {"alibi", "t5", "table", "kernel", "rope", "frequencies", "mla", "sinusoidal",
             "learned", "xpos", "kerple_log", "mla_paper_code"} <= set(kinds)
-    assert set(nk.PART_KERNELS) == set(kinds)
-    assert set(ROTATIONS) | set(MLA_PATHS) == {k for k, r in kinds.items() if r in ("rotary", "mla")}
+    assert set(nk.PART_FORMULAS) == set(kinds)
+    assert set(ROTARY_FORMULAS) | set(MLA_FORMULAS) == {k for k, r in kinds.items() if r in ("rotary", "mla")}
     assert theory == set(kinds)
     assert empirical == set(kinds)
     assert set(P.MLA_ROPES.values()) == {k for k, r in kinds.items() if r == "mla"}

@@ -1,6 +1,6 @@
 """``posenc.bound``: spectra of a PE's positional matrix beside their bounds, as typed rows.
 
-Wraps :func:`posenc.numerics.summary.bound_table`, which makes the typed rows
+Wraps :func:`posenc.numerics.bound_table.bound_table`, which makes the typed rows
 (:mod:`posenc.numerics.bound_rows`: ``BoundReport``, ``BoundRow``, ``GrowthRow``, named here
 too, imported on first use so that importing this module loads no numpy);
 :meth:`BoundReport.to_dict` gives back exactly what ``posenc bound --json`` prints.
@@ -59,7 +59,7 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     """
     from ..limits import MAX_LENGTHS, check_int, is_index
     from ..numerics.content import as_content
-    from ..numerics.summary import bound_table
+    from ..numerics.bound_table import bound_table
     from . import arguments as arg
 
     arg.spec(spec)

@@ -37,4 +37,4 @@ from .logits import logits, plane_decomposition, rotate  # noqa: F401
 from .operators import (DENSE_LIMIT, DenseOperator, HadamardOperator, LowRankOperator,  # noqa: F401
                         SumOperator, ToeplitzOperator)
 from .spectra import Spectrum, spectrum  # noqa: F401
-from .summary import bound_report  # noqa: F401
+from .bound_table import bound_report  # noqa: F401

@@ -417,7 +417,7 @@ class _Context:
 
 
 #: part kind -> the positional matrix of that part (posenc.encodings.registry.kinds()).
-PART_KERNELS: dict[str, Callable[..., Kernel]] = {
+PART_FORMULAS: dict[str, Callable[..., Kernel]] = {
     "sinusoidal": _sinusoidal, "learned": _learned,
     "alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
     "rope": _rope, "frequencies": _frequencies, "mla": _mla, "mla_paper_code": _not_toeplitz,
@@ -436,7 +436,7 @@ def part_context(head: int, n_heads: int, head_dim: int, d_model: int | None, va
 
 
 def part_kernel(part: Part, spec: PESpec, n: int, ctx: _Context) -> Kernel:
-    fn = PART_KERNELS.get(part.kind)
+    fn = PART_FORMULAS.get(part.kind)
     if fn is None:
         raise unknown_part("numerics", part, spec)
     return fn(part.spec, n, ctx)

@@ -102,13 +102,13 @@ def logits(spec: PESpec | str, x: np.ndarray, wq: np.ndarray, wk: np.ndarray, *,
     q, k = x @ wq, x @ wk                                        # (n, d)
     rotary = parts.rotary
     if rotary is not None:
-        rotate_qk = ROTATIONS.get(rotary.kind)
+        rotate_qk = ROTARY_FORMULAS.get(rotary.kind)
         if rotate_qk is None:
             raise unknown_part("numerics.logits", rotary, spec)
         q, k = rotate_qk(rotary.spec, q, k, head, n_heads)
     out = q @ k.T                                                # (n, n)
     if parts.mla is not None:
-        mla_path = MLA_PATHS.get(parts.mla.kind)
+        mla_path = MLA_FORMULAS.get(parts.mla.kind)
         if mla_path is None:
             raise unknown_part("numerics.logits", parts.mla, spec)
         out = out + mla_path(parts.mla.spec, x, wq_rope, wk_rope)
@@ -147,7 +147,7 @@ def _xpos(spec: XPos, q: np.ndarray, k: np.ndarray, head: int, n_heads: int
 
 
 #: rotary part kind -> (spec, q, k, head, n_heads) -> rotated (q, k).
-ROTATIONS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
+ROTARY_FORMULAS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
 
 
 def _mla_path(spec: MLA, x: np.ndarray, wq_rope: np.ndarray | None, wk_rope: np.ndarray | None
@@ -171,4 +171,4 @@ def _not_toeplitz(spec: MLA, x: np.ndarray, wq_rope: Any, wk_rope: Any) -> np.nd
 
 
 #: mla part kind -> (spec, x, wq_rope, wk_rope) -> the decoupled path's logits.
-MLA_PATHS = {"mla": _mla_path, "mla_paper_code": _not_toeplitz}
+MLA_FORMULAS = {"mla": _mla_path, "mla_paper_code": _not_toeplitz}

@@ -15,7 +15,7 @@ A claim of Gu et al. (arXiv 2505.13027) -- or a precise version of it that posen
 * ``reports``: optional measurements shown beside the verdict (e.g. float32 drift of RoPE tables);
 * ``empirical``: reserved for claims about trained models -- a callable ``evaluate(store)`` that
   returns a verdict from stored runs.  No registered claim sets it and the runner does not call
-  it yet (the empirical claims 10-15 are judged by :mod:`posenc.verdicts.empirical`).
+  it yet (the empirical claims 10-15 are judged by :mod:`posenc.verdicts.accuracy_deposit`).
 
 Claims are plain data; :mod:`posenc.proofs.runner` runs them and :mod:`posenc.proofs.registry`
 lists them.

@@ -26,7 +26,7 @@ MODULES = (
     "precision",          # RoPE tables at large positions (mpmath oracle)
     "dynamics_seed",      # 15: gradient seed (Prop. 6.1 / 6.2)
     "dynamics_margin",    # 15: layer-wise amplification (Thm. 6.1)
-    "new_pes",            # xPos (Schur does not apply; factor bound) and KERPLE-log (CPD)
+    "xpos_kerple",         # xPos (Schur does not apply; factor bound) and KERPLE-log (CPD)
 )
 
 _EXTRA: dict[str, Claim] = {}

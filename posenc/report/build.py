@@ -114,7 +114,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..empirical.analysis.ablation import AblationTable
     from ..empirical.analysis.plots import ablation_strip_plot
     from ..verdicts.dynamics import evaluate_dynamics
-    from ..verdicts.empirical import accuracy_table, deposit_table, evaluate
+    from ..verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate
     from ..verdicts.trained import trained_criterion
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results

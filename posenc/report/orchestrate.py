@@ -84,7 +84,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
                device=device, log=log, wait=wait, failed=failed, total=total)
     if until_decided:
         from ..verdicts.dynamics import evaluate_dynamics
-        from ..verdicts.empirical import evaluate
+        from ..verdicts.accuracy_deposit import evaluate
         from .decide import until_decided as rounds
         rounds(plan.seed_counts(),
                lambda counts: run_plan(plan.with_seed_counts(counts), store, **run),

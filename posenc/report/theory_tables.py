@@ -42,7 +42,7 @@ def theory_claims(store_root: Path) -> list[dict[str, Any]]:
 def spectral_table() -> list[dict[str, Any]]:
     """Growth with n of ALiBi's bias norm and the additive ratio, against RoPE's kernel norm and
     the multiplicative ratio, for one seeded content Gram (numerics)."""
-    from ..numerics.summary import bound_report
+    from ..numerics.bound_table import bound_report
 
     ns = [64, 256, 1024, 4096]
     alibi = {g["n"]: g for g in bound_report("alibi", ns)["growth"]}

@@ -164,12 +164,12 @@ def _kerple_log(b: Build, spec: KerpleLog, n_heads: int) -> sp.Expr:
 
 
 #: bias part kind -> builder (sets every head's bias, returns the displayed b_h(i, j)).
-BIAS_BUILDERS = {"alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
+BIAS_FORMULAS = {"alibi": _alibi, "t5": _t5, "table": _table, "kernel": _custom_kernel,
                  "kerple_log": _kerple_log}
 
 
 def _bias(b: Build, part: Part, spec: PESpec, n_heads: int) -> None:
-    builder = BIAS_BUILDERS.get(part.kind)
+    builder = BIAS_FORMULAS.get(part.kind)
     if builder is None:
         raise unknown_part("theory", part, spec)
     display = builder(b, part.spec, n_heads)
@@ -242,7 +242,7 @@ def _xpos(b: Build, spec: XPos, head_dim: int, n_heads: int) -> None:
 
 
 #: rotary part kind -> builder (sets the planes of every rotated path).
-ROTARY_BUILDERS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
+ROTARY_FORMULAS = {"rope": _rope, "frequencies": _frequencies, "xpos": _xpos}
 
 
 def _not_toeplitz(b: Build, spec: MLA, head_dim: int, n_heads: int) -> None:
@@ -268,14 +268,14 @@ def build(spec: PESpec, head_dim: int, model_dim: int, n_heads: int) -> Build:
         _standard_heads(b, head_dim, n_heads)
     rot = ""
     for part in parts.parts:
-        if part.role == "mla" and part.kind in MLA_BUILDERS:
-            MLA_BUILDERS[part.kind](b, part.spec, head_dim, n_heads)
+        if part.role == "mla" and part.kind in MLA_FORMULAS:
+            MLA_FORMULAS[part.kind](b, part.spec, head_dim, n_heads)
         elif part.role == "absolute":
             _absolute(b, part, spec)
         elif part.role == "bias" and parts.mla is None:
             _bias(b, part, spec, n_heads)
-        elif part.role == "rotary" and part.kind in ROTARY_BUILDERS and parts.mla is None:
-            ROTARY_BUILDERS[part.kind](b, part.spec, head_dim, n_heads)
+        elif part.role == "rotary" and part.kind in ROTARY_FORMULAS and parts.mla is None:
+            ROTARY_FORMULAS[part.kind](b, part.spec, head_dim, n_heads)
             rot = "R_i "
         else:
             raise unknown_part("theory", part, spec)
@@ -323,4 +323,4 @@ def _mla(b: Build, spec: MLA, head_dim: int, n_heads: int) -> None:
 
 
 #: mla part kind -> builder (the heads' content and decoupled-RoPE paths).
-MLA_BUILDERS = {"mla": _mla, "mla_paper_code": _not_toeplitz}
+MLA_FORMULAS = {"mla": _mla, "mla_paper_code": _not_toeplitz}

@@ -165,8 +165,8 @@ class LogitForm:
     # -- evaluation ----------------------------------------------------------------------------
     def to_numpy_function(self, terms: Sequence[str] | None = None, input_pe: bool = True,
                           method: str = "staged") -> "LogitFunction":  # noqa: F821
-        """A compiled numeric evaluator (lambdify); see :mod:`posenc.theory.numeric`."""
-        from .numeric import LogitFunction
+        """A compiled numeric evaluator (lambdify); see :mod:`posenc.theory.lambdify`."""
+        from .lambdify import LogitFunction
         return LogitFunction(self, terms, input_pe, method)
 
     # -- output --------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Every sympy symbol a derivation creates is registered in a :class:`SymbolTable`
 together with a :class:`Binding` that says where its numeric value lives, so
 that a :class:`~posenc.theory.form.LogitForm` can later be evaluated with a
-model's weights (see :mod:`posenc.theory.numeric`):
+model's weights (see :mod:`posenc.theory.lambdify`):
 
 * positions ``i`` (query) and ``j`` (key) are integer symbols; ``t`` is the
   shift used by the Toeplitz proofs;

@@ -12,7 +12,7 @@ Importing this package loads nothing heavy.
 """
 
 from .dynamics import evaluate_dynamics, prediction_table
-from .empirical import accuracy_table, deposit_table, evaluate
+from .accuracy_deposit import accuracy_table, deposit_table, evaluate
 from .runs import SeedRuns, judge_part
 from .verdict import (CEILING, VERDICTS, Interval, Verdict, at_ceiling, binomial_se,
                       bounded_interval, combine, decide, judge, t_interval, verdict_from_parts)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from empirical_reference import old_model_logits
 
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.model.kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
+from posenc.empirical.model.attention_kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
 from posenc.empirical.model.transformer import build_model
 
 PES = ["rope", "rope:pairing=half,fraction=0.5", "rope:heads=1,keep=0.5", "alibi",

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from posenc.empirical import fast
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.fast import attention_residual as ar
+from posenc.empirical.fast import attention_sublayer as ar
 from posenc.empirical.fast import block_stack as bs
 from posenc.empirical.fast import packed_attention as pa
 from posenc.empirical.fast.mask import PackedMask

@@ -14,7 +14,7 @@ from posenc.encodings import parse_spec
 from posenc.errors import PosencError
 from posenc.numerics.bound_rows import MEASURES, BoundRow
 from posenc.numerics.kernels import kernel
-from posenc.numerics.summary import bound_table
+from posenc.numerics.bound_table import bound_table
 
 #: ``posenc bound ... --json`` (method dense, ``seconds`` removed) as printed by the code before
 #: the rows were typed (commit b053e5c), for four specs: additive, rotary, hybrid, a custom kernel

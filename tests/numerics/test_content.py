@@ -13,7 +13,7 @@ from posenc.limits import MAX_WIDTH
 from posenc.numerics.content import (MAX_SEED, MatrixContent, SeededContent, as_content,
                                      parse_content)
 from posenc.numerics.contraction import seeded_content
-from posenc.numerics.summary import bound_table
+from posenc.numerics.bound_table import bound_table
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from posenc.errors import PosencError
 from posenc.numerics.contraction import couple, load_content, seeded_content
 from posenc.numerics.kernels import kernel
 from posenc.numerics.spectra import spectrum
-from posenc.numerics.summary import bound_report
+from posenc.numerics.bound_table import bound_report
 
 NS = [64, 128, 256, 512, 1024]
 

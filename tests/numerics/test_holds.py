@@ -19,7 +19,7 @@ import pytest
 from posenc.cli import main
 from posenc.numerics.contraction import couple
 from posenc.numerics.kernels import kernel
-from posenc.numerics.summary import _coupled_rows, bound_report
+from posenc.numerics.bound_table import _coupled_rows, bound_report
 
 H, HEAD_DIM, BASE = 8, 16, 10000.0
 #: eigvalsh in float64 on n <= 160: errors ~ n eps ||M|| (< 1e-11 relative); 1e-8 is slack.

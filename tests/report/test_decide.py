@@ -14,7 +14,7 @@ from synthetic_runs import result
 from posenc.empirical.pipeline.reproduction import ReproductionPlan
 from posenc.errors import PosencError
 from posenc.verdicts.dynamics import evaluate_dynamics
-from posenc.verdicts.empirical import evaluate
+from posenc.verdicts.accuracy_deposit import evaluate
 from posenc.report.decide import grow, until_decided
 
 # count task: NoPE minus RoPE per seed, in points -- undecided at 2 and 4 seeds (t interval

@@ -5,7 +5,7 @@ give "inconclusive (not recorded)" instead of an error."""
 import pytest
 
 from posenc.empirical.pipeline.experiment_result import ExperimentResult
-from posenc.verdicts.empirical import Runs, evaluate
+from posenc.verdicts.accuracy_deposit import Runs, evaluate
 from posenc.verdicts.measured import evaluate_measured, span_drop
 
 

@@ -1,6 +1,6 @@
 """All blocks of a packed forward as one autograd function: each block's attention sub-layer
-(:func:`.attention_residual.attention_forward`) and MLP sub-layer
-(:func:`.mlp_residual.mlp_forward`) in turn, and their hand-written backwards in reverse.
+(:func:`.attention_sublayer.attention_forward`) and MLP sub-layer
+(:func:`.mlp_sublayer.mlp_forward`) in turn, and their hand-written backwards in reverse.
 
 With one function per sub-layer, every block costs two autograd nodes (two ``Function.apply``
 calls in the forward, two node evaluations in the backward: ~18 us each at the quick size, about
@@ -18,8 +18,8 @@ from typing import NamedTuple, Optional, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
-from .attention_residual import attention_args, attention_backward, attention_forward
-from .mlp_residual import mlp_args, mlp_backward, mlp_forward
+from .attention_sublayer import attention_args, attention_backward, attention_forward
+from .mlp_sublayer import mlp_args, mlp_backward, mlp_forward
 from .packed_attention import HeadSlots
 
 #: tensors per block: the attention sub-layer's (LN weight, LN bias, W_qkv, b_qkv, W_o, b_o,

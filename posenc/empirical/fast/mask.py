@@ -1,7 +1,7 @@
-"""The score mask of a packed forward: :class:`~posenc.empirical.model.kernel.ScoreMask` (padding keys,
-causal triangle) plus the packing of the batch and, with merged rows, the rows' block mask.
+"""The score mask of a packed forward: :class:`~posenc.empirical.model.attention_kernel.ScoreMask`
+(padding keys, causal triangle) plus the packing of the batch and, with merged rows, the rows' block mask.
 
-The reference kernel (:func:`~posenc.empirical.model.kernel.explicit_attention`, SDPA) reads a mask
+The reference kernel (:func:`~posenc.empirical.model.attention_kernel.explicit_attention`, SDPA) reads a mask
 through :meth:`ScoreMask.base` and :meth:`ScoreMask.score_columns`; :class:`PackedMask` gives
 them for merged rows ((rows, T, T) block mask; one-hot segment columns), so the modules' own
 attention code runs unchanged on the packed rows.  :meth:`PackedMask.packed_constant` is the
@@ -14,7 +14,7 @@ from typing import Optional
 
 import torch
 
-from ..model.kernel import ScoreMask
+from ..model.attention_kernel import ScoreMask
 from .packing import Packing
 
 

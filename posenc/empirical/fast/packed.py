@@ -8,15 +8,15 @@ i - j (:func:`merges_rows`).  Per block, in order of preference:
 
 * every block covered by both sub-layer functions: all blocks as one autograd function
   (:mod:`.block_stack`);
-* the attention sub-layer as one function (:mod:`.attention_residual`): keys and values from
+* the attention sub-layer as one function (:mod:`.attention_sublayer`): keys and values from
   the layer's own input, a plain :class:`~posenc.empirical.model.attention.Attention` that
-  :func:`.packed_attention.covers`, no dropout after it;
+  :func:`~.packed_attention.supports`, no dropout after it;
 * else, for a covered plain attention (keys and values from elsewhere, or dropout after it), the
   attention alone as one function (:class:`.packed_attention.PackedAttention`);
 * else the attention module's own code (:meth:`~posenc.empirical.model.attention.Attention.heads`,
   :meth:`~posenc.empirical.model.mla.MLAAttention.mix`) on the unpacked rows with a
   :class:`~.mask.PackedMask`, W_O on the packed tokens;
-* the MLP sub-layer as one function (:mod:`.mlp_residual`) where it covers the modules, else
+* the MLP sub-layer as one function (:mod:`.mlp_sublayer`) where it covers the modules, else
   the modules.
 
 Trailing columns that are padding in every example are dropped first (they are masked keys and
@@ -34,13 +34,13 @@ from ...encodings import parts
 from ..model.attention import Attention
 from ..model.transformer import Block, Transformer
 from ..tasks import PAD
-from .attention_residual import attention_residual
+from .attention_sublayer import attention_sublayer
 from .block_stack import block_stack
 from .mask import PackedMask
-from .mlp_residual import covers as mlp_covers
-from .mlp_residual import mlp_residual
+from .mlp_sublayer import supports as mlp_supports
+from .mlp_sublayer import mlp_sublayer
 from .packed_attention import PackedAttention, layer_inputs
-from .packed_attention import covers as attention_covers
+from .packed_attention import supports as attention_supports
 
 
 def merges_rows(spec) -> bool:
@@ -57,22 +57,22 @@ def trim(tokens: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.
     return (tokens, keep) if length == tokens.shape[1] else (tokens[:, :length], keep[:, :length])
 
 
-def fused_attention(block: Block, dtype: torch.dtype) -> bool:
-    """Whether ``block``'s attention sub-layer runs as one function (:mod:`.attention_residual`)."""
+def can_fuse_attention(block: Block, dtype: torch.dtype) -> bool:
+    """Whether ``block``'s attention sub-layer runs as one function (:mod:`.attention_sublayer`)."""
     attn = block.attn
     return (not block.kv_from_input and type(attn) is Attention
             and not (block.training and block.drop_attn.p > 0)
-            and attention_covers(attn.rotary, dtype, attn.dropout if block.training else 0.0))
+            and attention_supports(attn.rotary, dtype, attn.dropout if block.training else 0.0))
 
 
-def fused_mlp(block: Block, dtype: torch.dtype) -> bool:
-    """Whether ``block``'s MLP sub-layer runs as one function (:mod:`.mlp_residual`)."""
-    return mlp_covers(block.ln2, block.mlp, block.training and block.drop.p > 0, dtype)
+def can_fuse_mlp(block: Block, dtype: torch.dtype) -> bool:
+    """Whether ``block``'s MLP sub-layer runs as one function (:mod:`.mlp_sublayer`)."""
+    return mlp_supports(block.ln2, block.mlp, block.training and block.drop.p > 0, dtype)
 
 
 def stacked(blocks, dtype: torch.dtype) -> bool:
     """Whether every block runs in one function (:mod:`.block_stack`)."""
-    return all(fused_attention(b, dtype) and fused_mlp(b, dtype) for b in blocks)
+    return all(can_fuse_attention(b, dtype) and can_fuse_mlp(b, dtype) for b in blocks)
 
 
 def embedding(model: Transformer, tokens: torch.Tensor, mask: PackedMask, offset: int) -> torch.Tensor:
@@ -90,7 +90,7 @@ def attention(block: Block, a: torch.Tensor, kv: torch.Tensor, mask: PackedMask,
               offset: int) -> torch.Tensor:
     """The attention of a block that is not one function: a, kv (N, D) -> (N, D)."""
     attn, unpack = block.attn, mask.packing.unpack
-    if type(attn) is Attention and attention_covers(attn.rotary, a.dtype,
+    if type(attn) is Attention and attention_supports(attn.rotary, a.dtype,
                                                     attn.dropout if attn.training else 0.0):
         qkv = attn.qkv(a) if kv is a else torch.cat(attn.split_projection(a, kv), dim=1)
         return attn.out(PackedAttention.apply(qkv, *layer_inputs(attn, mask, offset, a.dtype)))
@@ -111,13 +111,13 @@ def attention(block: Block, a: torch.Tensor, kv: torch.Tensor, mask: PackedMask,
 def block_forward(block: Block, h: torch.Tensor, x0: torch.Tensor, mask: PackedMask,
                   offset: int) -> torch.Tensor:
     """One block on the packed tokens h, x0 (N, D) -> (N, D)."""
-    if fused_attention(block, h.dtype):
-        h = attention_residual(h, block.ln1, block.attn, mask, offset)
+    if can_fuse_attention(block, h.dtype):
+        h = attention_sublayer(h, block.ln1, block.attn, mask, offset)
     else:
         a = block.ln1(h)
         h = h + block.drop_attn(attention(block, a, block.kv_input(a, x0), mask, offset))
-    if fused_mlp(block, h.dtype):
-        return mlp_residual(h, block.ln2, block.mlp)
+    if can_fuse_mlp(block, h.dtype):
+        return mlp_sublayer(h, block.ln2, block.mlp)
     return h + block.drop(block.mlp(block.ln2(h)))
 
 

@@ -19,10 +19,10 @@ by index maps (:class:`HeadSlots`, built once per forward and shared by the laye
   buffer; the inverse rotation (conjugate phasors) in place; one gather back to
   (N, 3 * d_model).  A learned bias gets ``dS`` summed over the rows.
 
-It computes exactly what :func:`posenc.empirical.model.kernel.explicit_attention` computes on the
+It computes exactly what :func:`posenc.empirical.model.attention_kernel.explicit_attention` computes on the
 unpacked tensors (the same products, in the same float dtype; tests compare both, and
 ``torch.autograd.gradcheck`` the backward in float64).  The fast path (:mod:`.packed`) uses it
-for the cases it covers (:func:`covers`): a packed forward, no attention dropout in training,
+for the cases it covers (:func:`supports`): a packed forward, no attention dropout in training,
 float32 / float64, and a rotation that is plain RoPE with interleaved pairing (or none);
 everything else takes the op-by-op path.
 """
@@ -173,7 +173,7 @@ class PackedAttention(torch.autograd.Function):
         return dqkv.view(dz.shape[0], 3 * H * d), dbias, None, None, None, None
 
 
-def covers(rotary, dtype: torch.dtype, dropout: float) -> bool:
+def supports(rotary, dtype: torch.dtype, dropout: float) -> bool:
     """Whether :class:`PackedAttention` computes this attention: no attention dropout (the caller
     passes 0 outside training), float32 / float64, no rotation or plain RoPE (:class:`Rotary`
     itself: not xPos, not the paper code's MLA mix) with interleaved pairing."""

@@ -27,8 +27,8 @@ difference: padding masked, no hook attached (a hook sees the (batch, pos, ...) 
 ablation (:func:`posenc.empirical.fast.why_not`); it merges rows only for PEs whose parts all have
 a Toeplitz form (:data:`posenc.encodings.parts.NOT_TOEPLITZ`; :func:`.packed.merges_rows`).  A batch
 without padding is packed too (``dense``: every token real, the layouts are reshapes of each
-other), so that its blocks can run as the sub-layer functions of :mod:`.attention_residual` /
-:mod:`.mlp_residual`, which take the (N, D) layout.
+other), so that its blocks can run as the sub-layer functions of :mod:`.attention_sublayer` /
+:mod:`.mlp_sublayer`, which take the (N, D) layout.
 See :mod:`.packed`.
 """
 

@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .hooks import HookPoint, run_hook
-from .kernel import ScoreMask, explicit_attention, use_sdpa
+from .attention_kernel import ScoreMask, explicit_attention, use_sdpa
 
 
 @dataclass

@@ -30,9 +30,9 @@ from torch import nn
 from ...encodings import MLA
 from .attention import AttentionBase, HeadAblation
 from .hooks import run_hook
-from .kernel import ScoreMask
+from .attention_kernel import ScoreMask
 from ...encodings.parts import structure
-from .pe.rotary import MLA_MODULES
+from .pe.rotary import MLA_FORMULAS
 
 
 class MLAAttention(AttentionBase):
@@ -53,7 +53,7 @@ class MLAAttention(AttentionBase):
         self.k_up = nn.Linear(self.kv_latent, H * dh, bias=False)  # W_uk
         self.v_up = nn.Linear(self.kv_latent, H * dh, bias=False)  # W_uv
         self.k_rope = nn.Linear(d_model, r if self.shared_rope_key else H * r, bias=False)  # W_kr
-        self.rotary = MLA_MODULES[structure(spec).mla.kind](spec, r)
+        self.rotary = MLA_FORMULAS[structure(spec).mla.kind](spec, r)
 
     def mix(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
             ablation: Optional[HeadAblation] = None) -> torch.Tensor:

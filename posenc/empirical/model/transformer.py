@@ -42,7 +42,7 @@ from ...errors import PosencError
 from .attention import Attention, HeadAblation
 from ..config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
-from .kernel import ScoreMask
+from .attention_kernel import ScoreMask
 from .mla import MLAAttention
 from .pe.plan import plan_for
 from ..tasks import PAD

@@ -186,7 +186,7 @@ class KerpleLogBias(nn.Module):
 
 
 #: bias part kind (posenc.encodings.parts) -> (part spec, n_heads) -> module.
-MODULES = {
+BIAS_FORMULAS = {
     "alibi": lambda b, n_heads: AlibiBias(n_heads, b.slopes, b.direction),
     "t5": lambda b, n_heads: T5Bias(n_heads, b.num_buckets, b.max_distance),
     "table": lambda b, n_heads: TableBias(n_heads, b.max_distance),

@@ -3,7 +3,7 @@
 ``plan_for(spec)`` reads the catalogue's split of a spec into parts
 (:mod:`posenc.encodings.parts`): an absolute embedding added to the input, an additive
 attention bias, a rotation of queries and keys, or MLA attention, and maps each
-part kind to a torch module (``BIAS_MODULES``, ``ROTARY_MODULES``); a kind with
+part kind to a torch module (``BIAS_FORMULAS``, ``ROTARY_FORMULAS``); a kind with
 no module is an error.  The mapping:
 
 =====================  =====================================================
@@ -45,8 +45,8 @@ class PEPlan:
     absolute_base: float = 10000.0  # sinusoidal base
     absolute_layout: str = "interleaved"  # sinusoidal layout: interleaved or half
     absolute_max_len: Optional[int] = None  # learned table length; None = the model's length
-    bias: Optional[Part] = None  # the bias part (kind in BIAS_MODULES)
-    rotary: Optional[Part] = None  # the rotary part (kind in ROTARY_MODULES)
+    bias: Optional[Part] = None  # the bias part (kind in BIAS_FORMULAS)
+    rotary: Optional[Part] = None  # the rotary part (kind in ROTARY_FORMULAS)
     mla: Optional[MLA] = None
 
     @property
@@ -66,21 +66,21 @@ class PEPlan:
         return absolute.LearnedAbsolute(d_model, length)
 
     def make_bias(self, n_heads: int) -> Optional[nn.Module]:
-        return None if self.bias is None else BIAS_MODULES[self.bias.kind](self.bias.spec, n_heads)
+        return None if self.bias is None else BIAS_FORMULAS[self.bias.kind](self.bias.spec, n_heads)
 
     def make_rotary(self, head_dim: int, n_heads: int) -> Optional[nn.Module]:
         if self.rotary is None:
             return None
-        return ROTARY_MODULES[self.rotary.kind](self.rotary.spec, head_dim, n_heads)
+        return ROTARY_FORMULAS[self.rotary.kind](self.rotary.spec, head_dim, n_heads)
 
 
 #: bias part kind -> (part spec, n_heads) -> module; rotary part kind -> (part spec, head_dim,
 #: n_heads) -> module.  Each table lives beside its modules (bias.py, rotary.py).
-BIAS_MODULES: dict[str, Callable[..., nn.Module]] = bias.MODULES
-ROTARY_MODULES: dict[str, Callable[..., nn.Module]] = rotary.MODULES
+BIAS_FORMULAS: dict[str, Callable[..., nn.Module]] = bias.BIAS_FORMULAS
+ROTARY_FORMULAS: dict[str, Callable[..., nn.Module]] = rotary.ROTARY_FORMULAS
 #: mla part kind -> the rotation of MLA's decoupled path (mla.MLAAttention builds it from the
 #: spec; mla_paper_code is the paper code's PaperCodeMix, not a rotation).
-MLA_KINDS: dict[str, Callable[..., nn.Module]] = rotary.MLA_MODULES
+MLA_FORMULAS: dict[str, Callable[..., nn.Module]] = rotary.MLA_FORMULAS
 
 
 def plan_for(spec: PESpec) -> PEPlan:
@@ -93,11 +93,11 @@ def plan_for(spec: PESpec) -> PEPlan:
         elif part.role == "absolute" and part.kind == "learned":
             fields.update(absolute="learned",
                           absolute_max_len=None if part.spec is None else part.spec.max_len)
-        elif part.role == "bias" and part.kind in BIAS_MODULES:
+        elif part.role == "bias" and part.kind in BIAS_FORMULAS:
             fields["bias"] = part
-        elif part.role == "rotary" and part.kind in ROTARY_MODULES:
+        elif part.role == "rotary" and part.kind in ROTARY_FORMULAS:
             fields["rotary"] = part
-        elif part.role == "mla" and part.kind in MLA_KINDS:
+        elif part.role == "mla" and part.kind in MLA_FORMULAS:
             fields["mla"] = part.spec
         else:
             raise unknown_part("empirical", part, spec)

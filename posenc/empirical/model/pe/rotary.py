@@ -183,7 +183,7 @@ def xpos_rotary(spec: XPos, head_dim: int, n_heads: int) -> XPosRotary:
 
 
 #: rotary part kind (posenc.encodings.parts) -> (part spec, head_dim, n_heads) -> module.
-MODULES = {
+ROTARY_FORMULAS = {
     "rope": rope_rotary,
     "frequencies": lambda r, head_dim, n_heads: frequency_rotary(r.frequencies, head_dim, n_heads),
     "xpos": xpos_rotary,
@@ -234,7 +234,7 @@ class PaperCodeMix(nn.Module):
 
 
 #: mla part kind (posenc.encodings.parts) -> (MLA spec, rope_dim) -> the decoupled path's position module.
-MLA_MODULES = {
+MLA_FORMULAS = {
     "mla": lambda spec, rope_dim: mla_rotary(rope_dim, spec.base),
     "mla_paper_code": lambda spec, rope_dim: PaperCodeMix(rope_dim, spec.base),
 }

@@ -6,7 +6,7 @@ import math
 import pytest
 from synthetic_runs import result, sweep
 
-from posenc.verdicts.empirical import accuracy_table, evaluate
+from posenc.verdicts.accuracy_deposit import accuracy_table, evaluate
 from posenc.verdicts.verdict import binomial_se
 
 D = "distance"
@@ -85,7 +85,7 @@ def test_a_pe_at_chance_leaves_the_max_over_additive_pes():
 
 
 def test_within_the_margin_of_chance_is_not_learned():
-    from posenc.verdicts.empirical import LEARNED_MARGIN, Runs
+    from posenc.verdicts.accuracy_deposit import LEARNED_MARGIN, Runs
     chance = 0.1
     just_below = chance + (LEARNED_MARGIN - 0.5) / 100
     just_above = chance + (LEARNED_MARGIN + 0.5) / 100

@@ -1,4 +1,4 @@
-"""The MLP sub-layer function (posenc.empirical.fast.mlp_residual): its backward is the gradient
+"""The MLP sub-layer function (posenc.empirical.fast.mlp_sublayer): its backward is the gradient
 of its forward (float64 gradcheck), its forward is the modules' ``h + mlp(ln(h))``, and the fast
 path takes it exactly where it covers the case."""
 
@@ -9,7 +9,7 @@ from torch import nn
 from posenc.empirical import fast
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.fast import block_stack as bs
-from posenc.empirical.fast import mlp_residual as mr
+from posenc.empirical.fast import mlp_sublayer as mr
 from posenc.empirical.model.transformer import build_model
 
 
@@ -40,7 +40,7 @@ def test_backward_is_the_gradient_of_the_forward(act):
 def test_forward_and_gradients_are_the_modules(act):
     ln, mlp = _modules(act, torch.float32)
     h = torch.randn(40, 6, requires_grad=True)
-    got = mr.mlp_residual(h, ln, mlp)
+    got = mr.mlp_sublayer(h, ln, mlp)
     want = h + mlp(ln(h))
     # float32, O(1) values, sums of <= 10 products: the same kernels, ~1e-7 relative
     assert torch.allclose(got, want, rtol=0, atol=1e-6)
@@ -52,14 +52,14 @@ def test_forward_and_gradients_are_the_modules(act):
 
 def test_what_it_covers():
     ln, mlp = _modules(nn.GELU(), torch.float32)
-    assert mr.covers(ln, mlp, False, torch.float32)
-    assert not mr.covers(ln, mlp, True, torch.float32)  # an active dropout after it
-    assert not mr.covers(ln, mlp, False, torch.bfloat16)
-    assert not mr.covers(ln, _modules(nn.GELU(approximate="tanh"))[1], False, torch.float32)
-    assert not mr.covers(ln, _modules(nn.SiLU())[1], False, torch.float32)
+    assert mr.supports(ln, mlp, False, torch.float32)
+    assert not mr.supports(ln, mlp, True, torch.float32)  # an active dropout after it
+    assert not mr.supports(ln, mlp, False, torch.bfloat16)
+    assert not mr.supports(ln, _modules(nn.GELU(approximate="tanh"))[1], False, torch.float32)
+    assert not mr.supports(ln, _modules(nn.SiLU())[1], False, torch.float32)
     drop = _modules(nn.GELU(), torch.float32, inner_dropout=nn.Dropout(0.1))[1]
-    assert not mr.covers(ln, drop.train(), False, torch.float32)
-    assert mr.covers(ln, drop.eval(), False, torch.float32)  # off in eval: skipped
+    assert not mr.supports(ln, drop.train(), False, torch.float32)
+    assert mr.supports(ln, drop.eval(), False, torch.float32)  # off in eval: skipped
 
 
 @pytest.mark.parametrize("kw,taken", [({}, True), ({"activation": "relu"}, True),

@@ -9,7 +9,7 @@ source (its zero block appended in place), and the output projection's backward 
 its gather source the same way, so neither is copied.  It computes what the modules compute
 (tests compare both, and ``torch.autograd.gradcheck`` the backward in float64).  The fast path
 (:mod:`.packed`) uses it in a packed forward when keys and values come from the layer's own
-input and the attention is one :func:`~.packed_attention.covers` (no dropout after it either).
+input and the attention is one :func:`~.packed_attention.supports` (no dropout after it either).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch
             *layer_inputs(attn, mask, offset, dtype), ln.eps)
 
 
-def attention_residual(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
+def attention_sublayer(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
     """``h + attn(ln(h))`` for the packed tokens ``h`` (N, D) of a packed forward (``mask``
     a :class:`~.mask.PackedMask`), ``attn`` an :class:`~posenc.empirical.model.attention.Attention`."""
     return AttentionResidual.apply(h, *attention_args(ln, attn, mask, offset, h.dtype))

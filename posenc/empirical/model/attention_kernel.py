@@ -1,21 +1,9 @@
 """The attention kernel: softmax(Q K^T / sqrt(d) + B + M) V, explicitly or by SDPA, chosen by device
 and head dim; and the additive score mask of one forward pass.
 
-**Kernel choice** (:func:`use_sdpa`), measured with ``benchmarks/attention_kernel.py`` (forward +
-backward of one attention layer, batch 64 x 52 tokens, 8 heads, padding mask, best of 20, by
-wall clock and by process CPU time; torch 2.13 on a shared 2-core Xeon with AVX-512 under heavy
-background load (load average ~8), 2026-11-30; table in
-benchmarks/results/attention_kernel_cpu_2026-11-30.txt).  SDPA / explicit CPU time:
-
-=========  ==========  ==========
-head dim   1 thread    2 threads
-=========  ==========  ==========
-8          1.20        1.69
-16         1.16        2.06
-32         1.05        0.77
-64         1.18        0.77
-128        1.19        0.80
-=========  ==========  ==========
+**Kernel choice** (:func:`use_sdpa`), by the measurements of ``benchmarks/attention_kernel.py``
+(forward + backward of one attention layer, SDPA vs the explicit kernel by head dim and thread
+count; dated figures in ``benchmarks/results/attention_kernel_cpu_*.txt``):
 
 * CPU: the explicit kernel below for d_qk < ``CPU_SDPA_MIN_HEAD_DIM`` = 32 (it wins clearly at
   8 and 16 -- the quick preset has 8, the paper preset 16); SDPA from 32 on, where it wins at 2

@@ -7,7 +7,7 @@ residual add) and walks them in the backward; here the same ATen kernels run (``
 calls and the transposed views between them.  It computes what the modules compute (tests compare
 both, and ``torch.autograd.gradcheck`` the backward in float64).  The fast path uses it in a
 packed forward (:mod:`.packed`: no hook can be attached) when the sub-layer has no active dropout
-(:func:`covers`).
+(:func:`supports`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class MLPResidual(torch.autograd.Function):
         return (*mlp_backward(ctx.saved_tensors, dy, ctx.gelu), None, None)
 
 
-def covers(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: torch.dtype) -> bool:
+def supports(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: torch.dtype) -> bool:
     """Whether :class:`MLPResidual` computes ``mlp(ln(h))``: a LayerNorm with affine weights, then
     Linear, exact GELU or ReLU, (a dropout that is off,) Linear, all with biases; no active
     dropout after it; float32 / float64."""
@@ -75,12 +75,12 @@ def covers(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: torch
 
 
 def mlp_args(ln: nn.LayerNorm, mlp: nn.Sequential) -> tuple:
-    """:class:`MLPResidual`'s arguments after ``h`` (see :func:`covers` for the modules)."""
+    """:class:`MLPResidual`'s arguments after ``h`` (see :func:`supports` for the modules)."""
     first, act, last = [m for m in mlp if not isinstance(m, nn.Dropout)]
     return (ln.weight, ln.bias, first.weight, first.bias, last.weight, last.bias, ln.eps,
             isinstance(act, nn.GELU))
 
 
-def mlp_residual(h: torch.Tensor, ln: nn.LayerNorm, mlp: nn.Sequential) -> torch.Tensor:
-    """``h + mlp(ln(h))`` for (N, D) ``h`` (see :func:`covers` for the modules it takes)."""
+def mlp_sublayer(h: torch.Tensor, ln: nn.LayerNorm, mlp: nn.Sequential) -> torch.Tensor:
+    """``h + mlp(ln(h))`` for (N, D) ``h`` (see :func:`supports` for the modules it takes)."""
     return MLPResidual.apply(h, *mlp_args(ln, mlp))

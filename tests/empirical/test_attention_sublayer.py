@@ -1,4 +1,4 @@
-"""The attention sub-layer function (posenc.empirical.fast.attention_residual): its backward is the
+"""The attention sub-layer function (posenc.empirical.fast.attention_sublayer): its backward is the
 gradient of its forward (float64 gradcheck, every input: LayerNorm, projections with and without
 a Q/K/V bias, a learned PE bias), its forward is ``h + attn(ln(h))`` of the modules op by op, and
 the model's blocks take it exactly where it covers the case."""
@@ -10,7 +10,7 @@ from torch import nn
 from posenc.empirical import fast
 from posenc.empirical.model.attention import Attention
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.fast import attention_residual as ar
+from posenc.empirical.fast import attention_sublayer as ar
 from posenc.empirical.fast import block_stack as bs
 from posenc.empirical.fast.mask import PackedMask
 from posenc.empirical.fast.packed_attention import HeadSlots, layer_inputs
@@ -66,7 +66,7 @@ def test_backward_is_the_gradient_of_the_forward(rotary, learned_bias, qkv_bias,
 @pytest.mark.parametrize("rotary,learned_bias,qkv_bias,causal", CASES)
 def test_forward_and_gradients_are_the_modules(rotary, learned_bias, qkv_bias, causal):
     attn, ln, mask, h = _setup(rotary, learned_bias, qkv_bias, causal, torch.float32)
-    got = ar.attention_residual(h, ln, attn, mask, 0)
+    got = ar.attention_sublayer(h, ln, attn, mask, 0)
     rows = mask.packing.unpack(ln(h))  # the modules op by op on the rows (LayerNorm, Linear,
     want = h + mask.packing.pack(attn(rows, rows, mask, 0))  # the reference attention, Linear)
     # float32, O(1) values, sums of <= 8 terms: the same kernels in another order, ~1e-7 relative
@@ -107,7 +107,7 @@ def test_free_slots_read_zeros_whatever_memory_they_get(monkeypatch):
     attn, ln, mask, h = _setup(True, True, False, False, torch.float32)
 
     def run():
-        y = ar.attention_residual(h, ln, attn, mask, 0)
+        y = ar.attention_sublayer(h, ln, attn, mask, 0)
         return y, torch.autograd.grad(y.square().sum(), [h, *attn.parameters()])
 
     want, gwant = run()
