@@ -242,8 +242,8 @@ def test_bound_reports_each_stage_of_a_long_length_on_stderr(monkeypatch, capsys
     (lowered here from 100,000 to 64) is a line per stage on stderr, the tables stay on stdout,
     and shorter lengths say nothing."""
     import posenc
-    from posenc.numerics import summary
-    monkeypatch.setattr(summary, "PROGRESS_N", 64, raising=False)  # (the old code: no such name)
+    from posenc.numerics import bound_table
+    monkeypatch.setattr(bound_table, "PROGRESS_N", 64, raising=False)  # (the old code: no such name)
     assert main(["bound", "rope", "--n", "32,64", "--head-dim", "4", "--heads", "2"]) == 0
     out, err = capsys.readouterr()
     lines = err.splitlines()
@@ -263,7 +263,7 @@ def test_train_reports_each_long_epoch_on_stderr_without_a_terminal(monkeypatch,
     """``train --samples 1000000`` showed a bar on a terminal only (~30 min per epoch here); off
     a terminal, an epoch of LONG_EPOCH_EXAMPLES (lowered here to 10) is a line on stderr."""
     import importlib
-    training = importlib.import_module("posenc.empirical.train")
+    training = importlib.import_module("posenc.empirical.training.train")
     monkeypatch.setattr(training, "LONG_EPOCH_EXAMPLES", 10, raising=False)
     assert main(["train", "--preset", "smoke", "--samples", "80", "--epochs", "2", "--threads",
                  "1", "--out", str(tmp_path / "r")]) == 0

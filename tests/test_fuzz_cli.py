@@ -528,7 +528,7 @@ def api_cases(tmp_path_factory):
 def training_stubbed():
     """posenc.train with every check of its arguments, then :class:`Reached` instead of training."""
     import importlib
-    training = importlib.import_module("posenc.empirical.train")  # (the package's name is the function)
+    training = importlib.import_module("posenc.empirical.training.train")  # the module, not train()
 
     def stub(*args, **kwargs):
         raise Reached

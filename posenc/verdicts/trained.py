@@ -50,7 +50,7 @@ def _stop(result: Any) -> Optional[dict[str, Any]]:
 
 
 def plateaued(stop: dict[str, Any]) -> bool:
-    """Whether a run's stopping rule fired (:func:`posenc.empirical.train.should_stop` on its
+    """Whether a run's stopping rule fired (:func:`posenc.empirical.training.train.should_stop` on its
     validation history), read from its ``early_stopping`` summary: its best validation accuracy
     is perfect, or ``patience`` evaluations followed the kept one.  True also for a run whose
     plateau came exactly at the maximum epoch, which ``stopped_early`` (the rule fired *before*

@@ -112,8 +112,8 @@ def test_a_replica_sharing_a_seed_already_in_the_first_store_is_refused_before_t
     """The overlap check read the plans only: seeds an earlier sweep stored past the plan (here
     seed 8, beside the plan's 0-1) let a replica on seeds 8-9 train in full and fail at the
     report.  Now it is one line before any run, and the replica store holds no run."""
-    from posenc.empirical.reproduction import ReproductionPlan
-    from posenc.empirical.store import RunStore
+    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.empirical.pipeline.store import RunStore
     store = RunStore(tmp_path / "s")
     exp = ReproductionPlan.for_command("smoke", 1, roles=["nope"], tasks=["distance"]).experiments()[0]
     exp = exp.replace(train=exp.train.replace(seed=8))

@@ -225,7 +225,7 @@ def test_timings_count_the_dynamics_phase_over_the_runs_that_record_it(tmp_path)
 def test_the_setup_line_gives_the_epoch_maximum_and_span_not_one_runs_count():
     from synthetic_runs import result
 
-    from posenc.empirical.experiment_result import ExperimentResult
+    from posenc.empirical.pipeline.experiment_result import ExperimentResult
     from posenc.report.markdown import _epochs
 
     def run(seed, stop):
