@@ -46,6 +46,10 @@ def test_missing_runs_and_undefined_values_are_named():
 
 def test_the_ceiling_rule_sees_the_judged_seeds():
     seen = []
-    p = part(lambda s: None if s == 1 else 1.0, ceiling=lambda seeds: seen.append(seeds) or True)
-    assert seen == [[2]] and p["verdict"] == "ceiling"
+    p = part(lambda s: None if s == 1 else 1.0, roles=("a",),
+             ceiling=lambda seeds: seen.append(seeds) or True)
+    assert seen == [[0, 2]] and p["verdict"] == "ceiling"
     assert part(lambda s: 1.0 + s, ceiling=lambda seeds: False)["verdict"] != "ceiling"
+    # one judged seed is never a ceiling, as it is never any other verdict
+    one = part(lambda s: None if s == 1 else 1.0, ceiling=lambda seeds: True)
+    assert one["seeds"] == [2] and one["verdict"] == "inconclusive"
