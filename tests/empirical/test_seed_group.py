@@ -4,6 +4,7 @@ run -- the same initialisation, the same loss and gradients at the same weights 
 norm is caught), and early stopping per seed with its best weights kept."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -157,7 +158,9 @@ def test_configs_must_differ_only_in_seed():
 def _reference_runs(configs, dtype=torch.float64):
     """train.py's loop for each config on its own, in float64 with torch's AdamW (what train.py
     uses off float32): data, validation carve, order, lr, per-run clipping, early stopping with
-    the best weights kept.  Returns (metrics, final state dict, pre-clip norms) per run."""
+    the best weights kept.  Returns (metrics, final state dict, pre-clip norms) per run; the
+    metrics hold train.py's train_loss, train_acc, lr and val_acc per epoch, and test_acc (every
+    epoch without early stopping, else the kept epoch's, of the kept weights)."""
     out = []
     for c in configs:
         split = dataset_for(c)
@@ -171,28 +174,39 @@ def _reference_runs(configs, dtype=torch.float64):
         total = spe * c.epochs
         warmup = int(round(c.warmup_frac * total))
         metrics, best, norms = [], None, []
+        def acc(data):
+            with torch.no_grad():
+                return float((m(data.tokens).argmax(-1) == data.labels).double().mean())
         for epoch in range(c.epochs):
             if val is not None and should_stop([x["val_acc"] for x in metrics], c.patience):
                 break
             order = epoch_order(c.seed, epoch, n)
+            loss_sum, correct = 0.0, 0
             for b in range(spe):
                 for group in opt.param_groups:
                     group["lr"] = c.lr * lr_factor(epoch * spe + b, total, warmup)
                 idx = order[b * c.batch_size:(b + 1) * c.batch_size]
-                loss = F.cross_entropy(m(tr.tokens[idx]), tr.labels[idx])
+                logits = m(tr.tokens[idx])
+                loss = F.cross_entropy(logits, tr.labels[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 norms.append(float(torch.nn.utils.clip_grad_norm_(m.parameters(), c.grad_clip)))
                 opt.step()
-            entry = {"epoch": epoch + 1}
+                loss_sum += float(loss.detach()) * len(idx)
+                correct += int((logits.argmax(-1) == tr.labels[idx]).sum())
+            entry = {"epoch": epoch + 1, "train_loss": loss_sum / n, "train_acc": correct / n,
+                     "lr": opt.param_groups[0]["lr"]}
             if val is not None:
-                with torch.no_grad():
-                    entry["val_acc"] = float((m(val.tokens).argmax(-1) == val.labels).double().mean())
+                entry["val_acc"] = acc(val)
                 metrics.append(entry)
                 if best_index([x["val_acc"] for x in metrics]) == len(metrics) - 1:
                     best = {k: v.detach().clone() for k, v in m.state_dict().items()}
             else:
+                entry["test_acc"] = acc(split.test)
                 metrics.append(entry)
+        if best is not None:  # the test split once, for the kept weights
+            m.load_state_dict(best)
+            metrics[best_index([x["val_acc"] for x in metrics])]["test_acc"] = acc(split.test)
         out.append((metrics, best if best is not None else m.state_dict(), norms))
     return out
 
@@ -220,6 +234,12 @@ def _track(configs):
     for run, (metrics, state, norms) in zip(runs, refs):
         assert len(run.metrics) == len(metrics)
         assert len(run.norms) == len(norms)
+        for got, want in zip(run.metrics, metrics):  # each seed's own records, value by value
+            assert set(want) <= set(got), (sorted(want), sorted(got))
+            assert got["lr"] == pytest.approx(want["lr"], rel=1e-12)
+            for key in ("train_acc", "val_acc", "test_acc"):  # counts of argmax hits: exact
+                assert got.get(key) == want.get(key), (key, got, want)
+            worst = max(worst, abs(got["train_loss"] - want["train_loss"]))
         worst = max(worst, max(abs(a - b) for a, b in zip(run.norms, norms)))
         for k, v in state.items():
             worst = max(worst, float((run.state_dict[k] - v).abs().max()))
@@ -329,3 +349,42 @@ def test_early_stopping_per_seed_keeps_each_seeds_best_weights():
         vals = [m["val_acc"] for m in r.metrics]
         assert stop["best_epoch"] == best_index(vals) + 1
         assert r.final is r.metrics[stop["best_epoch"] - 1]
+
+
+def test_a_diverging_seed_stops_where_its_single_run_stops(tmp_path):
+    """lr 1e6 without clipping makes the seeds diverge, as their single runs do (train.py: no
+    update at or after the first non-finite loss, the epoch's sums NaN, ``diverged`` in the
+    summary): the same step and epoch, the same records."""
+    import json
+    from posenc.empirical.training.runs import RESULT
+    from posenc.empirical.training.train import train
+    configs = _small("alibi", seeds=(0, 1), lr=1e6, grad_clip=None, epochs=2)
+    runs = train_group(configs, dtype=torch.float32)
+    for c, run in zip(configs, runs):
+        single = train(c.replace(num_threads=1), tmp_path / f"s{c.seed}", progress=False)
+        want = json.loads((Path(single.run_dir) / RESULT).read_text())["diverged"]
+        assert run.diverged == want
+        last = run.metrics[-1]
+        assert last["diverged_step"] == want["step"] == last["step"]
+        assert math.isnan(last["train_loss"]) and math.isnan(last["train_acc"])
+        assert len(run.metrics) == want["epoch"] == len(single.metrics)
+
+
+def test_a_seed_with_a_non_finite_loss_is_not_stepped_and_the_others_are_untouched():
+    """Seed 0 at lr 1e6 goes non-finite within a few steps; from then on its row no longer
+    moves, and seed 1's row is bit for bit what it is beside a sane seed 0."""
+    configs = _configs("alibi")[:2]
+    tok, lab = _batches(configs)
+    cfg = configs[0].replace(grad_clip=None)
+    wild, calm = SeedGroup(configs, dtype=torch.float32), SeedGroup(configs, dtype=torch.float32)
+    frozen = None
+    for _ in range(12):
+        before = wild.flat[0].clone()
+        losses, _, _ = wild.train_step(tok, lab, None, [1e6, 1e-3], [True, True], cfg)
+        calm.train_step(tok, lab, None, [1e-3, 1e-3], [True, True], cfg)
+        if not math.isfinite(float(losses[0])):
+            frozen = frozen or 0
+            assert torch.equal(wild.flat[0], before)  # not stepped at a non-finite loss
+            frozen += 1
+        assert torch.equal(wild.flat[1], calm.flat[1])
+    assert frozen, "seed 0 never diverged: the test proves nothing"

@@ -342,12 +342,16 @@ class SeedGroup(nn.Module):
         clip = clip_per_seed if clip is None else clip
         with autocast(config.precision, self.flat.device):
             losses, logits = self.loss(tokens, labels, weight)
+        # a seed whose loss is not finite is not stepped (train.py stops before the update);
+        # the seeds' rows are independent, so its NaN gradient reaches no other seed
+        finite = torch.isfinite(losses.detach()).tolist()
         self.backward(losses)
         if config.grad_clip is not None:
             norms = clip(self.grad, config.grad_clip)
         else:
             norms = torch.linalg.vector_norm(self.grad, dim=1)
-        self.adamw_step(lrs, active, config.betas, config.weight_decay)
+        self.adamw_step(lrs, [a and f for a, f in zip(active, finite)], config.betas,
+                        config.weight_decay)
         return losses.detach(), logits.detach(), norms
 
     @torch.no_grad()
@@ -487,6 +491,7 @@ class GroupRun:
     n_train: int = 0
     n_test: int = 0
     norms: list[float] = field(default_factory=list)  # the gradient norm before clipping, per step
+    diverged: Optional[dict[str, Any]] = None  # train.py's {step, epoch, kept_finite}; None if not
 
     @property
     def final(self) -> dict[str, Any]:
@@ -538,16 +543,18 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     norms_log: list[list[float]] = [[] for _ in range(S)]
     lrs = [0.0] * S
     step_counter = 0
+    diverged_at: list[Optional[int]] = [None] * S  # the step whose loss was not finite
     for epoch in range(cfg0.epochs):
-        running = [not (vals[s] is not None and should_stop([m["val_acc"] for m in metrics[s]],
-                                                           cfg0.patience)) for s in range(S)]
+        running = [diverged_at[s] is None and
+                   not (vals[s] is not None and should_stop([m["val_acc"] for m in metrics[s]],
+                                                            cfg0.patience)) for s in range(S)]
         if not any(running):
             break
         group.train()
         orders = [epoch_order(c.seed, epoch, n) for c, n in zip(configs, ns)]
         loss_sum, correct = [0.0] * S, [0] * S
         for b in range(max(spe)):
-            active = [running[s] and b < spe[s] for s in range(S)]
+            active = [running[s] and diverged_at[s] is None and b < spe[s] for s in range(S)]
             index = [orders[s][b * bs:(b + 1) * bs] if active[s] else orders[s][:0] for s in range(S)]
             for s in range(S):
                 if active[s]:
@@ -557,7 +564,9 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
             det, logits, norms = group.train_step(tok, lab, w, lrs, active, cfg0, clip)
             hits = ((logits.argmax(-1) == lab).to(w.dtype) * w).sum(dim=1)
             for s in range(S):
-                if active[s]:
+                if active[s] and not math.isfinite(float(det[s])):  # train.py: stop, no update
+                    diverged_at[s] = epoch * spe[s] + b
+                elif active[s]:
                     loss_sum[s] += float(det[s]) * len(index[s])
                     correct[s] += int(hits[s])
                     if record_norms:
@@ -576,6 +585,10 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
                 continue
             m = {"epoch": epoch + 1, "step": (epoch + 1) * spe[s], "lr": lrs[s],
                  "train_loss": loss_sum[s] / ns[s], "train_acc": correct[s] / ns[s]}
+            if diverged_at[s] is not None and (epoch + 1) * spe[s] > diverged_at[s]:
+                # this epoch diverged: its sums are partial (train.py's record)
+                m.update(step=diverged_at[s], train_loss=math.nan, train_acc=math.nan,
+                         diverged_step=diverged_at[s])
             if test_res is not None:
                 m.update(test_loss=test_res[s][0], test_acc=test_res[s][1])
             if val_res is not None:
@@ -595,6 +608,12 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     for s, c in enumerate(configs):
         stop = stops[s]
         state = group.unstack(s) if stop is None else best[s]
-        out.append(GroupRun(c, metrics[s], state, group.n_params, stop, ns[s], len(tests[s]),
-                            norms_log[s]))
+        run = GroupRun(c, metrics[s], state, group.n_params, stop, ns[s], len(tests[s]),
+                       norms_log[s])
+        if diverged_at[s] is not None:  # train.py's summary record, from the kept weights
+            epoch = next(m["epoch"] for m in metrics[s] if "diverged_step" in m)
+            finite = all(bool(torch.isfinite(t).all()) for t in state.values()
+                         if t.is_floating_point()) and math.isfinite(run.final["test_loss"])
+            run.diverged = {"step": diverged_at[s], "epoch": epoch, "kept_finite": finite}
+        out.append(run)
     return out
