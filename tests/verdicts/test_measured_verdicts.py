@@ -9,11 +9,12 @@ from posenc.verdicts.accuracy_deposit import Runs, evaluate
 from posenc.verdicts.measured import evaluate_measured, span_drop
 
 
-def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None):
+def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None, chance=None):
     layers = [{"layer": l, "largest_drop": d, "deposit_index": index, "runner_up_gap": 0.0,
                "deposit_head": 0, "baseline_acc": acc} for l, d in enumerate(drops)]
     res = {"summary": {"task": task, "pe": role, "seed": seed, "preset": "smoke",
-                       "test_acc": acc, "n_test": 900, "tags": {"role": role}},
+                       "test_acc": acc, "n_test": 900, "tags": {"role": role},
+                       **({"chance": chance} if chance is not None else {})},
            "ablation": {"zero": {"layers": layers}},
            "probe": {"probe_r2": {"embed": 1.0}, **({"pe_span_share": share} if share else {})}}
     if trace is not None:
@@ -149,3 +150,38 @@ def test_relative_table_attenuation(count, distance, expected):
             for s in (0, 1)]
     v = verdicts(bare)["RA"]
     assert v.verdict == "inconclusive" and "not recorded" in v.parts[0]["note"]
+
+
+def test_the_deposit_parts_leave_out_a_pe_that_did_not_learn():
+    """Each deposit part names the runs it needs learned: NC1 the count RoPE too (a count model
+    at chance has no deposit to compare), NC3 (b) the learned absolute PE, E13 (a) MLA.  The same
+    runs with the PE learned are judged (the filter decides, not missing data)."""
+    def nc1(count_acc):
+        results = []
+        for s in range(3):
+            results.append(run("distance", "rope", s, drops=(0.6 + 0.01 * s,), index=0.8 + 0.01 * s,
+                               chance=0.025))
+            results.append(run("count", "rope", s, acc=count_acc, drops=(0.1,), index=0.2,
+                               chance=0.06))
+        return verdicts(results)["NC1"]
+    assert all("count/rope did not learn" in p["note"] for p in nc1(0.07).parts)
+    assert nc1(0.9).verdict == "confirmed"
+
+    def nc3(learned_acc):
+        results = []
+        for s in range(3):
+            results.append(run("distance", "rope", s, acc=0.9 + 0.01 * s, index=0.8 + 0.01 * s,
+                               chance=0.025))
+            results.append(run("distance", "learned", s, acc=learned_acc, index=0.95, chance=0.025))
+        return verdicts(results)["NC3"].parts[1]
+    assert nc3(0.03)["verdict"] == "inconclusive" and "learned did not learn" in nc3(0.03)["note"]
+    assert nc3(0.6)["verdict"] == "refuted"  # learned, and more concentrated than RoPE
+
+    def e13a(mla_acc):
+        results = []
+        for s in range(3):
+            results.append(run("distance", "rope", s, acc=0.9, index=0.8 + 0.01 * s, chance=0.025))
+            results.append(run("distance", "mla", s, acc=mla_acc, index=0.3, chance=0.025))
+        return next(v for v in evaluate(results) if v.claim == "E13").parts[0]
+    assert e13a(0.03)["verdict"] == "inconclusive" and "mla did not learn" in e13a(0.03)["note"]
+    assert e13a(0.85)["verdict"] == "confirmed"
