@@ -48,7 +48,7 @@ position ``i``, key position ``j``, offset ``k = i - j``):
   by the model: latents ``4 * head_dim`` (capped at the model width),
   ``rope_dim = head_dim // 2`` rounded down to even.  ``rope=paper_code`` is the
   paper code's MLA instead: its "RoPE" is not a rotation (see
-  :mod:`posenc.empirical.paper_code`), the query's rope part is shared across heads,
+  :mod:`posenc.empirical.model.pe.rotary`), the query's rope part is shared across heads,
   ``rope_dim`` defaults to ``head_dim``; its logit is not Toeplitz, so the symbolic
   and numeric layers refuse it.
 * **Custom.**  ``kernel``: an additive bias ``B_ij = g(i - j)``, the same for every

@@ -32,8 +32,9 @@ Absolute+RoPE direction claim EH, the negative controls, optimisation stability,
 table's attenuation).
 
 A part whose runs are missing is ``inconclusive`` with the reason stated.  An ordering of
-accuracies (10, 11) whose compared PEs all average >= 98% is ``ceiling`` instead
-(:func:`~.verdict.at_ceiling`); margins (13b, 14) stay decidable at the ceiling.
+accuracies (10, 11, NC3a) is ``ceiling`` instead when both of its sides average >= 98% over at
+least two judged seeds: the PE, and per seed the best of the PEs it is compared with
+(:func:`ordering_at_ceiling`); margins (13b, 14) stay decidable at the ceiling.
 Every part names its ``task`` and ``roles``: the runs it needs (``posenc reproduce
 --until-decided`` adds seeds to those of undecided parts).
 """
