@@ -173,14 +173,18 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
                     wall[k][i % K].append(w)
                     cpu[k][i % K].append(c)
     else:  # "blocks": each model steps through all K batches in a row, as in a training run
+        warm: dict[str, float] = {}
         for r in range(args.rounds + 1):
             for k, step in steps.items():
+                t0 = time.perf_counter()
                 step(K - 1)  # one untimed step first: the model's own state warm, as in training
                 for i in range(K):
                     w, c = step(i)
                     if r:  # round 0: warm-up
                         wall[k][i].append(w)
                         cpu[k][i].append(c)
+                if not r:  # round 0's K + 1 steps: a compiler compiles here, once per shape
+                    warm[k] = time.perf_counter() - t0
     T = max(int((t != PAD).sum(1).max()) for t, _ in batches)
     print(f"\ntrain step, {args.preset} preset ({args.task}, pe {pe}): {K} batches of {B} x seq "
           f"<= {T} in turn, d_model {cfg.model.d_model}, {cfg.model.n_heads} heads of dim "
@@ -200,6 +204,12 @@ def measure(args, pe: str, threads: int, also: list[str]) -> dict[str, list[floa
           f"wall best, {med['paper-code'] / med['posenc']:.2f}x wall median, "
           f"{cbest['paper-code'] / cbest['posenc']:.2f}x CPU time; vs eager "
           f"{best['eager'] / best['posenc']:.2f}x wall best")
+    if args.schedule == "blocks" and also:  # what a compiler costs before its first fast step
+        shapes = len({tuple(t.shape) for t, _ in batches})
+        for k in steps:
+            extra = warm[k] - (K + 1) * med[k]
+            print(f"  warm-up {k:<14} {warm[k]:8.2f} s for {K + 1} steps ({shapes} batch shapes): "
+                  f"{extra:8.2f} s over its median step (compilation, once per shape)")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CPU]) as prof:

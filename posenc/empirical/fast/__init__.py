@@ -1,5 +1,4 @@
-"""The CPU fast path of training, behind one door: :func:`forward` (and the optimiser
-:class:`FusedAdamW`).
+"""The CPU fast path of training, behind one door: :func:`forward`.
 
 ``forward(model, tokens)`` returns what ``model(tokens)`` -- the reference forward of
 :mod:`posenc.empirical.model.transformer` -- returns, up to float rounding, computed packed
@@ -31,9 +30,8 @@ from ..model.attention import Attention
 from ..model.mla import MLAAttention
 from ..model.transformer import Transformer
 from .packed import merges_rows, packed_forward
-from .optim import FusedAdamW
 
-__all__ = ["forward", "why_not", "merges_rows", "FusedAdamW", "KINDS", "MODULES", "log"]
+__all__ = ["forward", "why_not", "merges_rows", "KINDS", "MODULES", "log"]
 
 log = logging.getLogger("posenc.fast")
 

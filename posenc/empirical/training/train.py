@@ -14,8 +14,8 @@ of steps training amplifies it into different per-seed numbers of the same distr
 
 ``config.step`` chooses the step: ``fast`` (default) runs the training and evaluation forwards
 through :func:`posenc.empirical.fast.forward` (packed on a CPU; it falls back to the model's own
-forward, with a logged reason, where it does not cover the case) and steps with
-:class:`~posenc.empirical.fast.FusedAdamW`; ``reference`` runs ``model(tokens)`` -- the readable
+forward, with a logged reason, where it does not cover the case) and steps with torch's fused
+AdamW (``fused=True``); ``reference`` runs ``model(tokens)`` -- the readable
 forward of :mod:`.model` -- and torch's default AdamW.
 
 Early stopping (``config.patience`` set, see :class:`~posenc.empirical.config.TrainConfig`):
@@ -48,7 +48,6 @@ from ...errors import PosencError
 from ...limits import check_memory
 from ..config import TrainConfig, memory_estimate
 from ..model.transformer import Transformer
-from ..fast import FusedAdamW
 from ..fast import forward as fast_forward
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
@@ -99,17 +98,20 @@ def step_forward(step: str) -> Callable[[Transformer, torch.Tensor], torch.Tenso
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     """AdamW with the config's lr, betas and weight decay: with ``step='fast'``, torch's fused
-    kernel (one pass over all parameters; :class:`~posenc.empirical.fast.FusedAdamW`) for float32
+    kernel (``torch.optim.AdamW(fused=True)``: one pass over all parameters) for float32
     parameters on a CPU or CUDA device, else (and with ``step='reference'``) its default
     implementation.
     The fused kernel computes the same update as torch's default (a for-loop over the parameters
-    on a CPU) up to float rounding -- a test compares them over training steps -- and is cheaper
-    per step for a model this small (benchmarks/train_step.py)."""
+    on a CPU) up to float rounding -- a test compares them over training steps.  posenc's own
+    variant of it (a shared step count per group, ``FusedAdamW``) was removed: its optimiser
+    step was 1.65x faster but the whole quick step only 0.96-1.04x (interleaved A/B,
+    benchmarks/optimizer_ab.py; benchmarks/results/optimizer_ab_cpu_2026-12-02.txt), below the
+    3% that would keep a second implementation."""
     params = list(model.parameters())
     kw = dict(lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
     if config.step == "fast" and all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda")
                                      for p in params):
-        return FusedAdamW(params, **kw)  # torch's fused kernel; a cheaper step on a CPU
+        return torch.optim.AdamW(params, fused=True, **kw)
     return torch.optim.AdamW(params, **kw)
 
 
