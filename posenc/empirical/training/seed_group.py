@@ -515,7 +515,8 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     ``device``.  ``clip``: the clipping function (default :func:`clip_per_seed`).  ``on_step(step,
     losses (S,))`` after every group step.  ``num_threads`` of the configs is not applied here (the
     caller sets torch's threads)."""
-    from .train import _early_stopping_summary, best_index, lr_factor, resolve_device, should_stop
+    from .train import (_divergence, _early_stopping_summary, best_index, lr_factor,
+                        resolve_device, should_stop)
 
     configs = list(configs)
     clip = clip_per_seed if clip is None else clip  # looked up now: a test can replace it
@@ -610,10 +611,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
         state = group.unstack(s) if stop is None else best[s]
         run = GroupRun(c, metrics[s], state, group.n_params, stop, ns[s], len(tests[s]),
                        norms_log[s])
-        if diverged_at[s] is not None:  # train.py's summary record, from the kept weights
-            epoch = next(m["epoch"] for m in metrics[s] if "diverged_step" in m)
-            finite = all(bool(torch.isfinite(t).all()) for t in state.values()
-                         if t.is_floating_point()) and math.isfinite(run.final["test_loss"])
-            run.diverged = {"step": diverged_at[s], "epoch": epoch, "kept_finite": finite}
+        # train.py's summary record, from the kept weights' parameters
+        run.diverged = _divergence(metrics[s], run.final, (state[n] for n in group.names))
         out.append(run)
     return out

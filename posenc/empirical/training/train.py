@@ -39,7 +39,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -379,7 +379,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": n, "test_examples": len(test_data),
               **({"early_stopping": stop} if stop else {})}
-    diverged = _divergence(metrics, final, model)
+    diverged = _divergence(metrics, final, model.parameters())
     if diverged is not None:
         result["diverged"] = diverged
     atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
@@ -390,15 +390,16 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
 
 
 def _divergence(metrics: list[dict[str, Any]], final: dict[str, Any],
-                model: torch.nn.Module) -> Optional[dict[str, Any]]:
+                params: Iterable[torch.Tensor]) -> Optional[dict[str, Any]]:
     """{step, epoch, kept_finite} of a run whose training loss became non-finite (None when it
     never did): training stopped at that step.  ``kept_finite``: whether the kept model (the
     last one, or with early stopping the best-validation one, perhaps from before the
     divergence) is sound -- finite parameters and a finite test loss; analyses refuse one that
-    is not (:meth:`~posenc.empirical.training.runs.Run.check_not_diverged`)."""
+    is not (:meth:`~posenc.empirical.training.runs.Run.check_not_diverged`).  ``params``: the
+    kept model's parameters."""
     for m in metrics:
         if "diverged_step" in m:
-            finite = all(bool(torch.isfinite(p).all()) for p in model.parameters()) and \
+            finite = all(bool(torch.isfinite(p).all()) for p in params) and \
                 math.isfinite(final["test_loss"])
             return {"step": m["diverged_step"], "epoch": m["epoch"], "kept_finite": finite}
     return None
