@@ -300,7 +300,8 @@ def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
         # patience 3, at most 30 epochs) put five distance PEs at the ceiling and cost ~3x the
         # time budget; the paper's gaps 1..70 kept RoPE at the ceiling too (>= 99.5% on seed
         # 1000 with 2,000-3,000 examples) at 2-4x the cost per run.  The trained criterion
-        # (posenc.verdicts.trained) is what the calibration checked.
+        # (posenc.verdicts.trained) is what the calibration checked; E met (a), (b), (c) and
+        # not (b'): it was frozen so, by decision (docs/reproduction.md, "Status").
         if task == "distance":
             t = TaskConfig(name=task, n_samples=3000, vocab_size=32, max_left=8, max_gap=40,
                            max_right=8)

@@ -8,8 +8,13 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
     reached its validation plateau -- its stopping rule fired (``patience`` evaluations without
     a better validation accuracy, or a perfect one), before the maximum number of epochs or at
     it -- rather than running out of epochs while still improving;
-(b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE` and no PE's mean
-    is at the ceiling (>= :data:`~.verdict.CEILING`, where an accuracy cannot show a lead);
+(b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE`;
+(b') **ceiling**: no distance PE's mean is at the ceiling (>= :data:`~.verdict.CEILING`, where
+    an accuracy cannot show a lead).  This part is reported on its own: on the clean distance
+    task no size of the quick model met it together with (a) (docs/reproduction.md, "Status"),
+    and the quick preset was frozen with it unmet -- what keeps a verdict valid there is the
+    verdicts' two-sided ceiling rule (:func:`~.verdict.at_ceiling`), which reports an ordering
+    of two PEs that both sit at the ceiling as ``ceiling``, never as decided;
 (c) **count**: the best PE's mean test accuracy is >= :data:`BEST_COUNT`.
 
 Nothing here reads which claim comes out: the criterion is about the models, not the verdicts.
@@ -88,14 +93,13 @@ def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, An
 
 
 def trained_criterion(results: Iterable[Any]) -> list[Criterion]:
-    """The three parts of the trained criterion on ``results`` (see the module doc)."""
+    """The four parts of the trained criterion on ``results`` (see the module doc)."""
     results = list(results)
     runs = Runs(results)
     stops = stopping_table(results)
-    out = [_plateau(runs, stops)]
-    out.append(_best("(b) distance", "distance", runs, BEST_DISTANCE, ceiling=True))
-    out.append(_best("(c) count", "count", runs, BEST_COUNT, ceiling=False))
-    return out
+    return [_plateau(runs, stops), _best("(b) distance", "distance", runs, BEST_DISTANCE),
+            _ceiling("(b') ceiling", "distance", runs),
+            _best("(c) count", "count", runs, BEST_COUNT)]
 
 
 def _mean_acc(runs: Runs, task: str, role: str) -> float:
@@ -125,19 +129,26 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
     return Criterion("(a) plateau", rule, measured, not missed and not diverged)
 
 
-def _best(name: str, task: str, runs: Runs, floor: float, ceiling: bool) -> Criterion:
-    rule = f"the best PE's mean test accuracy >= {floor:g}%" + \
-        (f" and no PE's mean >= {CEILING:g}% (the ceiling)" if ceiling else "")
-    roles = sorted(r for t, r in runs.by if t == task)
-    if not roles:
+def _means(runs: Runs, task: str) -> dict[str, float]:
+    return {r: _mean_acc(runs, task, r) for r in sorted(r for t, r in runs.by if t == task)}
+
+
+def _best(name: str, task: str, runs: Runs, floor: float) -> Criterion:
+    rule = f"the best PE's mean test accuracy >= {floor:g}%"
+    means = _means(runs, task)
+    if not means:
         return Criterion(name, rule, f"no {task} runs", None)
-    means = {r: _mean_acc(runs, task, r) for r in roles}
-    best = max(roles, key=lambda r: means[r])
-    measured = f"best {best} {means[best]:.1f}%"
-    met = means[best] >= floor
-    if ceiling:
-        top = [r for r in roles if means[r] >= CEILING]
-        measured += "; at the ceiling: " + (", ".join(f"{r} {means[r]:.1f}%" for r in top)
-                                            if top else "none")
-        met = met and not top
-    return Criterion(name, rule, measured, met)
+    best = max(means, key=lambda r: means[r])
+    return Criterion(name, rule, f"best {best} {means[best]:.1f}%", means[best] >= floor)
+
+
+def _ceiling(name: str, task: str, runs: Runs) -> Criterion:
+    rule = f"no PE's mean >= {CEILING:g}% (the ceiling: an ordering of two PEs there is " \
+           "reported as `ceiling` by the verdicts, not decided)"
+    means = _means(runs, task)
+    if not means:
+        return Criterion(name, rule, f"no {task} runs", None)
+    top = [r for r in means if means[r] >= CEILING]
+    measured = "at the ceiling: " + (", ".join(f"{r} {means[r]:.1f}%" for r in top)
+                                     if top else "none")
+    return Criterion(name, rule, measured, not top)

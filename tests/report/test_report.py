@@ -56,7 +56,7 @@ def test_smoke_report_is_complete(smoke_store):
     assert set(data["accuracy"]) == {"distance", "count"}
     # the smoke preset trains without early stopping: the plateau part cannot tell
     crit = {c["name"]: c for c in data["trained_criterion"]}
-    assert list(crit) == ["(a) plateau", "(b) distance", "(c) count"]
+    assert list(crit) == ["(a) plateau", "(b) distance", "(b') ceiling", "(c) count"]
     assert crit["(a) plateau"]["met"] is None
     assert "| distance | rope | 2 | no early stopping |" in report
     # Sec. 6: recorded in the distance runs of RoPE and ALiBi, two seeds each, nowhere else
