@@ -30,6 +30,8 @@ from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
 
 TASKS = ("distance", "count")
+#: the distance task's filler samplers (TaskConfig.sampler)
+SAMPLERS = ("clean", "paper")
 PRECISIONS = ("float32", "bfloat16")
 STEPS = ("fast", "reference")  # TrainConfig.step: posenc.empirical.fast, or the model's own forward
 PRESET_NAMES = ("smoke", "quick", "paper")
@@ -44,6 +46,15 @@ class TaskConfig:
     from A).  ``count``: ``seq_len`` tokens, k in 0..max_count of them drawn
     from ``n_triggers`` trigger tokens; label = k.  ``seq_len = None`` means the
     longest distance example (max_left + max_gap + max_right + 2).
+
+    ``sampler`` (distance only): ``clean`` (default) draws every filler token independently
+    from the non-trigger tokens, so each example holds exactly one A and one B;
+    ``paper`` draws each filler segment (left, gap, right) as the paper's data generator does
+    (``dis_gen/data-gen.py``: ``random.sample`` of the segment's length from the whole
+    vocabulary), without repeats inside a segment and with the triggers among the fillers --
+    an example may then hold more than one A or B, and the best possible accuracy is below
+    100% (:mod:`posenc.empirical.bayes_ceiling`).  PAD is not a filler (posenc's padding
+    masks read it).
     """
 
     name: str = "distance"
@@ -57,10 +68,15 @@ class TaskConfig:
     max_count: int = 8
     seq_len: Optional[int] = None
     data_seed: Optional[int] = None
+    sampler: str = "clean"
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
             raise PosencError(f"unknown task {self.name!r}; known: {', '.join(TASKS)}")
+        _check(self.sampler in SAMPLERS,
+               f"task.sampler must be one of {', '.join(SAMPLERS)}; got {self.sampler!r}")
+        _check(self.sampler == "clean" or self.name == "distance",
+               f"task.sampler {self.sampler!r} is a distance-task option (count has clean only)")
         for f in ("n_samples", "vocab_size", "max_left", "max_gap", "max_right", "n_triggers"):
             _pos_int(f"task.{f}", getattr(self, f))
         _check(isinstance(self.max_count, int) and self.max_count >= 0,
@@ -72,6 +88,11 @@ class TaskConfig:
         if self.name == "distance":
             _check(self.vocab_size >= 4, "task.vocab_size must be >= 4 for distance "
                                          "(pad, A, B and at least one filler token)")
+            longest = max(self.max_left, self.max_gap, self.max_right)
+            _check(self.sampler == "clean" or self.vocab_size - 1 >= longest,
+                   f"task.sampler paper draws each filler segment without repeats from the "
+                   f"{self.vocab_size - 1} non-PAD tokens: task.vocab_size must be >= "
+                   f"{longest + 1} for a segment of {longest}")
             _check(self.length >= self.max_left + self.max_gap + self.max_right + 2,
                    f"task.seq_len {self.seq_len} is shorter than the longest distance example "
                    f"({self.max_left + self.max_gap + self.max_right + 2} tokens)")
@@ -247,6 +268,8 @@ class TrainConfig:
                 del data[key]
         if data["model"]["code"] == "posenc":  # configs written before the field stay valid
             del data["model"]["code"]
+        if data["task"]["sampler"] == "clean":  # (as code)
+            del data["task"]["sampler"]
         return data
 
     def to_json(self) -> str:

@@ -4,7 +4,10 @@
   trigger ``B``; ``left`` filler before A (1..max_left), ``gap`` filler between
   them (1..max_gap), ``right`` filler after B (1..max_right); the label is
   ``gap + 1`` = pos(B) - pos(A).  Examples are right-padded with ``PAD`` to the
-  task length.  Chance accuracy is 1 / max_gap.
+  task length.  Chance accuracy is 1 / max_gap.  Filler: with ``sampler="clean"``
+  every token independently from the non-trigger tokens; with ``sampler="paper"``
+  each segment without repeats from all non-PAD tokens, triggers included, as the
+  paper's generator does (so an example may hold extra copies of A or B).
 * ``count`` (position-agnostic): ``seq_len`` tokens of which ``k`` (0..max_count,
   uniform) are drawn from the ``n_triggers`` trigger tokens and the rest from
   the non-trigger filler, in random order; the label is ``k``.
@@ -110,6 +113,8 @@ def split_indices(tokens: torch.Tensor, train_frac: float,
 
 
 def _distance(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
+    if task.sampler == "paper":
+        return _distance_paper(task, n, gen)
     T = task.length
     left = torch.randint(1, task.max_left + 1, (n,), generator=gen)
     gap = torch.randint(1, task.max_gap + 1, (n,), generator=gen)
@@ -122,6 +127,38 @@ def _distance(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
     lengths = left + gap + right + 2
     tokens[torch.arange(T)[None, :] >= lengths[:, None]] = PAD
     return TaskData(tokens, pos_b - pos_a, lengths, task.n_classes)
+
+
+#: rows per chunk of the paper sampler's (rows, 3, vocab) random keys (~24 MB at vocab 574)
+_CHUNK = 4096
+
+
+def _distance_paper(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
+    """The paper's sampler: segment lengths uniform as in the clean one; each segment is the
+    first ``length`` entries of a uniformly random ordering of the non-PAD tokens
+    ``1 .. vocab-1`` (= a draw without replacement), independently per segment: the tokens of
+    the ``width`` smallest of i.i.d. uniform keys, in key order."""
+    T, V = task.length, task.vocab_size - 1
+    left = torch.randint(1, task.max_left + 1, (n,), generator=gen)
+    gap = torch.randint(1, task.max_gap + 1, (n,), generator=gen)
+    right = torch.randint(1, task.max_right + 1, (n,), generator=gen)
+    width = max(task.max_left, task.max_gap, task.max_right)
+    segments = torch.empty((n, 3, width), dtype=torch.int64)  # (N, left|gap|right, width)
+    for start in range(0, n, _CHUNK):
+        rows = min(_CHUNK, n - start)
+        keys = torch.rand((rows, 3, V), generator=gen)
+        segments[start:start + rows] = 1 + keys.topk(width, dim=2, largest=False).indices
+    t = torch.arange(T)[None, :]  # (1, T)
+    pos_a, pos_b = left[:, None], (left + gap + 1)[:, None]  # (N, 1)
+    seg = torch.where(t < pos_a, 0, torch.where(t < pos_b, 1, 2))  # (N, T) segment per position
+    offset = torch.where(seg == 0, t, torch.where(seg == 1, t - pos_a - 1, t - pos_b - 1))
+    tokens = segments.gather(2, offset.clamp(0, width - 1)[:, None, :].expand(n, 3, T))
+    tokens = tokens.gather(1, seg[:, None, :]).squeeze(1)  # (N, T)
+    tokens[t == pos_a] = TRIGGER_A
+    tokens[t == pos_b] = TRIGGER_B
+    lengths = left + gap + right + 2
+    tokens[t >= lengths[:, None]] = PAD
+    return TaskData(tokens, gap + 1, lengths, task.n_classes)
 
 
 def _count(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:

@@ -7,7 +7,10 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
 (a) **plateau**: every run of a PE that learned its task (:meth:`~.empirical.Runs.learned`)
     reached its validation plateau -- its stopping rule fired (``patience`` evaluations without
     a better validation accuracy, or a perfect one), before the maximum number of epochs or at
-    it -- rather than running out of epochs while still improving;
+    it -- rather than running out of epochs while still improving; and no such run *stopped
+    before learning*: its own accuracy within
+    :data:`~.accuracy_deposit.LEARNED_MARGIN` points of chance while the PE's mean is not (the
+    stopping rule fired on the slow start, a plateau of noise on a small validation split);
 (b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE`;
 (b') **ceiling**: no distance PE's mean is at the ceiling (>= :data:`~.verdict.CEILING`, where
     an accuracy cannot show a lead).  This part is reported on its own: on the clean distance
@@ -28,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
-from .accuracy_deposit import Runs
+from .accuracy_deposit import LEARNED_MARGIN, Runs
 from .verdict import CEILING
 
 #: (b) and (c): the best PE's mean test accuracy (percent) on each task
@@ -109,7 +112,8 @@ def _mean_acc(runs: Runs, task: str, role: str) -> float:
 
 def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criterion:
     rule = "every run of a PE that learned its task reached its validation plateau (its " \
-           "stopping rule fired) rather than running out of epochs"
+           "stopping rule fired) rather than running out of epochs, and none stopped before " \
+           f"learning (within {LEARNED_MARGIN:g} points of chance)"
     learned = [k for k in stops if runs.learned(*k)]
     unknown = [k for k in learned if stops[k]["early"] is None]
     if not learned or unknown:
@@ -121,12 +125,24 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
                 + ", ".join(str(s) for s in stops[(t, r)][key])
                 for t, r in learned if stops[(t, r)][key]]
     missed, diverged = seeds("at_max"), seeds("diverged")
+    unlearned = [f"{r} ({t}) seed{'s' if len(ss) > 1 else ''} " + ", ".join(str(s) for s in ss)
+                 for t, r in learned if (ss := _at_chance(runs, t, r))]
     n = sum(stops[k]["runs"] for k in learned)
     early = sum(stops[k]["early"] for k in learned)
     measured = f"{early} of {n} runs of learned PEs stopped early" + \
         (f"; at the maximum: {'; '.join(missed)}" if missed else "") + \
-        (f"; diverged: {'; '.join(diverged)}" if diverged else "")
-    return Criterion("(a) plateau", rule, measured, not missed and not diverged)
+        (f"; diverged: {'; '.join(diverged)}" if diverged else "") + \
+        (f"; stopped before learning: {'; '.join(unlearned)}" if unlearned else "")
+    return Criterion("(a) plateau", rule, measured, not (missed or diverged or unlearned))
+
+
+def _at_chance(runs: Runs, task: str, role: str) -> list[int]:
+    """Seeds of a learned PE whose own accuracy is within LEARNED_MARGIN points of chance."""
+    chance = runs.chance(task, role)
+    if chance is None:
+        return []
+    return [s for s in sorted(runs.by[(task, role)])
+            if runs.acc(task, role, s) < chance + LEARNED_MARGIN]
 
 
 def _means(runs: Runs, task: str) -> dict[str, float]:

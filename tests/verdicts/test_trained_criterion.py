@@ -56,6 +56,18 @@ def test_a_plateau_reached_exactly_at_the_maximum_is_a_plateau():
     assert row["at_max"] == [] and row["early"] == 1
 
 
+def test_a_seed_stopped_at_chance_fails_the_plateau_part():
+    """The stopping rule fired on the slow start of one seed (validation noise) while the PE's
+    other seeds learned: that model did not finish learning, whatever the rule said."""
+    accs = {**GOOD, ("distance", "rope"): [0.95, CHANCE + 0.03, 0.94]}
+    crit = by_name(runs(accs))["(a) plateau"]
+    assert crit.met is False
+    assert crit.measured.endswith("stopped before learning: rope (distance) seed 1")
+    # just outside the margin it learned something: not flagged
+    accs = {**GOOD, ("distance", "rope"): [0.95, CHANCE + 0.06, 0.94]}
+    assert by_name(runs(accs))["(a) plateau"].met is True
+
+
 def test_a_pe_that_did_not_learn_may_run_to_the_maximum():
     stops = {("distance", "nope"): [(20, 3, 20)] * 3}
     assert by_name(runs(GOOD, stops))["(a) plateau"].met is True
