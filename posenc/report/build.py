@@ -118,6 +118,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..verdicts.trained import trained_criterion
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
+    from .ceiling import task_ceilings
     from .measured import measured_markdown
 
     results.sort(key=lambda r: (r.task, r.role, r.seed))
@@ -159,15 +160,16 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
             sorted({r.seed for r in replica_results}), str(replica_root))
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
+    ceilings = task_ceilings(results)
     md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
                              deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
                              spectra=spectra, measured_sections=dyn_lines + measured_lines,
-                             replication=replication_lines))
+                             replication=replication_lines, ceilings=ceilings))
     (tmp / "report.md").write_text(md)
     payload = {"preset": preset, "model_code": report_mode(results),
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
-               "spectra": spectra, "dynamics": dyn_payload,
+               "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,
                "trained_criterion": [c.to_dict() for c in trained_criterion(results)],
                "measured": measured_payload,
                **({"replication": replication_payload} if replication_payload is not None else {})}

@@ -48,6 +48,7 @@ class ReportInputs:
     spectra: list[dict[str, Any]]
     measured_sections: list[str]
     replication: list[str] = field(default_factory=list)  # .replication's lines, or none
+    ceilings: list[dict[str, Any]] = field(default_factory=list)  # .ceiling.task_ceilings
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -279,6 +280,9 @@ def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
             f"- preset `{inp.preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
             f"{first['n_params']} parameters ({first['pe']}), {_epochs(inp.results)}, "
             f"{first['n_test']} test examples per run;",
+            *(["- best possible accuracy (Bayes ceiling) of each task: " + "; ".join(
+                f"{c['task']} ({c['sampler']} sampler) {c['text']}" for c in inp.ceilings)
+               + ";"] if inp.ceilings else []),
             "- ablation: zero mode at `hook_z`, on the first test examples of each run;",
             "- per-run timings: `runs.csv`, and the wall time per phase (training, ablation, "
             "probe, this report): `timings.md` (kept out of this file so that a resumed sweep "

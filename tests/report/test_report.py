@@ -58,6 +58,11 @@ def test_smoke_report_is_complete(smoke_store):
     crit = {c["name"]: c for c in data["trained_criterion"]}
     assert list(crit) == ["(a) plateau", "(b) distance", "(b') ceiling", "(c) count"]
     assert crit["(a) plateau"]["met"] is None
+    # both tasks' clean samplers: every label is a function of the input
+    assert [(c["task"], c["sampler"], c["accuracy"]) for c in data["bayes_ceiling"]] == \
+        [("count", "clean", 100.0), ("distance", "clean", 100.0)]
+    assert "best possible accuracy (Bayes ceiling) of each task: count (clean sampler) 100.0%" \
+        in report
     assert "| distance | rope | 2 | no early stopping |" in report
     # Sec. 6: recorded in the distance runs of RoPE and ALiBi, two seeds each, nowhere else
     dyn = data["dynamics"]
@@ -235,3 +240,27 @@ def test_the_setup_line_gives_the_epoch_maximum_and_span_not_one_runs_count():
     stopped = [run(0, (7, 5, 60, 2)), run(1, (19, 17, 60, 2)), run(2, (60, 60, 60, 2))]
     assert _epochs(stopped) == "early stopping (patience 2) at most 60 epochs, 7-60 trained"
     assert _epochs([run(0, None), run(1, None)]) == "8 epochs"
+
+
+def test_task_ceilings_read_each_runs_config_and_check_its_task(tmp_path):
+    from synthetic_runs import result
+
+    from posenc.empirical.bayes_ceiling import bayes_ceiling
+    from posenc.empirical.config import preset
+    from posenc.empirical.pipeline.experiment_result import ExperimentResult
+    from posenc.errors import PosencError
+    from posenc.report.ceiling import task_ceilings
+
+    paper = preset("smoke", task="distance",
+                   **{"task.sampler": "paper", "task.vocab_size": 9}).task
+    def run(name, cfg, task="distance"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train_config.json").write_text(cfg.to_json())
+        return ExperimentResult.from_stored(result(task, "rope", 0, 0.9), run_dir=tmp_path / name)
+    clean = preset("smoke", task="distance")
+    rows = task_ceilings([run("a", clean), run("b", clean.replace(task=paper))], examples=4000)
+    assert [(r["sampler"], r["accuracy"]) for r in rows][0] == ("clean", 100.0)
+    assert rows[1]["sampler"] == "paper"
+    assert rows[1]["accuracy"] == 100 * bayes_ceiling(paper, 4000).accuracy < 99  # same estimate
+    with pytest.raises(PosencError, match="is a distance run; its result says count"):
+        task_ceilings([run("c", clean, task="count")])
