@@ -83,3 +83,40 @@ def check_paper_config(model: Any) -> None:
         if getattr(model, name) != want:
             raise PosencError(f"paper-code mode with PE {model.pe!r} has model.{name} = {want!r} "
                               f"(the paper's code); got {getattr(model, name)!r}")
+
+
+#: The paper code's padded length (``max_len = 128`` of dis_gen/trans.py and mla.py): every
+#: example is padded to it, and its models pool over all of it unmasked, so in paper-code mode
+#: the padding changes the function.
+PAPER_CODE_LENGTH = 128
+
+#: Training budgets the paper's code gives a role differently from the rest: dis_gen/mla.py
+#: trains 150 epochs at batch 1024 (trans.py: 100 at 512).  The ``paper`` preset follows them.
+PAPER_BUDGETS = {"mla": {"epochs": 150, "batch_size": 1024}}
+
+
+def paper_budget(preset: str, role: str) -> dict[str, Any]:
+    """The training fields (dotted keys) of ``role``'s budget at ``preset``: the paper code's own
+    for the ``paper`` preset (:data:`PAPER_BUDGETS`), else none (the preset's)."""
+    return dict(PAPER_BUDGETS.get(role, {})) if preset == "paper" else {}
+
+
+def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:
+    """The task fields (dotted keys) paper-code mode sets on ``task`` (a TaskConfig of
+    ``preset``).  Its models classify over the vocabulary, so ``task.vocab_size`` is raised to
+    the number of classes where smaller (the quick distance task: 42 classes).  The distance
+    task's data come from the paper's sampler (``task.sampler = paper``: triggers among the
+    fillers, no repeat inside a segment, which needs a vocabulary of at least the longest
+    segment + 1); at the ``paper`` preset its examples are padded to
+    :data:`PAPER_CODE_LENGTH`.  The count task keeps its data (its padding to 128 needs a
+    padded-length field the count task does not have: a documented deviation)."""
+    need = task.n_classes
+    fields: dict[str, Any] = {}
+    if task.name == "distance":
+        need = max(need, max(task.max_left, task.max_gap, task.max_right) + 1)
+        fields["task.sampler"] = "paper"
+        if preset == "paper":
+            fields["task.seq_len"] = max(PAPER_CODE_LENGTH, task.length)
+    if task.vocab_size < need:
+        fields["task.vocab_size"] = need
+    return fields

@@ -166,12 +166,14 @@ def _training(inp: ReportInputs) -> list[str]:
              "whose early stop fired before the maximum; *at the maximum*: seeds that ran out of "
              "epochs while still improving (their models may not have finished learning).", "",
              "| task | PE (role) | runs | stopped early | epochs trained | epoch kept | "
-             "max epochs | at the maximum | diverged |", "|---|---|---|---|---|---|---|---|---|"]
+             "max epochs | batch | at the maximum | diverged |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for (task, role), row in stopping_table(inp.results).items():
         early = "no early stopping" if row["early"] is None else f"{row['early']} of {row['runs']}"
         at_max, diverged = (", ".join(str(s) for s in row[k]) or "-" for k in ("at_max", "diverged"))
         lines.append(f"| {task} | {role} | {row['runs']} | {early} | {_span(row['stopped'])} | "
-                     f"{_span(row['best'])} | {_span(row['max_epochs'])} | {at_max} | {diverged} |")
+                     f"{_span(row['best'])} | {_span(row['max_epochs'])} | "
+                     f"{_span(row['batch'])} | {at_max} | {diverged} |")
     lines += ["", "The trained criterion (say nothing about which claim comes out; "
               "docs/reproduction.md, \"Calibration\"):", "",
               "| part | rule | measured | met |", "|---|---|---|---|"]

@@ -71,14 +71,17 @@ def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, An
     """(task, role) -> {runs, early (runs whose early stop fired before the maximum), at_max
     (seeds that reached the maximum without reaching their plateau: :func:`plateaued`), diverged
     (seeds whose training stopped at a non-finite loss), stopped (epochs trained per seed), best
-    (epoch of the kept weights per seed), max_epochs}; runs without early stopping count in
-    ``runs`` and ``diverged`` only (``early`` None)."""
+    (epoch of the kept weights per seed), max_epochs, batch (the batch sizes, where the runs
+    recorded them)}; runs without early stopping count in ``runs``, ``diverged`` and ``batch``
+    only (``early`` None)."""
     table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"runs": 0, "early": 0, "at_max": [], "diverged": [], "stopped": [], "best": [],
-                 "max_epochs": set()})
+                 "max_epochs": set(), "batch": set()})
     for r in sorted(results, key=lambda r: (r.task, r.role, r.seed)):
         row = table[(r.task, r.role)]
         row["runs"] += 1
+        if isinstance(r.summary.get("batch_size"), int):
+            row["batch"].add(r.summary["batch_size"])
         if r.summary.get("diverged"):
             row["diverged"].append(r.seed)
         stop = _stop(r)
@@ -92,7 +95,8 @@ def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, An
         row["stopped"].append(int(stop["stopped_epoch"]))
         row["best"].append(int(stop["best_epoch"]))
         row["max_epochs"].add(int(stop["max_epochs"]))
-    return {k: {**v, "max_epochs": sorted(v["max_epochs"])} for k, v in sorted(table.items())}
+    return {k: {**v, "max_epochs": sorted(v["max_epochs"]), "batch": sorted(v["batch"])}
+            for k, v in sorted(table.items())}
 
 
 def trained_criterion(results: Iterable[Any]) -> list[Criterion]:

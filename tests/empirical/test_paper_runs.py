@@ -61,14 +61,18 @@ def test_a_store_never_mixes_modes(tmp_path):
 
 
 def test_paper_code_configs_whose_classes_exceed_the_vocabulary_are_refused_when_made():
-    """The paper code classifies over the vocabulary: a config with more classes is refused when
-    it is made (a sweep validates every config before it runs one), and every paper preset fits."""
+    """The paper code classifies over the vocabulary: the paper-code plan raises the quick
+    distance task's vocabulary to its class count (posenc.empirical.paper_specs.
+    paper_code_task_fields), a config made with fewer entries is refused when it is made (a
+    sweep validates every config before it runs one), and every paper preset fits."""
     classes = preset("quick", task="distance").task.n_classes
     assert classes > preset("quick", task="distance").task.vocab_size
+    jobs = ReproductionPlan.for_command("quick", 1, paper_code=True).jobs()
+    assert {j.config["train"]["task"]["vocab_size"] for j in jobs
+            if j.config["train"]["task"]["name"] == "distance"} == {classes}
     with pytest.raises(PosencError, match=f"fewer entries than the {classes} classes"):
-        ReproductionPlan.for_command("quick", 1, paper_code=True).jobs()
-    assert ReproductionPlan.for_command("quick", 1, paper_code=True,
-                                        overrides={"task.vocab_size": classes}).jobs()
+        ReproductionPlan.for_command("quick", 1, paper_code=True,
+                                     overrides={"task.vocab_size": classes - 1}).jobs()
     for task in ("distance", "count"):
         cfg = preset("paper", task=task, pe="paper-nope", seed=0)
         assert cfg.task.n_classes <= cfg.task.vocab_size

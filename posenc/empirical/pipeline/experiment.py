@@ -141,7 +141,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                "code": cfg.model.code,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
                "n_test": len(test), "chance": chance_rate(test),
-               "epochs": len(res.metrics), "seconds": res.seconds,
+               "epochs": len(res.metrics), "batch_size": cfg.batch_size, "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags,
                # wall time per phase of this worker call (training: the run's own, validation

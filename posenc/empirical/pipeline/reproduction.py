@@ -161,13 +161,18 @@ class ReproductionPlan:
         return PAPER_CODE_PES if self.in_paper_code else CLEAN_PES
 
     def _config(self, task: str, role: str, seed: int):
+        from ..paper_specs import paper_budget
+        budget = paper_budget(self.preset, role)  # the paper code's budget for MLA
         if not self.in_paper_code:
-            return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed, **self.overrides)
+            return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
+                                **{**budget, **self.overrides})
         from ...encodings import parse_spec
-        from ..paper_specs import paper_code_fields
+        from ..paper_specs import paper_code_fields, paper_code_task_fields
         fields = paper_code_fields(parse_spec(self.pes[role]))
+        base = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed).task
+        fields.update(paper_code_task_fields(self.preset, base))
         return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
-                            **{**fields, **self.overrides})
+                            **{**budget, **fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
         from ..analysis.dynamics import DynamicsConfig
