@@ -66,8 +66,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
             changes[key] = value
     if paper_code:  # the paper code's model for this PE (posenc.empirical.paper_specs)
         from ..empirical.paper_specs import paper_code_fields
-        from ..encodings import parse_spec as parse
-        changes.update(paper_code_fields(parse(cfg.model.pe)))
+        changes.update(paper_code_fields(cfg.model.spec))
     if changes:
         cfg = apply_overrides(cfg, changes)
     result = run_training(cfg, out, resume=resume, progress=progress)

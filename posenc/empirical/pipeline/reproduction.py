@@ -37,7 +37,8 @@ from ...coerce import is_int
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from ..config import PRESET_NAMES, check_overrides, preset as train_preset
+from ..config import PRESET_NAMES, apply_overrides, check_overrides, preset as train_preset
+from ..paper_specs import paper_code_fields
 from .experiment import ExperimentConfig
 from .sweep import Job
 
@@ -163,11 +164,9 @@ class ReproductionPlan:
     def _config(self, task: str, role: str, seed: int):
         if not self.in_paper_code:
             return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed, **self.overrides)
-        from ...encodings import parse_spec
-        from ..paper_specs import paper_code_fields
-        fields = paper_code_fields(parse_spec(self.pes[role]))
-        return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
-                            **{**fields, **self.overrides})
+        cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed)
+        # the paper code's fields for the spec the config holds (parsed once, when it was made)
+        return apply_overrides(cfg, {**paper_code_fields(cfg.model.spec), **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
         from ..analysis.dynamics import DynamicsConfig
