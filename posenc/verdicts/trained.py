@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
-from .accuracy_deposit import Runs
+from .accuracy_runs import Runs
 from .verdict import CEILING
 
 #: (b) and (c): the best PE's mean test accuracy (percent) on each task
