@@ -5,8 +5,9 @@
 or raises a one-line
 :class:`~posenc.errors.PosencError` ``"{label} must be {kind}; got {value!r}"``.
 
-Types: ``bool``, ``int``, ``float``, ``str``, :class:`~posenc.encodings.expression.Expr`,
-``tuple[float, ...]`` (any length) and ``tuple[float, float]`` (fixed length),
+Types: ``bool``, ``int``, ``float``, ``str``, a type made from its text (one with a ``TEXT_KIND``
+naming it: :class:`~posenc.encodings.expression.Expr`, which this module does not import: the
+catalogue imports it), ``tuple[float, ...]`` (any length) and ``tuple[float, float]`` (fixed length),
 ``Optional[X]`` and ``X | None`` (``None``, or ``"none"`` in text mode, gives
 ``None``), and nested dataclasses (returned unchanged: their own builder
 checks them).
@@ -27,7 +28,6 @@ import typing
 from typing import Any
 
 from .errors import PosencError
-from .encodings.expression import Expr
 from .limits import parse_int
 
 
@@ -57,10 +57,15 @@ def _optional(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
+def _from_text(hint: Any) -> bool:
+    """A type made from its text, ``hint(str(value))``: it names itself by ``TEXT_KIND``."""
+    return isinstance(hint, type) and isinstance(getattr(hint, "TEXT_KIND", None), str)
+
+
 def kind_name(hint: Any) -> str:
     """How an error message names the type."""
-    if hint is Expr:
-        return "expression"
+    if _from_text(hint):
+        return hint.TEXT_KIND
     if typing.get_origin(hint) is tuple:
         args = typing.get_args(hint)
         return "list of numbers" if args[-1] is Ellipsis else f"a list of {len(args)} numbers"
@@ -76,7 +81,7 @@ def coerce(hint: Any, value: Any, label: str, *, text: bool = True) -> Any:
             return None
         if text:
             raise PosencError(f"{label} cannot be none")
-    if dataclasses.is_dataclass(base) and base is not Expr:
+    if dataclasses.is_dataclass(base) and not _from_text(base):
         return value
     try:
         return _convert(base, value, text)
@@ -115,10 +120,10 @@ def _convert(base: Any, value: Any, text: bool) -> Any:
         if not isinstance(value, str):
             raise ValueError
         return value
-    if base is Expr:
+    if _from_text(base):
         if not text and not isinstance(value, str):
             raise ValueError
-        return Expr(str(value))
+        return base(str(value))
     if typing.get_origin(base) is tuple:
         args = typing.get_args(base)
         items = value.split(";") if text and isinstance(value, str) else value

@@ -29,11 +29,17 @@ Bounds (the reason each is where it is):
   are 15,000 training runs -- days on a GPU; a billion was planned silently before.
 * :data:`MAX_SEED` -- the largest seed a run may have (``--first-seed`` + seeds - 1).
 * :data:`MAX_LENGTHS` -- distinct sequence lengths of one ``posenc bound`` call.
+* :data:`DENSE_LIMIT` -- the largest n for which an n x n array is ever formed (``posenc bound
+  --method dense``; the numeric layer's operators otherwise stay matrix-free).
+
+The sequence lengths of ``posenc bound`` are checked once, by :func:`check_lengths`, which
+returns them typed (:class:`Lengths`); the numeric layer takes that value without checking again.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import PosencError
@@ -48,6 +54,7 @@ MAX_EXAMPLES = 10_000
 MAX_SEEDS = 1_000
 MAX_SEED = 2**31 - 1
 MAX_LENGTHS = 64
+DENSE_LIMIT = 8192
 
 #: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.
 MEMORY_FRACTION = 0.8
@@ -74,6 +81,44 @@ def is_index(value: Any) -> bool:
     except (AttributeError, TypeError):
         return False
     return True
+
+
+class Lengths(tuple):
+    """Sequence lengths checked by :func:`check_lengths`: one to :data:`MAX_LENGTHS` distinct ints
+    in 1..:data:`MAX_SEQ_LEN`, in the order given.  Functions of the numeric layer take them
+    without checking again (``bound_table``, the kernels of each length)."""
+
+    __slots__ = ()
+
+
+def check_length(n: Any) -> int:
+    """One sequence length of the numeric layer: an integer in 1..:data:`MAX_SEQ_LEN`."""
+    return check_int("sequence length n", n, MAX_SEQ_LEN, why="the numeric layer is O(n) in memory")
+
+
+def check_lengths(n: Any, method: str = "auto") -> Lengths:
+    """The sequence lengths of one ``posenc bound`` call, every check once: ``n`` is an integer or a
+    sequence of them, each >= 1; repeats are dropped (the order kept); at least one and at most
+    :data:`MAX_LENGTHS` remain, each within :func:`check_length`, and with ``method="dense"``
+    within :data:`DENSE_LIMIT`.  One :class:`PosencError` line for the first that fails."""
+    if isinstance(n, (str, bytes)) or not isinstance(n, Sequence) and not is_index(n):
+        raise PosencError(f"n must be a positive integer or a list of them; got {n!r}")
+    ns = list(n) if isinstance(n, Sequence) else [n]
+    for v in ns:
+        if not is_index(v) or int(v) < 1:
+            raise PosencError(f"n must be positive integers (n >= 1); got {v!r}")
+    ns = list(dict.fromkeys(int(v) for v in ns))  # each length once, in the order given
+    if len(ns) > MAX_LENGTHS:
+        raise PosencError(f"n holds {len(ns)} distinct lengths; the limit is {MAX_LENGTHS} per "
+                          f"call (each is a spectrum computation)")
+    if not ns:
+        raise PosencError("give at least one sequence length n")
+    ns = [check_length(v) for v in ns]
+    if method == "dense" and max(ns) > DENSE_LIMIT:
+        raise PosencError(f"n={max(ns)} is too large for --method dense: an n x n float64 "
+                          f"array needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB "
+                          f"(limit n <= {DENSE_LIMIT})")
+    return Lengths(ns)
 
 
 def available_memory() -> int | None:

@@ -57,32 +57,17 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     ``progress``: a callable that receives one line per stage of each length n >= 100,000
     (minutes of work at n = 10^6; ``posenc bound`` prints them on stderr), or None.
     """
-    from ..limits import MAX_LENGTHS, check_int, is_index
+    from ..limits import check_int, check_lengths
     from ..numerics.content import as_content
     from ..numerics.bound_table import bound_table
     from . import arguments as arg
 
     arg.spec(spec)
-    if isinstance(n, (str, bytes)) or not isinstance(n, Sequence) and not is_index(n):
-        raise PosencError(f"n must be a positive integer or a list of them; got {n!r}")
-    ns = list(n) if isinstance(n, Sequence) else [n]
-    for v in ns:
-        if not is_index(v) or int(v) < 1:
-            raise PosencError(f"n must be positive integers (n >= 1); got {v!r}")
-    ns = list(dict.fromkeys(int(v) for v in ns))  # each length once, in the order given
-    if len(ns) > MAX_LENGTHS:
-        raise PosencError(f"n holds {len(ns)} distinct lengths; the limit is {MAX_LENGTHS} per "
-                          f"call (each is a spectrum computation)")
+    ns = check_lengths(n, method)  # the one check of the lengths; bound_table takes them typed
     head = check_int("head", head, 1 << 20, minimum=0)
     values = check_values(values)
     if method not in ("auto", "dense", "lanczos"):
         raise PosencError(f"method must be auto, dense or lanczos; got {method!r}")
-    if method == "dense":
-        from ..numerics.operators import DENSE_LIMIT
-        if max(ns, default=0) > DENSE_LIMIT:
-            raise PosencError(f"n={max(ns)} is too large for --method dense: an n x n float64 "
-                              f"array needs {max(ns) ** 2 * 8 / 2 ** 30:.0f} GiB "
-                              f"(limit n <= {DENSE_LIMIT})")
     content = as_content(content)
     if progress is not None and not callable(progress):
         raise PosencError(f"progress must be a callable taking one string, or None; got {progress!r}")

@@ -64,10 +64,10 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
                        ("device", device), ("precision", precision)):
         if value is not None:
             changes[key] = value
-    if paper_code:  # the paper code's model for this PE (posenc.empirical.paper_specs)
-        from ..empirical.paper_specs import paper_code_fields
-        from ..encodings import parse_spec as parse
-        changes.update(paper_code_fields(parse(cfg.model.pe)))
+    if paper_code:  # the paper code's model and data for this PE (posenc.empirical.paper_specs)
+        from ..empirical.paper_specs import paper_code_fields, paper_code_task_fields
+        changes = {**paper_code_task_fields(cfg.preset, cfg.task), **changes,
+                   **paper_code_fields(cfg.model.spec)}
     if changes:
         cfg = apply_overrides(cfg, changes)
     result = run_training(cfg, out, resume=resume, progress=progress)

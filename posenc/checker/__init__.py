@@ -38,13 +38,10 @@ from ..coerce import is_int
 from ..errors import PosencError
 from .expect import parse_expect
 from .isolation import DEFAULT_TIMEOUT, check_target
+from .kinds import KINDS, SIGNATURES, check_kind
 from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
-KINDS = ("rope", "bias", "xpos")
-#: what each kind is, as the messages name it
-SIGNATURES = {"rope": "rotary function f(x, positions)", "bias": "bias function g(n_heads, n)",
-              "xpos": "xPos function f(q, k, positions)"}
 MAX_DIM = 4096
 # Head dims tried when the given --dim does not work, to tell the user which one does.
 OTHER_DIMS = (128, 64, 256, 32, 16, 80, 96, 112, 160, 8)
@@ -153,8 +150,7 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     as a dict.  ``name`` labels the report (default: the function's qualified name)."""
     from .bias import check_bias
 
-    if kind is not None and kind not in KINDS:
-        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    check_kind(kind)
     if not callable(fn):
         raise PosencError(f"{type(fn).__name__} object is not callable")
     expected = parse_expect(expect, kind)
@@ -190,8 +186,7 @@ def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64,
                expect=None) -> ConformanceReport:
     """Load ``impl`` in this process and check it (see :func:`check_target` for the isolated
     version the command uses)."""
-    if kind is not None and kind not in KINDS:
-        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    check_kind(kind)
     return check_callable(load_callable(impl), kind, dim=dim, expect=expect, name=impl)
 
 

@@ -35,22 +35,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..errors import PosencError
+from .entries import RTOL, one_sided, same
+from .expect import check_bias_expectation
+from .kerple import check_expectation, check_form
 from .loading import Caller
 from .report import FAIL, INFO, NA, PASS, ConformanceReport, Property, fmt
 
 HEADS = (1, 2, 3, 4, 5, 6, 8, 12, 16)
 N = 16
-# Bias entries are O(slope · n) ≤ 16; float32 storage rounds them to ~1e-6 absolute; a wrong
-# slope or offset changes them by ≥ 1e-3.
-ATOL, RTOL = 1e-5, 1e-5
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Element-wise equality allowing ±inf (masks) and float32 rounding."""
-    both_inf = np.isinf(a) & np.isinf(b) & (np.sign(a) == np.sign(b))
-    with np.errstate(invalid="ignore"):
-        close = np.abs(a - b) <= ATOL + RTOL * np.abs(b)
-    return both_inf | (np.isfinite(a) & np.isfinite(b) & close)
 
 
 def _call(caller: Caller, H: int, n: int) -> np.ndarray:
@@ -95,7 +87,7 @@ def check_finite(biases: dict[int, np.ndarray]) -> Property:
 def check_deterministic(caller: Caller, first: np.ndarray) -> Property:
     H = first.shape[0]
     again = _call(caller, H, N)
-    bad = np.argwhere(~(_same(again, first) & _same(first, again)))
+    bad = np.argwhere(~(same(again, first) & same(first, again)))
     if bad.size:
         h, i, j = (int(v) for v in bad[0])
         return Property("deterministic", FAIL, f"two calls g({H}, {N}) returned different "
@@ -107,7 +99,7 @@ def check_deterministic(caller: Caller, first: np.ndarray) -> Property:
 
 def _toeplitz_failure(biases: dict[int, np.ndarray]) -> Optional[str]:
     for H, B in biases.items():
-        bad = np.argwhere(~_same(B[:, 1:, 1:], B[:, :-1, :-1]))
+        bad = np.argwhere(~same(B[:, 1:, 1:], B[:, :-1, :-1]))
         if bad.size:
             h, i, j = min(map(tuple, bad), key=lambda t: (t[1] + t[2], t[1], t[0]))
             return (f"n_heads={H}, head {h}: B[{i},{j}] = {fmt(B[h, i, j])} but "
@@ -136,7 +128,7 @@ def check_length(caller: Caller, full: np.ndarray,
     H = full.shape[0]
     for n in range(1, N):
         B = prepare(_call(caller, H, n))
-        bad = np.argwhere(~_same(B, full[:, :n, :n]))
+        bad = np.argwhere(~same(B, full[:, :n, :n]))
         if bad.size:
             h, i, j = map(int, bad[0])
             return Property("length independent", FAIL, "g(H, n) is not a block of g(H, n+k)",
@@ -147,13 +139,13 @@ def check_length(caller: Caller, full: np.ndarray,
 
 def direction(B: np.ndarray) -> tuple[str, str]:
     """('symmetric'|'causal'|'neither', detail) of a (H, n, n) bias."""
-    if np.all(_same(B, np.swapaxes(B, 1, 2))):
+    if np.all(same(B, np.swapaxes(B, 1, 2))):
         return "symmetric", "B = Bᵀ"
     iu = np.triu_indices(B.shape[1], 1)
     upper = B[:, iu[0], iu[1]]
     if upper.size and (np.all(upper == 0) or np.all(np.isneginf(upper))):
         return "causal", f"entries above the diagonal are {'0' if np.all(upper == 0) else '−inf'}"
-    bad = np.argwhere(~_same(B, np.swapaxes(B, 1, 2)))
+    bad = np.argwhere(~same(B, np.swapaxes(B, 1, 2)))
     h, i, j = min(map(tuple, bad), key=lambda t: (t[1] + t[2], t[0]))
     return "neither", (f"head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, B[{j},{i}] = "
                        f"{fmt(B[h, j, i])}, and the upper triangle is not masked")
@@ -166,7 +158,7 @@ def slopes_of(B: np.ndarray) -> tuple[np.ndarray | None, str]:
     col = B[:, :, 0]                                # B[h, k, 0]: offset i − j = k ≥ 0
     s = -(col[:, 1] - col[:, 0]) if n > 1 else np.zeros(B.shape[0])
     pred = -s[:, None] * k[None, :]
-    bad = np.argwhere(~_same(col, pred))
+    bad = np.argwhere(~same(col, pred))
     if bad.size:
         h, kk = map(int, bad[0])
         return None, (f"head {h}: B[{kk},0] = {fmt(col[h, kk])}, but −slope·{kk} = "
@@ -180,7 +172,7 @@ def alibi_form(B: np.ndarray, s: np.ndarray, kind: str) -> Optional[str]:
     k = np.arange(n)[:, None] - np.arange(n)[None, :]                       # i − j
     pred = -s[:, None, None] * np.abs(k)[None]
     check = np.ones(B.shape, dtype=bool) if kind != "causal" else np.broadcast_to(k >= 0, B.shape)
-    bad = np.argwhere(check & ~_same(B, pred))
+    bad = np.argwhere(check & ~same(B, pred))
     if not bad.size:
         return None
     h, i, j = min(map(tuple, bad), key=lambda t: (abs(t[1] - t[2]), t[1], t[0]))
@@ -226,37 +218,20 @@ def _slip_hint(recovered: dict[int, np.ndarray]) -> str:
     return ""
 
 
-def _one_sided(B: np.ndarray) -> str:
-    """What the upper triangle of an ALiBi-below-the-diagonal bias does wrong, in words."""
-    iu = np.triu_indices(B.shape[1], 1)
-    diag = np.diagonal(B, axis1=1, axis2=2)[:, iu[0]]
-    grows = np.argwhere(B[:, iu[0], iu[1]] > diag + ATOL)
-    if grows.size:
-        h, t = (int(v) for v in grows[0])
-        i, j = int(iu[0][t]), int(iu[1][t])
-        anti = np.all(_same(B, -np.swapaxes(B, 1, 2)))
-        return (f"above the diagonal the bias grows with distance (head {h}: B[{i},{j}] = "
-                f"{fmt(B[h, i, j])} > B[{i},{i}] = {fmt(B[h, i, i])})"
-                + (": B = −s·(i−j) on both sides -- |i−j| (abs) forgotten, or the causal mask"
-                   if anti else ""))
-    return ""
-
-
 def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> list[Property]:
     recovered: dict[int, np.ndarray] = {}
     for H, B in biases.items():
         s, why = slopes_of(B)
         if s is None:
-            from .kerple import check_form
             return [Property("ALiBi form", INFO, "not linear in the distance, so not ALiBi; slope "
                              "schedule not applicable", f"n_heads={H}, {why}"),
                     Property("slope schedule", NA, "not an ALiBi-style bias"),
-                    check_form(biases, kind, summary, _same)]
+                    check_form(biases, kind, summary)]
         recovered[H] = s
     summary["slopes"] = {str(H): [float(v) for v in s] for H, s in recovered.items()}
     if kind == "neither":
         for H, B in biases.items():
-            wrong = _one_sided(B)
+            wrong = one_sided(B)
             if wrong:
                 return [Property("ALiBi form", FAIL, "ALiBi below the diagonal, but " + wrong,
                                  f"n_heads={H}: " + wrong.split("(", 1)[1].split(")")[0]),
@@ -346,9 +321,7 @@ def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> Co
                 any(np.any(relative[H] != B) for H, B in biases.items()):
             props[-2].detail += " (plus a constant on the diagonal, which softmax ignores)"
     if expected and ("r1" in expected or "r2" in expected):
-        from .kerple import check_expectation
-        props.append(check_expectation(relative, expected, report.summary, _same))
+        props.append(check_expectation(relative, expected, report.summary))
     elif expected:
-        from .expect import check_bias_expectation
-        props.append(check_bias_expectation(relative, expected, report.summary, _same))
+        props.append(check_bias_expectation(relative, expected, report.summary))
     return report

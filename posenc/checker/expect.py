@@ -20,6 +20,7 @@ import numpy as np
 
 from ..encodings import RoPE
 from ..errors import PosencError
+from .entries import same
 from .report import FAIL, PASS, Property, fmt
 
 ROPE_KEYS = ("base", "pairing", "fraction")
@@ -218,8 +219,9 @@ def _reference_bias(slopes: np.ndarray, n: int, direction: str) -> np.ndarray:
     return -slopes[:, None, None] * dist[None]
 
 
-def check_bias_expectation(biases: dict, expected: dict, summary: dict, same) -> Property:
-    """``biases``: H -> (H, n, n) softmax-normalised biases (see bias.py); ``same``: equality."""
+def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Property:
+    """``biases``: H -> (H, n, n) softmax-normalised biases (see bias.py), compared entry by entry
+    with :func:`.entries.same`."""
     from ..numerics.conventions import alibi_slopes
 
     want_dir = expected.get("direction")

@@ -32,6 +32,8 @@ from typing import Optional
 
 from ..coerce import is_number
 from ..errors import PosencError
+from .expect import parse_expect
+from .kinds import check_kind
 from .report import ConformanceReport
 
 DEFAULT_TIMEOUT = 60.0
@@ -64,10 +66,7 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
                  expect=None, timeout: float = DEFAULT_TIMEOUT) -> ConformanceReport:
     """Load ``target`` (``module:function``, ``module.function`` or ``file.py:function``) in a
     child process and check it; the report, or one :class:`PosencError` line for anything else."""
-    from . import KINDS, parse_expect
-
-    if kind is not None and kind not in KINDS:
-        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    check_kind(kind)
     check_timeout(timeout)
     expected = parse_expect(expect, kind)            # refuse a malformed --expect before any work
     request = {"target": target, "kind": kind, "dim": dim, "expect": expected,

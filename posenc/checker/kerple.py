@@ -18,16 +18,17 @@ ALiBi checks are:
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
+from .entries import one_sided, same
 from .report import FAIL, INFO, PASS, Property, fmt
 
 KEYS = ("r1", "r2")
 # Entries are O(r1 log(1 + 15 r2)); the two entries r2 is read from carry float32 rounding of
 # ~1e-7 relative, which moves the recovered r1, r2 by ~1e-6 relative -- inside the ATOL/RTOL of
-# 1e-5 that bias.py compares entries with.  A dropped or doubled r2 changes entries by O(1).
+# 1e-5 that entries.same compares entries with.  A dropped or doubled r2 changes entries by O(1).
 _LOG_R2 = (-30.0, 30.0)
 
 
@@ -73,8 +74,7 @@ def reference(r1: np.ndarray, r2: np.ndarray, n: int) -> np.ndarray:
                      for a, b in zip(r1, r2)])
 
 
-def _mismatch(B: np.ndarray, ref: np.ndarray, kind: str,
-              same: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Optional[tuple]:
+def _mismatch(B: np.ndarray, ref: np.ndarray, kind: str) -> Optional[tuple]:
     n = B.shape[1]
     k = np.arange(n)[:, None] - np.arange(n)[None, :]
     check = np.ones(B.shape, dtype=bool) if kind != "causal" else np.broadcast_to(k >= 0, B.shape)
@@ -84,8 +84,7 @@ def _mismatch(B: np.ndarray, ref: np.ndarray, kind: str,
     return min(map(tuple, bad), key=lambda t: (abs(t[1] - t[2]), t[1], t[0]))
 
 
-def check_form(biases: dict[int, np.ndarray], kind: str, summary: dict,
-               same: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Property:
+def check_form(biases: dict[int, np.ndarray], kind: str, summary: dict) -> Property:
     """The "KERPLE-log form" property of row-normalised biases H -> (H, n, n)."""
     found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for H, B in biases.items():
@@ -99,7 +98,7 @@ def check_form(biases: dict[int, np.ndarray], kind: str, summary: dict,
     for H, B in biases.items():
         ref = reference(*found[H], B.shape[1])
         # neither symmetric nor causal: read below the diagonal only, as for ALiBi
-        bad = _mismatch(B, ref, "causal" if kind == "neither" else kind, same)
+        bad = _mismatch(B, ref, "causal" if kind == "neither" else kind)
         if bad is not None:
             h, i, j = (int(v) for v in bad)
             return Property("KERPLE-log form", FAIL, f"−r1·log(1 + r2·(i−j)) at distances 1 and "
@@ -108,9 +107,8 @@ def check_form(biases: dict[int, np.ndarray], kind: str, summary: dict,
                             f"−r1·log(1 + r2·|i−j|) = {fmt(ref[h, i, j])} (r1 = "
                             f"{fmt(found[H][0][h])}, r2 = {fmt(found[H][1][h])})")
     if kind == "neither":
-        from .bias import _one_sided
         for H, B in biases.items():
-            wrong = _one_sided(B)
+            wrong = one_sided(B)
             if wrong:
                 return Property("KERPLE-log form", FAIL, "KERPLE-log below the diagonal, but "
                                 + wrong, f"n_heads={H}")
@@ -134,8 +132,7 @@ def _per_head(value, H: int) -> Optional[np.ndarray]:
     return np.full(H, float(value))
 
 
-def check_expectation(biases: dict[int, np.ndarray], expected: dict, summary: dict,
-                      same: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Property:
+def check_expectation(biases: dict[int, np.ndarray], expected: dict, summary: dict) -> Property:
     """``--expect r1=..,r2=..[,direction=..]`` against the numeric layer's KERPLE-log kernel."""
     want_dir, got_dir = expected.get("direction"), summary.get("direction")
     if want_dir and got_dir != want_dir:
@@ -150,7 +147,7 @@ def check_expectation(biases: dict[int, np.ndarray], expected: dict, summary: di
             continue
         tested.append(H)
         ref = reference(r1, r2, B.shape[1])
-        bad = _mismatch(B, ref, direction, same)
+        bad = _mismatch(B, ref, direction)
         if bad is not None:
             h, i, j = (int(v) for v in bad)
             got = summary.get("kerple_log", {}).get(str(H))

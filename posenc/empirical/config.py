@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..coerce import coerce, field_hints, is_int
+from ..encodings import PRESETS, PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
+from .paper_specs import CODES, check_paper_config
 
 TASKS = ("distance", "count")
 #: the distance task's filler samplers (TaskConfig.sampler)
@@ -154,14 +156,13 @@ class ModelConfig:
                f"model.kv_source must be previous or input; got {self.kv_source!r}")
         _check(self.activation in ("gelu", "relu"),
                f"model.activation must be gelu or relu; got {self.activation!r}")
-        from ..encodings import PRESETS, parse_spec
         if not isinstance(self.pe, str):
             raise PosencError(f"model.pe must be a PE spec string; got {self.pe!r}")
-        spec = parse_spec(self.pe)  # the one parse: validated here, kept typed (``spec``)
+        spec = _parsed(self.pe)  # validated here, kept typed (``spec``); one parse per string
         if self.pe.strip() in PRESETS:
             object.__setattr__(self, "pe", spec.to_string())
+            _remember(self.pe, spec)  # the configs made from this one hold the resolved string
         object.__setattr__(self, "_spec", spec)
-        from .paper_specs import CODES, check_paper_config
         _check(self.code in CODES, f"model.code must be one of {', '.join(CODES)}; got {self.code!r}")
         if self.code == "paper":
             check_paper_config(self)
@@ -171,11 +172,37 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     @property
-    def spec(self) -> Any:
-        """``pe`` parsed (a catalogue :class:`~posenc.encodings.PESpec`), once, when the config
-        was made; the model, the paper-code check and the sweeps read it instead of parsing the
-        string again."""
+    def spec(self) -> PESpec:
+        """``pe`` parsed (a catalogue :class:`~posenc.encodings.PESpec`) when the config was made,
+        once per distinct string (:func:`_parsed`); the model, the paper-code check and the sweeps
+        read it instead of parsing the string again."""
         return self._spec
+
+
+#: PE spec string -> its parsed spec, so that the configs made from one string share one parse:
+#: every ``apply_overrides``, ``config_from_dict`` and ``dataclasses.replace`` makes a new
+#: ModelConfig, and a sweep makes several per run.  Specs are frozen dataclasses, so sharing them
+#: is safe; a string that fails to parse is not kept (each config made from it raises the same
+#: error).  At most :data:`_MAX_SPECS` strings are kept (the oldest goes first).
+_SPECS: dict[str, PESpec] = {}
+_MAX_SPECS = 512
+
+
+def _parsed(pe: str) -> PESpec:
+    """:func:`~posenc.encodings.parse_spec` of ``pe``, parsed once per distinct string."""
+    spec = _SPECS.get(pe)
+    if spec is None:
+        spec = parse_spec(pe)
+        _remember(pe, spec)
+    return spec
+
+
+def _remember(pe: str, spec: PESpec) -> None:
+    """Keep ``spec`` as the parse of ``pe`` (a preset's resolved string is its spec's
+    ``to_string()``, whose parse is the spec: the catalogue's round trip)."""
+    if pe not in _SPECS and len(_SPECS) >= _MAX_SPECS:
+        _SPECS.pop(next(iter(_SPECS)), None)
+    _SPECS[pe] = spec
 
 
 @dataclass(frozen=True)

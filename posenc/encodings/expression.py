@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from ..errors import PosencError
 
@@ -41,6 +41,9 @@ class Expr:
     """A validated kernel expression: its source text and checked AST."""
 
     text: str
+    #: what :func:`posenc.coerce.coerce` calls the type in a message; a type with a ``TEXT_KIND``
+    #: is made from its text there (``Expr(str(value))``), without coerce importing it
+    TEXT_KIND: ClassVar[str] = "expression"
 
     def __post_init__(self) -> None:
         _validate(self.text)

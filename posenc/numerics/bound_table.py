@@ -26,12 +26,12 @@ import numpy as np
 
 from ..encodings import PESpec, parse_spec
 from ..errors import PosencError
-from ..limits import check_int, check_memory
+from ..limits import Lengths, check_int, check_lengths, check_memory
 from . import bounds as bd
 from .bound_rows import BoundReport, BoundRow, GrowthRow
 from .content import SeededContent, as_content
 from .contraction import couple
-from .kernels import MAX_N, Kernel, check_sizes, kernel
+from .kernels import Kernel, _kernel, check_sizes
 from .operators import ToeplitzOperator
 from .spectra import AUTO_DENSE, spectrum
 
@@ -135,18 +135,17 @@ def bound_report(spec: PESpec | str, ns: list[int], **kwargs: Any) -> dict[str, 
     return bound_table(spec, ns, **kwargs).to_dict()
 
 
-def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: int = 8,
+def bound_table(spec: PESpec | str, ns: Lengths | list[int], *, head: int = 0, n_heads: int = 8,
                 head_dim: int = 64, d_model: int | None = None, values: Any = None,
                 seed: int = 0, content: Any = None, reference: str | None = "auto",
                 method: str = "auto",
                 progress: Optional[Callable[[str], None]] = None) -> BoundReport:
     """The report of ``posenc bound`` (see the module doc); ``progress`` receives a line per
-    stage of each length n >= :data:`PROGRESS_N` (the command prints them on stderr)."""
+    stage of each length n >= :data:`PROGRESS_N` (the command prints them on stderr).  ``ns``:
+    :class:`~posenc.limits.Lengths` (checked by ``posenc.bound``), or lengths to check here
+    (:func:`~posenc.limits.check_lengths`)."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
-    if not ns:
-        raise PosencError("give at least one sequence length n")
-    ns = [check_int("sequence length n", n, MAX_N, why="the numeric layer is O(n) in memory")
-          for n in ns]
+    ns = ns if isinstance(ns, Lengths) else check_lengths(ns, method)
     check_sizes(n_heads, head_dim, d_model)
     seed = check_int("seed", seed, 2**63 - 1, minimum=0)
     kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, seed=seed)
@@ -159,10 +158,11 @@ def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: in
     rows: list[BoundRow] = []
     growth: list[GrowthRow] = []
     meta: dict[str, Any] = {}
+    references: dict[str, PESpec] = {}  # the reference spec, parsed once for every length
     for n in ns:
         stage = _Stages(progress, n)
         stage("the kernel")
-        kern = kernel(spec, n, values=values, **kw)
+        kern = _kernel(spec, n, values=values, **kw)
         meta = kern.metadata()
         parts = kern.parts if kern.kind == "hybrid" else {kern.coupling: kern}
         g: dict[str, Any] = {"n": n}
@@ -174,7 +174,7 @@ def bound_table(spec: PESpec | str, ns: list[int], *, head: int = 0, n_heads: in
             g.setdefault("norm", gr["norm"])
             g.setdefault("symbol_sup", gr["symbol_sup"])
         a = section(n)
-        couplings = _couplings(spec, kern, n, reference, values, kw)
+        couplings = _couplings(spec, kern, n, reference, kw, references)
         for label, part, mode in couplings:
             stage(f"{label} coupled with the content ({mode})")
             c = couple(a, part, mode, method)
@@ -233,9 +233,10 @@ def memory_estimate(spec: PESpec, n: int, *, rank: int = 8, width: int = 512,
     return BASE_BYTES + float(n) * per_n + (6 * 16 * float(n) ** 2 if dense else 0.0)
 
 
-def _couplings(spec: PESpec, kern: Kernel, n: int, reference: str | None, values: Any,
-               kw: dict) -> list[tuple[str, Kernel, str]]:
-    """(label, kernel, coupling) triples: the spec's own coupling(s), plus a reference."""
+def _couplings(spec: PESpec, kern: Kernel, n: int, reference: str | None, kw: dict,
+               references: dict[str, PESpec]) -> list[tuple[str, Kernel, str]]:
+    """(label, kernel, coupling) triples: the spec's own coupling(s), plus a reference (its spec
+    parsed into ``references`` on first use)."""
     own = f"{spec.name}"
     if kern.kind == "hybrid":
         return [(f"{own} multiplicative part", kern.parts["multiplicative"], "multiplicative"),
@@ -246,7 +247,9 @@ def _couplings(spec: PESpec, kern: Kernel, n: int, reference: str | None, values
         return out
     if reference == "auto":
         reference = "alibi" if kern.coupling == "multiplicative" else "rope"
-    ref = kernel(parse_spec(reference), n, **kw)
+    if reference not in references:
+        references[reference] = parse_spec(reference)
+    ref = _kernel(references[reference], n, **kw)
     if ref.kind == "hybrid" or ref.coupling == out[0][2] or \
             (ref.coupling == "none" and out[0][2] == "additive"):
         raise PosencError(f"reference {reference!r} must couple differently from {spec.name} "

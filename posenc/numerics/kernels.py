@@ -39,7 +39,7 @@ from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec,
                          RoPE, Sinusoidal, XPos, parse_spec)
 from ..errors import PosencError
 from ..encodings.parts import Part, not_toeplitz, structure, unknown_part
-from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int
+from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int, check_length
 from . import conventions as cv
 from .operators import LowRankOperator, ToeplitzOperator
 
@@ -188,10 +188,6 @@ class Kernel:
         if self.kind == "hybrid":
             out["parts"] = {k: v.metadata() for k, v in self.parts.items()}
         return out
-
-
-def _check_n(n: Any) -> int:
-    return check_int("sequence length n", n, MAX_N, why="the numeric layer is O(n) in memory")
 
 
 def check_sizes(n_heads: Any, head_dim: Any, d_model: Any = None) -> None:
@@ -446,7 +442,14 @@ def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_
            d_model: int | None = None, values: Any = None, seed: int = 0) -> Kernel:
     """The positional matrix of ``spec`` for head ``head`` of ``n_heads`` and length ``n``."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
-    n = _check_n(n)
+    return _kernel(spec, check_length(n), head=head, n_heads=n_heads, head_dim=head_dim,
+                   d_model=d_model, values=values, seed=seed)
+
+
+def _kernel(spec: PESpec, n: int, *, head: int = 0, n_heads: int = 8, head_dim: int = 64,
+            d_model: int | None = None, values: Any = None, seed: int = 0) -> Kernel:
+    """:func:`kernel` of a parsed spec and a checked length (one of a
+    :class:`~posenc.limits.Lengths`): ``bound_table`` calls it for each of its lengths."""
     ctx = part_context(head, n_heads, head_dim, d_model, values, seed)
     parts = structure(spec)
     if not parts.parts:

@@ -36,9 +36,7 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator
 
 from ..errors import PosencError
-
-#: Largest n for which an n x n array is ever formed (on explicit request).
-DENSE_LIMIT = 8192
+from ..limits import DENSE_LIMIT  # noqa: F401 (the largest n for which an n x n array is formed)
 
 
 def check_dense_size(n: int, what: str = "a dense matrix") -> None:

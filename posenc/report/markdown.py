@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..verdicts.accuracy_deposit import LEARNED_MARGIN
+from ..verdicts.accuracy_runs import LEARNED_MARGIN
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .theory_tables import THEORY_EXAMPLES

@@ -33,6 +33,8 @@ import sympy as sp
 
 from ..encodings import PESpec
 from .classify import HeadClass
+from .lambdify import LogitFunction
+from .render import form_dict, form_latex, form_text
 from .symbols import SymbolTable
 from .toeplitz import ToeplitzVerdict
 
@@ -164,22 +166,18 @@ class LogitForm:
 
     # -- evaluation ----------------------------------------------------------------------------
     def to_numpy_function(self, terms: Sequence[str] | None = None, input_pe: bool = True,
-                          method: str = "staged") -> "LogitFunction":  # noqa: F821
+                          method: str = "staged") -> LogitFunction:
         """A compiled numeric evaluator (lambdify); see :mod:`posenc.theory.lambdify`."""
-        from .lambdify import LogitFunction
         return LogitFunction(self, terms, input_pe, method)
 
     # -- output --------------------------------------------------------------------------------
     def text(self) -> str:
-        from .render import form_text
         return form_text(self)
 
     def latex(self) -> str:
-        from .render import form_latex
         return form_latex(self)
 
     def to_dict(self) -> dict[str, Any]:
-        from .render import form_dict
         return form_dict(self)
 
     def to_json(self, indent: int = 2) -> str:

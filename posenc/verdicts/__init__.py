@@ -4,7 +4,9 @@
   (:func:`judge`, :class:`Verdict`; the rules are in that module's doc);
 * :mod:`.runs`      -- the one path from runs to a judged part: runs per (task, role, seed)
   (:class:`SeedRuns`), a per-seed statistic on the seeds they share (:func:`judge_part`);
-* :mod:`.empirical` -- claims 10-14 of the design, the accuracy and deposit tables;
+* :mod:`.accuracy_runs` -- runs read as accuracies and deposits (:class:`Runs`), and the parts
+  judged on them, shared by the claims below;
+* :mod:`.accuracy_deposit` -- claims 10-14 of the design, the accuracy and deposit tables;
 * :mod:`.measured`  -- the claims measured as the paper states them, and negative controls;
 * :mod:`.dynamics`  -- the training-dynamics claims (Prop. 6.1 / 6.2, Thm. 6.1).
 

@@ -37,7 +37,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..roles import ADDITIVE
-from .accuracy_deposit import NO_ABLATION, UNIT, Runs, _part, learned_part
+from .accuracy_runs import NO_ABLATION, UNIT, Runs, learned_part
+from .accuracy_runs import judged_part as _part
 from .verdict import Verdict, verdict_from_parts
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
-from .accuracy_deposit import LEARNED_MARGIN, Runs
+from .accuracy_runs import LEARNED_MARGIN, Runs
 from .verdict import CEILING
 
 #: (b) and (c): the best PE's mean test accuracy (percent) on each task

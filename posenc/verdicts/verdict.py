@@ -17,7 +17,7 @@ The verdict compares that interval with the claim's threshold ``tau`` (0 for
 * ``ceiling``      -- an ordering of accuracies (``tau = 0``) whose two sides -- the PE and,
   per seed, the best of the PEs it is compared with -- both average >= :data:`CEILING`
   percent: no PE can show a lead there, so neither the claim nor its negation is tested
-  (:func:`at_ceiling`; the sides: :func:`~.empirical.ordering_at_ceiling`).
+  (:func:`at_ceiling`; the sides: :func:`~.accuracy_runs.ordering_at_ceiling`).
 
 With two seeds ``t_{0.975,1} = 12.7``, so a verdict needs the seeds to agree
 closely: few seeds give honest "inconclusive" verdicts rather than bare

@@ -37,6 +37,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
+from ...atomic import atomic_write_text
 from ...errors import PosencError
 from ...limits import check_int, is_index
 from ..model.attention import HeadAblation
@@ -81,7 +82,6 @@ class AblationTable:
         return cls(data["mode"], data["n_examples"], data["baseline_acc"], layers)
 
     def save(self, path: str | Path) -> None:
-        from ..training.runs import atomic_write_text
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
 

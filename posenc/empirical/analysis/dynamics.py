@@ -65,6 +65,7 @@ from typing import Any, Optional
 import torch
 import torch.nn.functional as F
 
+from ...atomic import atomic_write_text
 from ...coerce import is_int
 from ...errors import PosencError
 from .ablation import ablated_logits
@@ -348,7 +349,6 @@ class DynamicsRecorder:
         self.seconds += time.perf_counter() - t0
 
     def flush(self) -> None:
-        from ..training.runs import atomic_write_text
         lines = [self.header] + self.records
         atomic_write_text(self.path, "".join(json.dumps(x) + "\n" for x in lines))
 

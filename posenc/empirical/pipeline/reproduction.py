@@ -37,7 +37,8 @@ from ...coerce import is_int
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from ..config import PRESET_NAMES, check_overrides, preset as train_preset
+from ..config import PRESET_NAMES, apply_overrides, check_overrides, preset as train_preset
+from ..paper_specs import paper_budget, paper_code_fields, paper_code_task_fields
 from .experiment import ExperimentConfig
 from .sweep import Job
 
@@ -161,18 +162,16 @@ class ReproductionPlan:
         return PAPER_CODE_PES if self.in_paper_code else CLEAN_PES
 
     def _config(self, task: str, role: str, seed: int):
-        from ..paper_specs import paper_budget
         budget = paper_budget(self.preset, role)  # the paper code's budget for MLA
         if not self.in_paper_code:
             return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
                                 **{**budget, **self.overrides})
-        from ...encodings import parse_spec
-        from ..paper_specs import paper_code_fields, paper_code_task_fields
-        fields = paper_code_fields(parse_spec(self.pes[role]))
-        base = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed).task
-        fields.update(paper_code_task_fields(self.preset, base))
-        return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
-                            **{**budget, **fields, **self.overrides})
+        cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed)
+        # the paper code's fields for the spec the config holds (parsed once, when it was made)
+        # and for its task
+        fields = {**paper_code_fields(cfg.model.spec),
+                  **paper_code_task_fields(self.preset, cfg.task)}
+        return apply_overrides(cfg, {**budget, **fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
         from ..analysis.dynamics import DynamicsConfig

@@ -211,7 +211,6 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     """Write the run folder ``out`` for the paper-code checkpoint ``file`` (see the module
     doc).  The task is ``preset``'s ``task`` with the checkpoint's vocabulary (and
     ``seq_len`` when given).  Nothing is written unless everything checks out."""
-    from ...encodings import parse_spec
     from ..config import apply_overrides
     from ..config import preset as make_preset
     from ..paper_specs import paper_code_fields
@@ -236,7 +235,7 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     changes["task.vocab_size"] = dims["vocab_size"]
     if seq_len is not None:
         changes["task.seq_len"] = seq_len
-    changes.update(paper_code_fields(parse_spec(spec)))
+    changes.update(paper_code_fields(cfg.model.spec))
     cfg = apply_overrides(cfg, changes)
     model = model_for(cfg)
     try:

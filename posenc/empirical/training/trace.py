@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 import torch
 
+from ...atomic import atomic_write_text
 from ...errors import PosencError
 
 TRACE = "trace.jsonl"
@@ -105,7 +106,6 @@ class TraceRecorder:
         self.flush()
 
     def flush(self) -> None:
-        from .runs import atomic_write_text
         head = dict(self.header, initial_tables=self.initial)
         atomic_write_text(self.path, "".join(json.dumps(x) + "\n" for x in [head] + self.epochs))
 

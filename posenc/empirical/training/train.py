@@ -39,23 +39,22 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from ...errors import PosencError
 from ...limits import check_memory
-from ..config import TrainConfig, memory_estimate
+from ..analysis.dynamics import DynamicsConfig, DynamicsRecorder
+from ..config import TrainConfig, config_from_dict, memory_estimate
 from ..model.transformer import Transformer
 from ..fast import forward as fast_forward
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
                    check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
-                   read_config, same_run, write_metrics)
+                   read_config, read_summary, same_run, write_metrics)
+from .trace import TRACE, TraceRecorder, grad_norm
 from ..tasks import TaskData, carve_validation
-
-if TYPE_CHECKING:
-    from ..analysis.dynamics import DynamicsConfig
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,7 @@ def evaluate(model: Transformer, data: TaskData, batch_size: int = 512,
 
 def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: Optional[bool] = None,
           resume: bool = True, on_step: Optional[Callable[[int, float], None]] = None,
-          dynamics: Optional["DynamicsConfig"] = None) -> RunResult:
+          dynamics: Optional[DynamicsConfig] = None) -> RunResult:
     """Train (or resume, or skip a finished) run into ``out_dir`` (default ``runs/<run_id>``).
 
     ``progress``: show a tqdm bar (None: only on a TTY; elsewhere a line per epoch on stderr
@@ -202,7 +201,6 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     except OSError as exc:
         raise PosencError(f"cannot create the run folder {out}: {exc.strerror or exc}") from None
     if not resume:  # starting over: no file of the previous attempt may survive to mislead
-        from .trace import TRACE
         for name in (RESULT, CHECKPOINT, METRICS, TRACE):
             (out / name).unlink(missing_ok=True)
     atomic_write_text(out / CONFIG, config.to_json() + "\n")
@@ -229,7 +227,7 @@ def _epoch_line(config: TrainConfig, record: dict[str, Any], seconds: float) -> 
 
 def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: bool,
            on_step: Optional[Callable[[int, float], None]],
-           dynamics: Optional["DynamicsConfig"] = None) -> RunResult:
+           dynamics: Optional[DynamicsConfig] = None) -> RunResult:
     from tqdm.auto import tqdm
 
     device = resolve_device(config.device)
@@ -266,11 +264,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         best_state = ckpt.get("best_model")
     recorder = None
     if dynamics is not None:
-        from ..analysis.dynamics import DynamicsRecorder
         recorder = DynamicsRecorder(dynamics, out, config, train_data, test_data, total,
                                     steps_per_epoch)
         recorder.start(model, start_epoch * steps_per_epoch)
-    from .trace import TraceRecorder, grad_norm
     trace = TraceRecorder(out, config.run_id(), steps_per_epoch, int(train_data.tokens.shape[1]))
     trace.start(model, start_epoch)
     tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
@@ -419,7 +415,6 @@ def _early_stopping_summary(config: TrainConfig, metrics: list[dict[str, Any]],
 
 def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> RunResult:
     """A finished run, read back: the summary checked, the metrics from its checkpoint."""
-    from .runs import read_summary
     result = read_summary(out)
     return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
                      result["best_test_acc"], result["n_params"], result["seconds"],
@@ -429,7 +424,6 @@ def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> 
 def train_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """A sweep worker (:func:`posenc.empirical.pipeline.sweep.run_jobs`): ``config`` is a
     :meth:`TrainConfig.to_dict`; trains into ``folder`` with ``threads`` torch threads."""
-    from ..config import config_from_dict
     cfg = config_from_dict(config).replace(num_threads=threads)
     res = train(cfg, folder, progress=False)
     return {"summary": {"final_test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,

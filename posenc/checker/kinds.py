@@ -1,0 +1,22 @@
+"""The kinds of PE function ``posenc check`` checks, and the one check of a ``--kind``.
+
+Its own module because both entry points read it: the in-process checks (:mod:`posenc.checker`)
+and the isolated one (:mod:`.isolation`), which the package imports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import PosencError
+
+KINDS = ("rope", "bias", "xpos")
+#: what each kind is, as the messages name it
+SIGNATURES = {"rope": "rotary function f(x, positions)", "bias": "bias function g(n_heads, n)",
+              "xpos": "xPos function f(q, k, positions)"}
+
+
+def check_kind(kind: Any) -> None:
+    """``kind`` is None (detect it) or one of :data:`KINDS`; else one PosencError line."""
+    if kind is not None and kind not in KINDS:
+        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")

@@ -1,0 +1,125 @@
+"""The runs of a sweep read as accuracies and deposits, and the parts judged on them.
+
+:class:`Runs` indexes results by (task, role) -> {seed: result} (a :class:`~.runs.SeedRuns`) and
+reads a run's test accuracy, its task's chance rate, whether the PE learned the task and the
+deposit of its ablation table; :func:`judged_part` is :func:`~.runs.judge_part` with the ceiling
+rule for an ordering of accuracies (:func:`ordering_at_ceiling`), and :func:`learned_part` refuses
+a deposit statistic whose models did not learn.  Shared by the claims 10-14
+(:mod:`.accuracy_deposit`), the claims measured as the paper states them (:mod:`.measured`) and
+the trained criterion (:mod:`.trained`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional
+
+from .runs import SeedRuns, judge_part
+from .verdict import at_ceiling
+
+POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
+#: points above chance a PE's mean test accuracy must reach for the PE to count as having learned
+#: a task (see :meth:`Runs.learned`)
+LEARNED_MARGIN = 5.0
+
+
+class Runs(SeedRuns):
+    """Results indexed by (task, role) -> {seed: result}, with the accuracy and deposit of a run."""
+
+    def acc(self, task: str, role: str, seed: int) -> float:
+        return 100.0 * self.by[(task, role)][seed].test_acc
+
+    def chance(self, task: str, role: str) -> Optional[float]:
+        """The chance rate (percent) of the role's runs on ``task``: the mean over its seeds of
+        the test split's majority-label rate; None when a run did not record it (older runs)."""
+        vals = [r.summary.get("chance") for r in self.by.get((task, role), {}).values()]
+        if not vals or any(not isinstance(v, (int, float)) for v in vals):
+            return None
+        return 100.0 * sum(vals) / len(vals)
+
+    def learned(self, task: str, role: str) -> bool:
+        """Whether the role's mean test accuracy on ``task`` is at least :data:`LEARNED_MARGIN`
+        points above its chance rate (True when the chance rate is not recorded: nothing is then
+        excluded)."""
+        chance = self.chance(task, role)
+        by_seed = self.by.get((task, role), {})
+        if chance is None or not by_seed:
+            return True
+        mean = sum(self.acc(task, role, s) for s in by_seed) / len(by_seed)
+        return mean >= chance + LEARNED_MARGIN
+
+    def not_learned(self, task: str, roles: Iterable[str]) -> list[str]:
+        """The roles of ``roles`` with runs on ``task`` that did not learn it."""
+        return [r for r in roles if self.by.get((task, r)) and not self.learned(task, r)]
+
+    def deposit(self, task: str, role: str, seed: int, mode: str = "zero"
+                ) -> Optional[dict[str, Any]]:
+        """The layer with the largest single-head drop (drops and gaps in points); None for a
+        run without the ``mode`` ablation (one that diverged to non-finite weights)."""
+        table = self.by[(task, role)][seed].ablation.get(mode)
+        if table is None:
+            return None
+        layers = table["layers"]
+        best = max(layers, key=lambda la: (la["largest_drop"], -la["layer"]))
+        return {"layer": best["layer"], "n_layers": len(layers),
+                "drop": 100.0 * best["largest_drop"], "index": best["deposit_index"],
+                "gap": 100.0 * best["runner_up_gap"], "head": best["deposit_head"]}
+
+
+    def deposit_contrast(self, task: str, role: str, others: Iterable[str], seed: int, key: str,
+                         mode: str = "zero", other_task: Optional[str] = None) -> Optional[float]:
+        """``deposit(role)[key] - max over others of deposit(other)[key]`` on one seed (the others'
+        runs on ``other_task``, default ``task``); None when a run has no ablation table."""
+        deps = [self.deposit(task, role, seed, mode)] + \
+            [self.deposit(other_task or task, r, seed, mode) for r in others]
+        if any(d is None for d in deps):
+            return None
+        return deps[0][key] - max(d[key] for d in deps[1:])
+
+
+#: a deposit part's note for seeds whose runs have no ablation table
+NO_ABLATION = "no ablation table (the run diverged to non-finite weights)"
+
+
+def judged_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
+          stat: Callable[[int], Optional[float]], threshold: float, predicted: str,
+          ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS,
+          configs: Optional[list[tuple[str, str]]] = None,
+          missing_note: str = "undefined on every seed") -> dict[str, Any]:
+    """:func:`~.runs.judge_part` with ``ordering``: the statistic is ``acc(roles[0])`` minus
+    the best of ``acc(roles[1:])`` on each seed, an ordering of accuracies, and the ceiling rule
+    applies to its two sides (:func:`ordering_at_ceiling`); ``bounds``: its range (default: a
+    difference of percentages), the shown interval's limits."""
+    def ceiling(seeds: list[int]) -> bool:
+        return ordering_at_ceiling(runs, task, roles[0], roles[1:], seeds)
+    return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
+                      configs=configs, missing_note=missing_note,
+                      ceiling=ceiling if ordering else None)
+
+
+def ordering_at_ceiling(runs: Runs, task: str, role: str, others: Iterable[str],
+                        seeds: list[int]) -> bool:
+    """Whether an ordering ``acc(role) - max over others`` compares two sides that both average
+    >= :data:`~.verdict.CEILING`: ``role``, and per seed the best of ``others`` (the PE the
+    statistic actually compares with; a PE that learned nothing among the others, e.g. NoPE on
+    the distance task, must not keep two PEs at 99-100% from counting as a ceiling)."""
+    others = tuple(others)
+    best = [max(runs.acc(task, r, s) for r in others) for s in seeds]
+    return at_ceiling({role: [runs.acc(task, role, s) for s in seeds], "best other": best})
+
+
+def unlearned_note(roles: Iterable[str]) -> str:
+    return (f"{', '.join(roles)} did not learn the task (mean accuracy within {LEARNED_MARGIN:g} "
+            "points of chance): its ablations are noise")
+
+
+def learned_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
+                 part: Callable[[], dict[str, Any]], configs: Optional[list[tuple[str, str]]] = None
+                 ) -> dict[str, Any]:
+    """``part()``, or an inconclusive part naming the runs of ``configs`` (default: ``task`` x
+    ``roles``) that did not learn their task: a deposit statistic needs models that learned."""
+    configs = configs if configs is not None else [(task, r) for r in roles]
+    bad = [r if t == task else f"{t}/{r}" for t, r in configs if runs.not_learned(t, (r,))]
+    if not bad:
+        return part()
+    return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None, "interval": None,
+            "note": unlearned_note(bad), "task": task, "roles": list(roles)}
