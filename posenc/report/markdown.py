@@ -285,7 +285,10 @@ def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
             *(["- best possible accuracy (Bayes ceiling) of each task: " + "; ".join(
                 f"{c['task']} ({c['sampler']} sampler) {c['text']}" for c in inp.ceilings)
                + ";"] if inp.ceilings else []),
-            "- ablation: zero mode at `hook_z`, on the first test examples of each run;",
+            "- ablation: zero mode at `hook_z`, on " + (
+                "the whole data set of each run (train and test split, as the paper code's "
+                "`*vis.py` scripts ablate);" if report_mode(inp.results) == "paper-code" else
+                "the first test examples of each run;"),
             "- per-run timings: `runs.csv`, and the wall time per phase (training, ablation, "
             "probe, this report): `timings.md` (kept out of this file so that a resumed sweep "
             "reproduces it exactly).", ""]

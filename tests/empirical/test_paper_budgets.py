@@ -72,3 +72,41 @@ def test_the_api_trains_paper_code_runs_on_the_papers_data(monkeypatch, tmp_path
             posenc.train("distance", "rope", preset="quick", paper_code=True, epochs=1,
                          out=tmp_path / f"run{len(made)}", overrides=overrides)
     assert [(c.task.sampler, c.task.vocab_size) for c in made] == [("paper", 42), ("clean", 42)]
+
+
+def test_paper_code_mode_ablates_over_the_whole_data_set():
+    import torch
+
+    from posenc.empirical.config import preset
+    from posenc.empirical.pipeline.experiment import ExperimentConfig, ablation_source
+    from posenc.empirical.tasks import make_split
+    from posenc.errors import PosencError
+
+    plan = ReproductionPlan(preset="quick", seeds=1, paper_code=True)
+    exps = plan.experiments()
+    assert {(e.ablation_data, e.ablation_examples) for e in exps} == {("all", 3000)}
+    standard = ReproductionPlan(preset="quick", seeds=1).experiments()
+    assert {(e.ablation_data, e.ablation_examples) for e in standard} == {("test", 300)}
+    assert "ablation_data" not in standard[0].to_dict()  # stored standard run ids unchanged
+    back = ExperimentConfig.from_dict(exps[0].to_dict())
+    assert back.ablation_data == "all"
+    split = make_split(preset("smoke").task, 0)
+    whole = ablation_source(split, "all")
+    assert len(whole) == len(split.train) + len(split.test)
+    assert torch.equal(whole.tokens[:len(split.train)], split.train.tokens)
+    assert torch.equal(whole.labels[len(split.train):], split.test.labels)
+    assert ablation_source(split, "test") is split.test
+    with pytest.raises(PosencError, match="ablation_data must be one of test, all"):
+        ExperimentConfig(train=preset("smoke"), ablation_data="train")
+
+
+def test_the_worker_ablates_the_examples_asked_for(tmp_path):
+    from posenc.empirical.config import preset
+    from posenc.empirical.pipeline.experiment import ExperimentConfig, experiment_worker
+
+    cfg = preset("smoke", **{"epochs": 1, "task.n_samples": 200})
+    for which, want in (("all", 200), ("test", 60)):
+        exp = ExperimentConfig(train=cfg, ablation_examples=10_000, ablation_data=which,
+                               probe=False)
+        out = experiment_worker(exp.to_dict(), str(tmp_path / which), 1)
+        assert out["ablation"]["zero"]["n_examples"] == want, which

@@ -10,7 +10,9 @@ loading any model:
 
 ``summary``   task, pe, seed, test accuracy (fraction), epochs, seconds, params (and, for a run
               with early stopping, where it stopped: see :mod:`posenc.empirical.training.train`)
-``ablation``  {mode: AblationTable.to_dict()} on ``ablation_examples`` test examples
+``ablation``  {mode: AblationTable.to_dict()} on the first ``ablation_examples`` examples of
+              ``ablation_data``: ``test`` (the test split) or ``all`` (train then test split:
+              the whole data set, as the paper code's ``*vis.py`` scripts ablate)
 ``probe``     position probe R^2 and positional energy per residual site
 ``metrics``   per-epoch training metrics
 ``trace``     the training trace's statistics (:func:`~posenc.empirical.training.trace.summarize_trace`:
@@ -34,17 +36,36 @@ from ...errors import PosencError
 from ..config import TrainConfig, stored_config
 
 
+#: what a run's head ablation reads: its test split, or the whole data set (train then test)
+ABLATION_DATA = ("test", "all")
+
+
+def ablation_source(split: Any, which: str) -> Any:
+    """The examples ``which`` (:data:`ABLATION_DATA`) names, from a run's train/test ``split``."""
+    if which == "test":
+        return split.test
+    import torch
+    from ..tasks import TaskData
+    tr, te = split.train, split.test
+    return TaskData(torch.cat([tr.tokens, te.tokens]), torch.cat([tr.labels, te.labels]),
+                    torch.cat([tr.lengths, te.lengths]), te.n_classes)
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     train: TrainConfig
     ablation_modes: tuple[str, ...] = ("zero",)
     ablation_examples: int = 1000
+    ablation_data: str = "test"  # ABLATION_DATA
     probe: bool = True
     probe_examples: int = 600
     tags: dict[str, Any] = field(default_factory=dict)
     dynamics: Optional[dict[str, Any]] = None  # DynamicsConfig.to_dict(); None: not recorded
 
     def __post_init__(self) -> None:
+        if self.ablation_data not in ABLATION_DATA:
+            raise PosencError(f"ablation_data must be one of {', '.join(ABLATION_DATA)}; "
+                              f"got {self.ablation_data!r}")
         if self.dynamics is not None:
             from ..analysis.dynamics import DynamicsConfig
             DynamicsConfig.from_dict(self.dynamics)  # validates
@@ -57,6 +78,8 @@ class ExperimentConfig:
         data["ablation_modes"] = list(self.ablation_modes)
         if self.dynamics is None:  # absent, not null: run ids of runs without dynamics unchanged
             del data["dynamics"]
+        if self.ablation_data == "test":  # (as dynamics)
+            del data["ablation_data"]
         return data
 
     def replace(self, **changes: Any) -> "ExperimentConfig":
@@ -64,14 +87,15 @@ class ExperimentConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ExperimentConfig":
-        known = {"train", "ablation_modes", "ablation_examples", "probe", "probe_examples", "tags",
-                 "dynamics"}
+        known = {"train", "ablation_modes", "ablation_examples", "ablation_data", "probe",
+                 "probe_examples", "tags", "dynamics"}
         unknown = set(data) - known
         if unknown:
             raise PosencError(f"unknown experiment key(s): {', '.join(sorted(unknown))}")
         return cls(train=stored_config(data["train"], "an experiment config"),
                    ablation_modes=tuple(data.get("ablation_modes", ("zero",))),
                    ablation_examples=int(data.get("ablation_examples", 1000)),
+                   ablation_data=str(data.get("ablation_data", "test")),
                    probe=bool(data.get("probe", True)),
                    probe_examples=int(data.get("probe_examples", 600)),
                    tags=dict(data.get("tags", {})), dynamics=data.get("dynamics"))
@@ -118,8 +142,9 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
         res = train(cfg, folder, progress=False)
     # ablate and probe where it trained; the checkpoint must be of the config just trained
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
-    test = run.data().test
-    sub = test.subset(slice(0, min(exp.ablation_examples, len(test))))
+    split = run.data()
+    test, source = split.test, ablation_source(split, exp.ablation_data)
+    sub = source.subset(slice(0, min(exp.ablation_examples, len(source))))
     # a run that diverged to non-finite weights is a result (its accuracy, where it diverged)
     # with nothing to ablate or probe: its tables would be noise
     broken = bool(run.diverged) and not run.diverged.get("kept_finite")

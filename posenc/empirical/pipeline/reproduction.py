@@ -186,8 +186,12 @@ class ReproductionPlan:
             for role in roles:
                 for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
                     cfg = self._config(task, role, seed)
+                    # paper-code mode ablates over the whole data set, as the code's *vis.py do
+                    whole = self.in_paper_code
                     out.append(ExperimentConfig(
-                        train=cfg, ablation_modes=self.ablation_modes, ablation_examples=size,
+                        train=cfg, ablation_modes=self.ablation_modes,
+                        ablation_examples=cfg.task.n_samples if whole else size,
+                        ablation_data="all" if whole else "test",
                         probe=True, probe_examples=probe_size, tags={"role": role},
                         dynamics=DynamicsConfig().to_dict() if task == "distance"
                         and role in self.dynamics_roles and "zero" in self.ablation_modes
