@@ -155,3 +155,17 @@ def test_one_seed_is_never_a_ceiling_verdict():
     v = e10([1.0], [0.99])
     assert v.verdict == "inconclusive" and v.parts[0]["n"] == 1
     assert e10([1.0, 1.0], [0.99, 0.99]).verdict == "ceiling"
+
+
+def test_paper_code_runs_get_e10_for_the_code_rope_too():
+    """trans.py's `rope` is RoPE plus its cat[sin, cos] table (posenc's absolute+rope role in
+    paper-code mode): judged beside pure RoPE, only for paper-code runs."""
+    accs = {(D, "rope"): [0.70, 0.71, 0.70], (D, "absolute+rope"): [0.93, 0.92, 0.93],
+            **{(D, r): [0.80, 0.81, 0.80] for r in OTHERS}}
+    runs = sweep(accs)
+    assert "E10 (code rope)" not in {v.claim for v in evaluate(runs)}  # standard runs
+    for r in runs:
+        r["summary"]["code"] = "paper"
+    by = {v.claim: v for v in evaluate(runs)}
+    assert by["E10"].verdict == "refuted" and by["E10 (code rope)"].verdict == "confirmed"
+    assert by["E10 (code rope)"].parts[0]["part"] == "absolute+rope - best other"
