@@ -23,8 +23,8 @@ Margin_L > 0 the margin grows strictly towards the shallow layers.
 Proof: (M s)_t − (M s)_h = γ (s_t − s_h) + Σ_j (N_tj − N_hj) s_j ≥ γ (s_t − s_h) ≥ γ Margin(s)
 for h ≠ t, by (A1)-(A2); M s ≥ 0 again, so induct from L down to l.
 
-What is false (as we read the paper's public summaries): γ_k > 1 alone (its wording) does not
-give the bound -- without (A2) the
+What the assumptions do (the paper's own ones for Thm. 6.1 are not in its public summaries, as
+we read them): γ_k > 1 alone does not give the bound -- without (A2) the
 runner-up can be fed more than the leader and overtake it, and without (A1) a negative upstream
 signal can eat the margin (counterexamples below); without (A3) the bound holds but the margin
 can shrink (posenc checks that the bound itself still holds there: it is not a counterexample).
@@ -141,8 +141,10 @@ CLAIMS = (
                   "head's row of N_k dominating every other row, and γ_k > 1, then "
                   "Margin_l ≥ Margin_L ∏_{k=l}^{L−1} γ_k and the margin grows strictly from "
                   "deep to shallow; for 0 < γ_k ≤ 1 the bound still holds (without growth).  "
-                  "γ_k > 1 alone (the paper's Thm. 6.1 as we read its public summaries) is not "
-                  "enough: dominance and non-negative signals are needed.",
+                  "This is posenc's precise version: it needs dominance and non-negative "
+                  "signals besides γ_k > 1 (each dropped assumption has a counterexample "
+                  "below).  The paper's own assumptions for Thm. 6.1 are not in its public "
+                  "summaries, so this does not say that the paper's theorem is false.",
         latex=r"M_k=\gamma_kI+N_k,\ N_k\ge0,\ (N_k)_{t\cdot}\ge(N_k)_{h\cdot},\ \gamma_k>1"
               r"\ \Rightarrow\ \mathrm{Margin}_l\ge\mathrm{Margin}_L\prod_{k=l}^{L-1}\gamma_k",
         source="Gu et al., Thm. 6.1 (precise version: new)",

@@ -28,8 +28,9 @@ query token).  A batch is σ-closed when it holds σe with every e.
   exactly, and the additive seed is ε·mean C_b + O(ε²) -- *not* zero at first order (the
   stronger-conclusion variant finds a batch where it is not).  Both assumptions of the
   cancellation are needed: with content logits (ε ≠ 0) σ changes the attention, and without
-  σ-closure the seed is whatever the batch makes it (the paper's "cancel over a batch", as we
-  read the paper's public summaries, is false for a general batch).
+  σ-closure the seed is whatever the batch makes it (a literal reading of the paper's "cancel
+  over a batch", as we read its public summaries, needs a symmetric batch; its own assumptions
+  are not in those summaries).
 * Prop. 6.1 (``seed-rope-survives``): for RoPE, ψ = ε C(e) + O(ε²) with the closed form
   C(e) = (1/n) Σ_j (u_j − ū) θ j q̂ᵀ J R(θ j) k_j, and C(σe) = C(e).  On a σ-closed batch both
   seeds are O(ε): RoPE does not out-survive the additive bias at first order.  The difference is
@@ -244,8 +245,9 @@ ADDITIVE = Claim(
               "learned tables), but at first order it is ε·mean C_b, which need not vanish -- "
               "the same order as RoPE's seed.  What σ-closure removes is the additive signals' "
               "coherence (|seed| / mean |ψ| = O(ε)), not the first-order seed.  As we read the "
-              "paper's public summaries, its Prop. 6.2 needs both assumptions: it is false for a "
-              "general batch and with content logits.",
+              "paper's public summaries, this precise version needs both assumptions (dropping "
+              "either gives a counterexample on a one-example batch); whether the paper's Prop. "
+              "6.2 assumes more (a symmetric or large batch) cannot be read from them.",
     latex=r"\varepsilon=0,\ \mathcal B=\sigma\mathcal B\ \Rightarrow\ "
           r"\frac1{|\mathcal B|}\sum_{e\in\mathcal B}\frac{\partial\ell_e}{\partial\tau}=0",
     source="Gu et al., Prop. 6.2 (precise version: new)",
