@@ -39,8 +39,7 @@ def parses(monkeypatch) -> Counter:
 
 @pytest.mark.parametrize("paper_code", [False, True], ids=["standard", "paper-code"])
 def test_a_reproduction_plan_parses_each_role_string_once(parses, paper_code):
-    # (paper-code mode classifies over the vocabulary: the quick distance task's 42 classes
-    # need more than its 32 tokens)
+    # (an explicit vocabulary: paper-code mode would otherwise raise it to the class count)
     plan = ReproductionPlan.for_command("quick", 2, paper_code=paper_code,
                                        overrides={"epochs": 3, "task.vocab_size": 64})
     experiments = plan.experiments()

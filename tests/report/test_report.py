@@ -165,11 +165,13 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     (["--first-seed", "-1"], "--first-seed must be an integer"),
     (["--backend", "ray", "--ray-address", "127.0.0.1:9", "--roles", "rope", "--tasks", "distance"],
      "cannot reach the Ray cluster"),
-    # the quick distance task has 42 classes, the vocabulary 32: refused before any run starts
-    (["--paper-code"], "paper-code mode classifies over the vocabulary (32 tokens)"),
+    # the quick distance task has 42 classes; paper-code mode raises the vocabulary to them, a
+    # smaller one the user sets is refused before any run starts
+    (["--paper-code", "--set", "task.vocab_size=41"],
+     "paper-code mode classifies over the vocabulary (41 tokens)"),
 ])
 def test_bad_reproduce_input(tmp_path, args, fragment):
-    proc = posenc("reproduce", *args, "--out", str(tmp_path / "s"))
+    proc = posenc("reproduce", *args, "--out", str(tmp_path / "s"), timeout=300)
     assert proc.returncode == 2 and fragment in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
