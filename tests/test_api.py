@@ -104,7 +104,8 @@ def test_bad_input_raises_the_cli_message(call, argv, capsys):
     ({"task": {"name": "count"}}, "set the task"), ({"model.code": "paper"}, "--paper-code"),
     ({"lr": float("nan")}, "'lr' must be float; got nan"), ({"lr": float("inf")}, "lr must be a finite"),
     ({"weight_decay": float("inf")}, "weight_decay must be a finite number"),
-    ({"grad_clip": 0}, "grad_clip must be a finite number > 0")])
+    ({"grad_clip": 0}, "grad_clip must be a finite number > 0"),
+    ({"task.sampler": "code"}, "task.sampler must be one of clean, paper; got 'code'")])
 def test_train_refuses_overrides_that_contradict_its_arguments(tmp_path, overrides, fragment):
     with pytest.raises(posenc.PosencError, match=fragment):
         posenc.train("distance", "rope", preset="smoke", seed=0, out=tmp_path / "r",

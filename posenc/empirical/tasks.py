@@ -113,15 +113,16 @@ def split_indices(tokens: torch.Tensor, train_frac: float,
 
 
 def _distance(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
-    if task.sampler == "paper":
-        return _distance_paper(task, n, gen)
     T = task.length
     left = torch.randint(1, task.max_left + 1, (n,), generator=gen)
     gap = torch.randint(1, task.max_gap + 1, (n,), generator=gen)
     right = torch.randint(1, task.max_right + 1, (n,), generator=gen)
-    tokens = torch.randint(3, task.vocab_size, (n, T), generator=gen)  # filler
-    rows = torch.arange(n)
     pos_a, pos_b = left, left + gap + 1
+    if task.sampler == "paper":
+        tokens = _paper_fillers(task, pos_a, pos_b, gen)
+    else:
+        tokens = torch.randint(3, task.vocab_size, (n, T), generator=gen)  # filler
+    rows = torch.arange(n)
     tokens[rows, pos_a] = TRIGGER_A
     tokens[rows, pos_b] = TRIGGER_B
     lengths = left + gap + right + 2
@@ -133,15 +134,13 @@ def _distance(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
 _CHUNK = 4096
 
 
-def _distance_paper(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
-    """The paper's sampler: segment lengths uniform as in the clean one; each segment is the
-    first ``length`` entries of a uniformly random ordering of the non-PAD tokens
-    ``1 .. vocab-1`` (= a draw without replacement), independently per segment: the tokens of
-    the ``width`` smallest of i.i.d. uniform keys, in key order."""
-    T, V = task.length, task.vocab_size - 1
-    left = torch.randint(1, task.max_left + 1, (n,), generator=gen)
-    gap = torch.randint(1, task.max_gap + 1, (n,), generator=gen)
-    right = torch.randint(1, task.max_right + 1, (n,), generator=gen)
+def _paper_fillers(task: TaskConfig, pos_a: torch.Tensor, pos_b: torch.Tensor,
+                   gen: torch.Generator) -> torch.Tensor:
+    """(N, T) filler of the paper's sampler for triggers at ``pos_a`` < ``pos_b`` (N,): each
+    segment (before A, between, after B) is the first entries of a uniformly random ordering of
+    the non-PAD tokens ``1 .. vocab-1`` (= a draw without replacement), independently per
+    segment: the tokens of the ``width`` smallest of i.i.d. uniform keys, in key order."""
+    n, T, V = len(pos_a), task.length, task.vocab_size - 1
     width = max(task.max_left, task.max_gap, task.max_right)
     segments = torch.empty((n, 3, width), dtype=torch.int64)  # (N, left|gap|right, width)
     for start in range(0, n, _CHUNK):
@@ -149,16 +148,11 @@ def _distance_paper(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
         keys = torch.rand((rows, 3, V), generator=gen)
         segments[start:start + rows] = 1 + keys.topk(width, dim=2, largest=False).indices
     t = torch.arange(T)[None, :]  # (1, T)
-    pos_a, pos_b = left[:, None], (left + gap + 1)[:, None]  # (N, 1)
-    seg = torch.where(t < pos_a, 0, torch.where(t < pos_b, 1, 2))  # (N, T) segment per position
-    offset = torch.where(seg == 0, t, torch.where(seg == 1, t - pos_a - 1, t - pos_b - 1))
+    a, b = pos_a[:, None], pos_b[:, None]  # (N, 1)
+    seg = torch.where(t < a, 0, torch.where(t < b, 1, 2))  # (N, T) segment per position
+    offset = torch.where(seg == 0, t, torch.where(seg == 1, t - a - 1, t - b - 1))
     tokens = segments.gather(2, offset.clamp(0, width - 1)[:, None, :].expand(n, 3, T))
-    tokens = tokens.gather(1, seg[:, None, :]).squeeze(1)  # (N, T)
-    tokens[t == pos_a] = TRIGGER_A
-    tokens[t == pos_b] = TRIGGER_B
-    lengths = left + gap + right + 2
-    tokens[t >= lengths[:, None]] = PAD
-    return TaskData(tokens, gap + 1, lengths, task.n_classes)
+    return tokens.gather(1, seg[:, None, :]).squeeze(1)  # (N, T)
 
 
 def _count(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:

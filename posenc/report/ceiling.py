@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -17,15 +16,14 @@ def task_ceilings(results: Iterable[Any], examples: Optional[int] = None) -> lis
     ``examples``: of each Monte Carlo estimate (default
     :data:`~posenc.empirical.bayes_ceiling.DEFAULT_EXAMPLES`)."""
     from ..empirical.bayes_ceiling import DEFAULT_EXAMPLES, bayes_ceiling
-    from ..empirical.config import config_from_dict
-    from ..empirical.training.runs import CONFIG
+    from ..empirical.training.runs import CONFIG, read_config
 
     tasks: dict[Any, None] = {}
     for r in results:
         path = Path(r.run_dir) / CONFIG if r.run_dir is not None else None
         if path is None or not path.is_file():
             continue
-        task = config_from_dict(json.loads(path.read_text())).task
+        task = read_config(path.parent).task
         if task.name != r.task:
             raise PosencError(f"{path} is a {task.name} run; its result says {r.task}")
         tasks.setdefault(task, None)

@@ -84,13 +84,16 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
     out = []
 
     others10 = ("nope",) + ADDITIVE
+
+    def best_of(role: str) -> dict[str, Any]:  # E10's part: role - the best of the others
+        return _part(f"{role} - best other", runs, D, (role,) + others10,
+                     lambda s: runs.acc(D, role, s) - max(runs.acc(D, r, s) for r in others10),
+                     0.0, "above", ordering=True)
+
     out.append(verdict_from_parts(
         "E10", "RoPE beats NoPE and the additive PEs on the position-sensitive task",
         "acc(rope) - max(acc(nope, absolute, relative, alibi)), distance, points",
-        "RoPE 92.64% best",
-        [_part("rope - best other", runs, D, ("rope",) + others10,
-               lambda s: runs.acc(D, "rope", s) - max(runs.acc(D, r, s) for r in others10),
-               0.0, "above", ordering=True)]))
+        "RoPE 92.64% best", [best_of("rope")]))
     paper_code = any(r.summary.get("code") == "paper" for seeds in runs.by.values()
                      for r in seeds.values())
     if paper_code and (D, CODE_ROPE) in runs.by:
@@ -101,10 +104,7 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
             "beats NoPE and the additive PEs on the position-sensitive task",
             f"acc({CODE_ROPE}) - max(acc(nope, absolute, relative, alibi)), distance, points",
             "RoPE 92.64% best (most likely this model: trans.py's `rope`)",
-            [_part(f"{CODE_ROPE} - best other", runs, D, (CODE_ROPE,) + others10,
-                   lambda s: runs.acc(D, CODE_ROPE, s) - max(runs.acc(D, r, s)
-                                                              for r in others10),
-                   0.0, "above", ordering=True)]))
+            [best_of(CODE_ROPE)]))
 
     count_others = ("nope",) + ADDITIVE + ("rope",)
     out.append(verdict_from_parts(

@@ -51,24 +51,14 @@ def test_user_overrides_win_over_the_budget():
     assert {(e.train.epochs, e.train.batch_size) for e in plan.experiments()} == {(3, 8)}
 
 
-def test_the_api_trains_paper_code_runs_on_the_papers_data(monkeypatch, tmp_path):
+def test_the_api_trains_paper_code_runs_on_the_papers_data(api_train_configs, tmp_path):
     """posenc.train(paper_code=True) takes the task fields the plan takes; a user's override
     of them wins."""
     import posenc
-    from posenc.empirical.training import train as train_module
 
-    made = []
-
-    class Stop(Exception):
-        pass
-
-    def no_training(cfg, *args, **kwargs):
-        made.append(cfg)
-        raise Stop
-
-    monkeypatch.setattr(train_module, "train", no_training)
+    made = api_train_configs
     for overrides in (None, {"task.sampler": "clean"}):
-        with pytest.raises(Stop):
+        with pytest.raises(made.stopped):
             posenc.train("distance", "rope", preset="quick", paper_code=True, epochs=1,
                          out=tmp_path / f"run{len(made)}", overrides=overrides)
     assert [(c.task.sampler, c.task.vocab_size) for c in made] == [("paper", 42), ("clean", 42)]

@@ -72,21 +72,11 @@ def test_a_preset_name_and_its_resolved_string_share_one_parse(parses):
     assert parses == Counter({"paper-rope": 1})
 
 
-def test_the_api_train_path_in_paper_code_mode_parses_once(parses, monkeypatch, tmp_path):
+def test_the_api_train_path_in_paper_code_mode_parses_once(parses, api_train_configs, tmp_path):
     import posenc
-    import posenc.empirical.training.train as train_module
 
-    made = []
-
-    class Stop(Exception):
-        pass
-
-    def no_training(cfg, *args, **kwargs):
-        made.append(cfg)
-        raise Stop
-
-    monkeypatch.setattr(train_module, "train", no_training)
-    with pytest.raises(Stop):
+    made = api_train_configs
+    with pytest.raises(made.stopped):
         posenc.train("distance", "paper-alibi", preset="smoke", paper_code=True, epochs=1,
                      out=tmp_path / "run")
     (cfg,) = made

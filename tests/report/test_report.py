@@ -179,7 +179,8 @@ def test_bad_reproduce_input(tmp_path, args, fragment):
 @pytest.mark.parametrize("setting,fragment", [
     ('model.pe="alibi"', "set the PE (--pe, --roles)"), ("seed=5", "set the seed"),
     ("task=1", "set the task"), ("pe=alibi", "unknown config key 'pe'"),
-    ("name=x", "unknown config key 'name'"), ("lr=Infinity", "lr must be a finite number > 0")])
+    ("name=x", "unknown config key 'name'"), ("lr=Infinity", "lr must be a finite number > 0"),
+    ('task.sampler="code"', "task.sampler must be one of clean, paper; got 'code'")])
 def test_a_bad_override_is_refused_before_the_store_is_made(tmp_path, setting, fragment):
     proc = posenc("reproduce", "--preset", "smoke", "--set", setting, "--out", str(tmp_path / "s"))
     assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
