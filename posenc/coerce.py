@@ -7,7 +7,8 @@ or raises a one-line
 
 Types: ``bool``, ``int``, ``float``, ``str``, a type made from its text (one with a ``TEXT_KIND``
 naming it: :class:`~posenc.encodings.expression.Expr`, which this module does not import: the
-catalogue imports it), ``tuple[float, ...]`` (any length) and ``tuple[float, float]`` (fixed length),
+catalogue imports it), ``tuple[float, ...]`` (any length), ``tuple[float, float]`` (fixed length) and
+``tuple[int, ...]`` (its items as ``int`` fields),
 ``Optional[X]`` and ``X | None`` (``None``, or ``"none"`` in text mode, gives
 ``None``), and nested dataclasses (returned unchanged: their own builder
 checks them).
@@ -68,7 +69,8 @@ def kind_name(hint: Any) -> str:
         return hint.TEXT_KIND
     if typing.get_origin(hint) is tuple:
         args = typing.get_args(hint)
-        return "list of numbers" if args[-1] is Ellipsis else f"a list of {len(args)} numbers"
+        what = "integers" if args[0] is int else "numbers"
+        return f"list of {what}" if args[-1] is Ellipsis else f"a list of {len(args)} {what}"
     return getattr(hint, "__name__", str(hint))
 
 
@@ -131,6 +133,8 @@ def _convert(base: Any, value: Any, text: bool) -> Any:
             raise ValueError
         if args[-1] is not Ellipsis and len(items) != len(args):
             raise ValueError
+        if args[0] is int:  # tuple[int, ...]: each item as an int field
+            return tuple(_convert(int, v.strip() if isinstance(v, str) else v, text) for v in items)
         if not text and not all(is_number(v) for v in items):
             raise ValueError
         return tuple(float(v) for v in items)

@@ -408,7 +408,8 @@ def test_fuzz_import_checkpoint(tmp_path_factory, recipe, pe, heads, seq_len, ta
     folder = tmp_path_factory.mktemp("import")
     (folder / "model.pth").write_bytes(checkpoint_bytes(recipe))
     argv = ["import-checkpoint", str(folder / "model.pth"), "--paper-code", "--pe", pe, "--task",
-            task, "--out", str(folder / "run"), "--heads", heads, "--preset", "smoke"]
+            task, "--out", str(folder / "run"), "--heads", heads, "--preset", "smoke",
+            "--trigger-ids", "1,2" if task == "distance" else "1,2,3,4"]
     code = check_answer(argv + (["--seq-len", seq_len] if seq_len else []))
     assert code in (0, 2)
     if code == 2:  # nothing written, not even the hidden temporary folder
@@ -425,7 +426,7 @@ def test_the_made_up_paper_checkpoint_imports(tmp_path):
         torch.save(paper_state_dict(pe), tmp_path / f"{pe}.pth")
         assert check_answer(["import-checkpoint", str(tmp_path / f"{pe}.pth"), "--paper-code",
                              "--pe", pe, "--task", "distance", "--out", str(tmp_path / pe),
-                             "--heads", "4", "--preset", "smoke"]) == 0
+                             "--heads", "4", "--preset", "smoke", "--trigger-ids", "1,2"]) == 0
 
 
 # -- the Python API's keyword arguments ---------------------------------------------------------
@@ -515,10 +516,11 @@ def api_cases(tmp_path_factory):
         "import_checkpoint": ApiCase(
             lambda **kw: posenc.import_checkpoint(**{"file": root / "model.pth", "pe": "nope",
                                                      "task": "distance", "out": new("i"),
-                                                     "heads": 4, "preset": "smoke", **kw}),
+                                                     "heads": 4, "preset": "smoke",
+                                                     "trigger_ids": [1, 2], **kw}),
             ["pe", "task", "heads", "preset", "seq_len"],
             ["import-checkpoint", str(root / "model.pth"), "--paper-code", "--pe", "nope",
-             "--task", "distance", "--heads", "4", "--preset", "smoke"],
+             "--task", "distance", "--heads", "4", "--preset", "smoke", "--trigger-ids", "1,2"],
             {"pe": ("--pe", str), "heads": ("--heads", int), "preset": ("--preset", str),
              "seq_len": ("--seq-len", int)}),
     }

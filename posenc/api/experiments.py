@@ -84,15 +84,22 @@ def load_run(path: str | Path, device: str = "cpu") -> Run:
 
 
 def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
-                      heads: int = 16, preset: str = "paper", seq_len: Optional[int] = None) -> Run:
+                      heads: int = 16, preset: str = "paper", seq_len: Optional[int] = None,
+                      trigger_ids: Optional[Sequence[int]] = None,
+                      vocab: Optional[str | Path] = None,
+                      triggers: Optional[Sequence[str]] = None) -> Run:
     """Turn a ``state_dict`` saved by the paper's scripts into a paper-code run folder ``out``.
 
     ``pe``: the paper's model -- nope | absolute | alibi | relative | random | rope
     (``dis_gen/trans.py``), ``partialrope:K`` (``count_gen/partialrope.py``, K heads rotated)
     or mla (``dis_gen/mla.py``); ``heads``: its head count (the key names do not say it, except
     for relative and mla); ``preset``/``task``: the task data that ``ablate`` and the probe
-    use, with the checkpoint's vocabulary (``seq_len`` to change its length).  Returns the
-    loaded :class:`~posenc.empirical.training.runs.Run`; nothing is written on a PosencError."""
+    use, with the checkpoint's vocabulary (``seq_len`` to change its length).  The triggers the
+    model was trained with are required, as ``trigger_ids`` (distance: A, B; count: every
+    trigger) or as the words ``triggers`` looked up in the tokenizer vocabulary file ``vocab``:
+    the paper's scripts chose random trigger words, so posenc's default ids would score the model
+    on data it was not trained on.  Returns the loaded
+    :class:`~posenc.empirical.training.runs.Run`; nothing is written on a PosencError."""
     from ..empirical.training.paper_import import import_checkpoint as run_import
 
     if preset not in PRESETS:
@@ -102,8 +109,17 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
     heads = check_int("heads", heads, 4096)
     if seq_len is not None:
         seq_len = check_int("seq_len", seq_len, 100_000)
+    if trigger_ids is not None:
+        if isinstance(trigger_ids, (str, bytes)) or not isinstance(trigger_ids, Sequence):
+            raise PosencError(f"trigger_ids must be a list of integers; got {trigger_ids!r}")
+    if triggers is not None:
+        if isinstance(triggers, (str, bytes)) or not isinstance(triggers, Sequence) or not all(
+                isinstance(w, str) for w in triggers):
+            raise PosencError(f"triggers must be a list of words; got {triggers!r}")
     folder = run_import(arg.path("file", file), pe, task, arg.path("out", out), n_heads=heads,
-                        preset=preset, seq_len=seq_len)
+                        preset=preset, seq_len=seq_len, trigger_ids=trigger_ids,
+                        vocab=None if vocab is None else arg.path("vocab", vocab),
+                        triggers=triggers)
     return load_run(folder)
 
 

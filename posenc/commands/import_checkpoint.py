@@ -29,15 +29,44 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="task sizes: paper (default), quick or smoke; the vocabulary is the "
                         "checkpoint's")
     p.add_argument("--seq-len", type=int, default=None, help="padded sequence length of the task")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--trigger-ids", default=None, metavar="ID,ID[,...]",
+                       help="the token ids the model's triggers had: distance A,B; count every "
+                            "trigger (the paper's scripts pick random trigger words, so its "
+                            "tokenizer decides the ids)")
+    which.add_argument("--triggers", default=None, metavar="WORD,WORD[,...]",
+                       help="the trigger words, looked up in --vocab")
+    p.add_argument("--vocab", default=None, metavar="FILE",
+                   help="with --triggers: the tokenizer's vocabulary ({token: id} JSON, or its "
+                        "tokenizer.json)")
     p.set_defaults(func=run)
+
+
+def parse_ids(text: str) -> list[int]:
+    """``--trigger-ids``: integers separated by commas."""
+    from ..errors import PosencError
+    from ..limits import parse_int
+    out = []
+    for part in text.split(","):
+        try:
+            out.append(parse_int(part.strip(), "--trigger-ids"))
+        except PosencError:
+            raise PosencError(f"--trigger-ids must be token ids separated by commas; got "
+                              f"{part.strip()!r}") from None
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api.experiments import import_checkpoint
 
-    run = import_checkpoint(args.file, args.pe, args.task, args.out, heads=args.heads,
-                            preset=args.preset, seq_len=args.seq_len)
+    run = import_checkpoint(
+        args.file, args.pe, args.task, args.out, heads=args.heads, preset=args.preset,
+        seq_len=args.seq_len,
+        trigger_ids=None if args.trigger_ids is None else parse_ids(args.trigger_ids),
+        vocab=args.vocab,
+        triggers=None if args.triggers is None else [w.strip() for w in args.triggers.split(",")])
     m = run.config.model
     print(f"imported {args.file} as {run.run_dir}: paper-code {m.pe}, {m.n_layers} layers, "
-          f"{m.n_heads} heads, d_model {m.d_model}, task {run.config.task.name}")
+          f"{m.n_heads} heads, d_model {m.d_model}, task {run.config.task.name}, trigger ids "
+          f"{','.join(map(str, run.config.task.triggers))}")
     return 0

@@ -31,7 +31,7 @@ from typing import Sequence
 import torch
 
 from .config import TaskConfig
-from .tasks import PAD, TRIGGER_A, TRIGGER_B, generate
+from .tasks import PAD, generate
 
 #: examples of the Monte Carlo estimate (standard error <= 0.5 / sqrt(N) ~ 0.0011 at 200,000)
 DEFAULT_EXAMPLES = 200_000
@@ -70,8 +70,9 @@ def distance_posterior(row: Sequence[int], task: TaskConfig) -> dict[int, float]
     L, V = len(x), task.vocab_size - 1
     weights: dict[int, float] = {}
     logs: list[tuple[int, float]] = []
-    a_pos = [i for i, t in enumerate(x) if t == TRIGGER_A and 1 <= i <= task.max_left]
-    b_pos = [i for i, t in enumerate(x) if t == TRIGGER_B and 1 <= L - i - 1 <= task.max_right]
+    A, B = task.triggers
+    a_pos = [i for i, t in enumerate(x) if t == A and 1 <= i <= task.max_left]
+    b_pos = [i for i, t in enumerate(x) if t == B and 1 <= L - i - 1 <= task.max_right]
     for a in a_pos:
         for b in b_pos:
             gap = b - a - 1
@@ -98,7 +99,8 @@ def bayes_ceiling(task: TaskConfig, examples: int = DEFAULT_EXAMPLES, seed: int 
             "the label is the number of triggers"
         return Ceiling(1.0, 0.0, 0, 0.0, f"exact: {what}")
     data = generate(task, examples, torch.Generator().manual_seed(int(seed)))
-    copies = ((data.tokens == TRIGGER_A).sum(1) > 1) | ((data.tokens == TRIGGER_B).sum(1) > 1)
+    A, B = task.triggers
+    copies = ((data.tokens == A).sum(1) > 1) | ((data.tokens == B).sum(1) > 1)
     best = torch.ones(examples, dtype=torch.float64)  # one A and one B: one parse, posterior 1
     for i in torch.nonzero(copies).flatten().tolist():
         post = distance_posterior(data.tokens[i, :int(data.lengths[i])].tolist(), task)

@@ -39,6 +39,21 @@ STEPS = ("fast", "reference")  # TrainConfig.step: posenc.empirical.fast, or the
 PRESET_NAMES = ("smoke", "quick", "paper")
 
 
+def _trigger_ids(task: "TaskConfig") -> tuple[int, ...]:
+    """``task.trigger_ids`` checked and as a tuple (see :class:`TaskConfig`)."""
+    ids = task.trigger_ids
+    want = 2 if task.name == "distance" else task.n_triggers
+    what = "A and B" if task.name == "distance" else f"task.n_triggers = {task.n_triggers}"
+    _check(isinstance(ids, (list, tuple)) and len(ids) == want
+           and all(isinstance(t, int) and not isinstance(t, bool) for t in ids),
+           f"task.trigger_ids must be a list of {want} integer token ids ({what}); got {ids!r}")
+    _check(len(set(ids)) == len(ids), f"task.trigger_ids must be distinct; got {list(ids)}")
+    bad = [t for t in ids if not 1 <= t < task.vocab_size]
+    _check(not bad, f"task.trigger_ids must lie in 1 .. vocab_size-1 = {task.vocab_size - 1} "
+                    f"(0 is PAD); got {bad[:1]}")
+    return tuple(ids)
+
+
 @dataclass(frozen=True)
 class TaskConfig:
     """A synthetic task (see :mod:`posenc.empirical.tasks`).
@@ -57,6 +72,12 @@ class TaskConfig:
     an example may then hold more than one A or B, and the best possible accuracy is below
     100% (:mod:`posenc.empirical.bayes_ceiling`).  PAD is not a filler (posenc's padding
     masks read it).
+
+    ``trigger_ids`` (default ``None``: distance A = 1, B = 2; count 1 .. n_triggers): the token
+    ids of the triggers, e.g. the ids the paper's tokenizer gave its randomly chosen trigger
+    words (``posenc import-checkpoint --trigger-ids``).  Distance takes two (A, B), count
+    ``n_triggers``; the filler is every other non-PAD id, in increasing order, so the default
+    gives exactly the data it gave before the field existed.
     """
 
     name: str = "distance"
@@ -71,10 +92,13 @@ class TaskConfig:
     seq_len: Optional[int] = None
     data_seed: Optional[int] = None
     sampler: str = "clean"
+    trigger_ids: Optional[tuple[int, ...]] = None
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
             raise PosencError(f"unknown task {self.name!r}; known: {', '.join(TASKS)}")
+        if self.trigger_ids is not None:  # a JSON list (config file, --set) becomes a tuple
+            object.__setattr__(self, "trigger_ids", _trigger_ids(self))
         _check(self.sampler in SAMPLERS,
                f"task.sampler must be one of {', '.join(SAMPLERS)}; got {self.sampler!r}")
         _check(self.sampler == "clean" or self.name == "distance",
@@ -112,6 +136,19 @@ class TaskConfig:
         if self.name == "distance":
             return self.max_left + self.max_gap + self.max_right + 2
         return 2 * self.max_count if self.max_count else 8
+
+    @property
+    def triggers(self) -> tuple[int, ...]:
+        """The trigger token ids: distance (A, B), count the ``n_triggers`` ids."""
+        if self.trigger_ids is not None:
+            return self.trigger_ids
+        return (1, 2) if self.name == "distance" else tuple(range(1, self.n_triggers + 1))
+
+    @property
+    def fillers(self) -> tuple[int, ...]:
+        """The filler token ids: every non-PAD id that is not a trigger, increasing."""
+        trig = set(self.triggers)
+        return tuple(t for t in range(1, self.vocab_size) if t not in trig)
 
     @property
     def n_classes(self) -> int:
@@ -297,6 +334,10 @@ class TrainConfig:
             del data["model"]["code"]
         if data["task"]["sampler"] == "clean":  # (as code)
             del data["task"]["sampler"]
+        if data["task"]["trigger_ids"] is None:  # (as code and sampler)
+            del data["task"]["trigger_ids"]
+        else:
+            data["task"]["trigger_ids"] = list(data["task"]["trigger_ids"])
         return data
 
     def to_json(self) -> str:

@@ -14,6 +14,9 @@
 
 Token ids: ``PAD = 0``; distance uses ``A = 1``, ``B = 2`` and filler
 ``3 .. vocab-1``; count uses triggers ``1 .. n_triggers`` and filler above.
+``task.trigger_ids`` names other trigger ids (e.g. a tokenizer's); the filler is then every
+other non-PAD id, and the random draws are the same as with the default ids (the i-th filler
+id takes the place of id ``3 + i``, resp. ``n_triggers + 1 + i``).
 
 The train/test split is made by seed and never leaks a duplicate: identical
 examples are grouped (by a 64-bit row hash; equal rows always share a hash,
@@ -122,9 +125,12 @@ def _distance(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
         tokens = _paper_fillers(task, pos_a, pos_b, gen)
     else:
         tokens = torch.randint(3, task.vocab_size, (n, T), generator=gen)  # filler
+        if task.trigger_ids is not None:  # the i-th filler id in place of 3 + i
+            tokens = torch.tensor((0, 0, 0) + task.fillers)[tokens]
     rows = torch.arange(n)
-    tokens[rows, pos_a] = TRIGGER_A
-    tokens[rows, pos_b] = TRIGGER_B
+    a, b = task.triggers
+    tokens[rows, pos_a] = a
+    tokens[rows, pos_b] = b
     lengths = left + gap + right + 2
     tokens[torch.arange(T)[None, :] >= lengths[:, None]] = PAD
     return TaskData(tokens, pos_b - pos_a, lengths, task.n_classes)
@@ -166,6 +172,10 @@ def _count(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
     # One draw gives both a trigger choice and a filler choice per cell.
     n_fill = task.vocab_size - task.n_triggers - 1
     r = torch.randint(0, task.n_triggers * n_fill, (n, T), generator=gen)
-    trig, filler = 1 + r % task.n_triggers, task.n_triggers + 1 + r // task.n_triggers
+    trig, filler = r % task.n_triggers, r // task.n_triggers  # indices into the id lists
+    if task.trigger_ids is None:
+        trig, filler = 1 + trig, task.n_triggers + 1 + filler
+    else:
+        trig, filler = torch.tensor(task.triggers)[trig], torch.tensor(task.fillers)[filler]
     tokens = torch.where(is_trigger, trig, filler)
     return TaskData(tokens, k, torch.full((n,), T), task.n_classes)

@@ -13,9 +13,14 @@ from posenc.cli import main
 from posenc.empirical.analysis.probe import position_probe
 
 
+#: posenc's default trigger ids at the smoke preset (the reference models below use them)
+SMOKE_TRIGGERS = {"distance": "1,2", "count": "1,2,3,4"}
+
+
 def _import(tmp_path, pe, ckpt, out, task="distance", heads=4):
     return main(["import-checkpoint", str(ckpt), "--paper-code", "--pe", pe, "--task", task,
-                 "--out", str(out), "--heads", str(heads), "--preset", "smoke"])
+                 "--out", str(out), "--heads", str(heads), "--preset", "smoke",
+                 "--trigger-ids", SMOKE_TRIGGERS[task]])
 
 
 @pytest.mark.parametrize("pe,task", [("alibi", "distance"), ("relative", "count"),
@@ -38,7 +43,7 @@ def test_imported_run_can_be_ablated_and_probed(tmp_path, capsys):
     torch.save(ref.state_dict(), tmp_path / "model.pth")
     run_dir = tmp_path / "run"
     assert posenc.import_checkpoint(tmp_path / "model.pth", "alibi", "distance", run_dir, heads=4,
-                                    preset="smoke").config.model.pe == "alibi:slopes=exp0"
+                                    preset="smoke", trigger_ids=[1, 2]).config.model.pe == "alibi:slopes=exp0"
     assert main(["ablate", str(run_dir), "--examples", "40"]) == 0
     assert "deposit" in capsys.readouterr().out
     run = posenc.load_run(run_dir)
@@ -74,7 +79,7 @@ def test_bad_files_wrong_pe_and_key_mismatch_are_one_clear_error(tmp_path, capsy
     out = tmp_path / "out"
     assert main(["import-checkpoint", str(tmp_path / "p2.pth"), "--paper-code", "--pe",
                  "partialrope:2", "--task", "distance", "--out", str(out), "--heads", "2",
-                 "--preset", "smoke"]) == 2
+                 "--preset", "smoke", "--trigger-ids", "1,2"]) == 2
     assert "not the table" in capsys.readouterr().err and not out.exists()
 
 

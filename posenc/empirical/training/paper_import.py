@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -207,14 +207,20 @@ def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, i
 
 def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
                       n_heads: int = 16, preset: str = "paper",
-                      seq_len: int | None = None) -> Path:
+                      seq_len: int | None = None, *, trigger_ids: Sequence[int] | None = None,
+                      vocab: str | Path | None = None,
+                      triggers: Sequence[str] | None = None) -> Path:
     """Write the run folder ``out`` for the paper-code checkpoint ``file`` (see the module
     doc).  The task is ``preset``'s ``task`` with the checkpoint's vocabulary (and
-    ``seq_len`` when given).  Nothing is written unless everything checks out."""
+    ``seq_len`` when given) and the triggers the model was trained with: ``trigger_ids``, or
+    the words ``triggers`` looked up in the tokenizer vocabulary ``vocab``
+    (:func:`~.trigger_vocab.trigger_ids`; a count checkpoint's trigger count is the number of
+    ids).  Nothing is written unless everything checks out."""
     from ..config import apply_overrides
     from ..config import preset as make_preset
     from ..paper_specs import paper_code_fields
     from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
+    from .trigger_vocab import trigger_ids as resolve_triggers
 
     file, out = Path(file), Path(out)
     if out.exists() or out.is_symlink():  # (a dangling link exists too)
@@ -230,9 +236,13 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
                           f"({type(exc).__name__}: "
                           f"{str(exc).splitlines()[0][:100] if str(exc) else ''})") from None
     spec, dims, state = convert(sd, pe, n_heads)
+    ids = resolve_triggers(task, dims["vocab_size"], trigger_ids, vocab, triggers)
     cfg = make_preset(preset, task=task, pe=spec)
     changes: dict[str, Any] = {f"model.{k}": v for k, v in dims.items() if k != "vocab_size"}
     changes["task.vocab_size"] = dims["vocab_size"]
+    changes["task.trigger_ids"] = list(ids)
+    if task == "count":
+        changes["task.n_triggers"] = len(ids)
     if seq_len is not None:
         changes["task.seq_len"] = seq_len
     changes.update(paper_code_fields(cfg.model.spec))
@@ -252,7 +262,10 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
                            "config": cfg.to_dict(),
                            "imported": {"file": str(file), "pe": pe}}, tmp / CHECKPOINT)
         (tmp / "imported.json").write_text(json.dumps(
-            {"source": str(file.resolve()), "paper_pe": pe, "spec": spec, **dims}, indent=2) + "\n",
+            {"source": str(file.resolve()), "paper_pe": pe, "spec": spec, **dims,
+             "trigger_ids": list(ids), "trigger_words": None if triggers is None else list(triggers),
+             "vocab": None if vocab is None else str(Path(vocab).resolve())},
+            indent=2) + "\n",
             encoding="utf-8")
         os.rename(tmp, out)
     except BaseException:
