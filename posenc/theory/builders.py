@@ -203,7 +203,7 @@ def _rotary(b: Build, planes: list[cv.Plane], heads: list[int], pairing: str, ro
     if scale != 1:
         b.define(f"attention factor s = {sp.sstr(scale)} = {float(scale):.6g} multiplies q~_m and "
                  f"k~_m (cos and sin), so each rotary term carries s^2 = {float(scale) ** 2:.6g}: "
-                 f"softmax(s^2 q.k / sqrt(d)) on those planes (YaRN's temperature)",
+                 f"softmax(s^2 q.k / sqrt(d)) on those planes (an attention temperature, as in YaRN)",
                  rf"s = {sp.latex(scale)}:\; \tilde q_m, \tilde k_m \mapsto s\,\tilde q_m, "
                  rf"s\,\tilde k_m,\ \text{{each rotary term}} \times s^2")
     dropped = [m for m, (_, _, th) in enumerate(planes) if th == 0]
