@@ -51,6 +51,17 @@ def scaled(draw, planes=None):
     return RoPE(**kw), head_dim
 
 
+@pytest.mark.parametrize("text", ref.scaled_specs(planes=4) + [
+    "rope:scaling=yarn,factor=32,original=4096",                # default attention factor
+    "rope:scaling=longrope,factor=8,original=64,seq_len=64,short_factor=1;2;3;4,long_factor=5;6;7;8",
+    "rope:base=500000,scaling=llama3,factor=8,original=8192"])
+def test_the_layers_agree_on_every_kind(text):
+    spec = parse_spec(text)
+    rope = dataclasses.replace(spec.rope if spec.name == "hybrid" else spec, keep=1.0)  # no mask
+    test_the_three_layers_and_the_reference_agree_on_frequencies_and_attention_factor.hypothesis \
+        .inner_test(case=(rope, 8))
+
+
 @given(case=scaled())
 def test_the_three_layers_and_the_reference_agree_on_frequencies_and_attention_factor(case):
     spec, d = case

@@ -351,7 +351,7 @@ def _rope(spec: RoPE, n: int, ctx: "_Context") -> Kernel:
     elif spec.scaling != "none":
         note += (f"{spec.scaling} scaling: frequencies theta'_m and attention factor s = "
                  f"{np.sqrt(s2):.6g} on q and k, so each rotary plane's weight is s^2 = "
-                 f"{s2:.6g} times 2/d (YaRN's temperature)",)
+                 f"{s2:.6g} times 2/d (an attention temperature, as in YaRN)",)
     w = np.full(theta.size, 2.0 * s2 / head_dim)
     scaled = f", {spec.scaling} scaling" if spec.scaling != "none" else ""
     return _rotary(spec, n, theta, w, (head_dim - r) / head_dim,

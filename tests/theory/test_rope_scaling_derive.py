@@ -27,6 +27,8 @@ def test_derive_states_the_scaling(text, says):
     for phrase in says:
         assert phrase in out, out
     assert all(t.toeplitz.is_toeplitz for t in form.terms)
+    # the terms (s^2 on each rotary one) sum to what the model computes (s on q and on k)
+    assert all(form.analysis.decomposition_proved)
     assert form.declared_family == form.family == "multiplicative"
     if "s^2" in " ".join(says):
         assert r"s^2\," in form.latex()
