@@ -228,6 +228,7 @@ def _rope(b: Build, spec: RoPE, head_dim: int, n_heads: int) -> None:
         note += f"; RoPE on heads {heads} only"
     if spec.scaling != "none":
         b.define(*rope_scaling.scaling_text(spec, r))
+        note += f"; the angles below are the rescaled theta'_m ({spec.scaling})"
     _rotary(b, cv.rope_planes(spec, head_dim), heads, spec.pairing, r, note,
             rope_scaling.attention_factor(spec))
 
