@@ -146,8 +146,10 @@ def validate(spec: Any) -> None:
             value = getattr(spec, name)
             if value is None:
                 _fail(f"scaling=longrope needs {name}=F0;F1;... (one factor per rotary plane)")
-            if not all(is_number(v) and math.isfinite(v) and v > 0 for v in value):
-                _fail(f"{name} must be positive numbers; got {';'.join(map(str, value))}")
+            if not (isinstance(value, tuple) and value
+                    and all(is_number(v) and math.isfinite(v) and v > 0 for v in value)):
+                shown = ";".join(map(str, value)) if isinstance(value, tuple) else repr(value)
+                _fail(f"{name} must be positive numbers F0;F1;...; got {shown}")
         if spec.original < 2 and spec.attention_factor is None and spec.factor > 1:
             _fail("longrope's default attention factor sqrt(1 + ln factor / ln original) needs "
                   "original >= 2 (or give attention_factor)")

@@ -59,8 +59,9 @@ class RoPE(PESpec):
         _check(isinstance(self.add_absolute, bool),
                f"{self.name}: add_absolute must be true or false; got {self.add_absolute!r}")
         for name in ("short_factor", "long_factor"):   # a list from JSON or the Python API
-            if isinstance(getattr(self, name), list):
-                object.__setattr__(self, name, tuple(getattr(self, name)))
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, name, tuple(float(v) if is_number(v) else v for v in value))
         rope_scaling.validate(self)
 
     @property

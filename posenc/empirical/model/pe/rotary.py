@@ -40,18 +40,18 @@ class Rotary(nn.Module):
     """RoPE with a per-head frequency table ``thetas`` (heads or 1, planes) and a pairing."""
 
     def __init__(self, head_dim: int, thetas: torch.Tensor, pairing: str = "interleaved",
-                 scales: torch.Tensor | None = None):
+                 gains: torch.Tensor | None = None):
         super().__init__()
         if thetas.dim() != 2 or 2 * thetas.shape[1] > head_dim or pairing not in ("interleaved", "half"):
             raise ValueError("thetas must be (heads, planes) with 2 * planes <= head_dim")
-        if scales is not None and tuple(scales.shape) != (thetas.shape[0],):
-            raise ValueError("scales must be (heads,), one attention factor per row of thetas")
+        if gains is not None and tuple(gains.shape) != (thetas.shape[0],):
+            raise ValueError("gains must be (heads,), one attention factor per row of thetas")
         self.head_dim, self.pairing = head_dim, pairing
         self.rotary_dims = 2 * int(thetas.shape[1])
         # Non-persistent: derived from the spec, so checkpoints stay spec-independent.
         self.register_buffer("thetas", thetas.to(torch.float64), persistent=False)  # (H, P)
         # scaled RoPE's attention factor s per head (None: 1): the phasors are s exp(i p theta)
-        self.register_buffer("scales", None if scales is None else scales.to(torch.float64),
+        self.register_buffer("gains", None if gains is None else gains.to(torch.float64),
                              persistent=False)  # (H,)
         self._cache = TableCache()
 
@@ -80,8 +80,8 @@ class Rotary(nn.Module):
         cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
         def make() -> torch.Tensor:
             ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
-            mag = torch.ones_like(ang) if self.scales is None else \
-                self.scales[:, None, None].expand_as(ang)
+            mag = torch.ones_like(ang) if self.gains is None else \
+                self.gains[:, None, None].expand_as(ang)
             return torch.polar(mag, ang).to(cdtype)  # float64 -> dtype
         return self._cache.get((seq, offset, self.thetas.device, cdtype), make)
 
@@ -141,13 +141,13 @@ def rope_rotary(spec: RoPE, head_dim: int, n_heads: int) -> Rotary:
     theta[kept:] = 0.0  # p-RoPE: the lowest frequencies do not rotate
     thetas = theta.expand(n_heads, planes).clone()
     s = attention_factor(spec)
-    scales = torch.full((n_heads,), s, dtype=torch.float64) if s != 1.0 else None
+    gains = torch.full((n_heads,), s, dtype=torch.float64) if s != 1.0 else None
     for h in range(n_heads):
         if not spec.applies_to(h, n_heads):
             thetas[h] = 0.0
-            if scales is not None:
-                scales[h] = 1.0
-    return Rotary(head_dim, thetas, spec.pairing, scales)
+            if gains is not None:
+                gains[h] = 1.0
+    return Rotary(head_dim, thetas, spec.pairing, gains)
 
 
 def frequency_rotary(freqs: tuple[float, ...], head_dim: int, n_heads: int) -> Rotary:
