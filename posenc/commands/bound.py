@@ -5,7 +5,9 @@ condition number of the PE's positional matrix (bias B, position Gram G or
 rotary kernel K), next to the Szego (symbol), Gershgorin and per-plane bounds;
 then the contraction report -- ||L||_2 / ||A||_2 and spec(L) for the
 multiplicative coupling L = A o K and the additive one L = A + B, with the
-Schur and Weyl bounds (Gu et al., arXiv 2505.13027).
+Schur and Weyl bounds (Gu et al., arXiv 2505.13027).  A scaled RoPE (``rope:scaling=yarn,...``)
+is shown beside the same RoPE unscaled: the kernel's spectrum and long-range decay at each n
+(e.g. the original context and the extended one), and with ``--plot`` the decay against k.
 """
 
 from __future__ import annotations
@@ -107,6 +109,22 @@ def _print_tables(report: dict) -> None:
             rows.append((str(g["n"]), _fmt(g["norm"]), _fmt(sup), _fmt(ratio),
                          _fmt(g.get("ratio_additive")), _fmt(g.get("ratio_multiplicative"))))
         _table(head, rows)
+    if "scaling" in report:
+        _print_scaling(report["scaling"])
+
+
+def _print_scaling(sc: dict) -> None:
+    """A scaled RoPE beside the same RoPE unscaled (posenc.numerics.scaling_rows)."""
+    s = sc["attention_factor"]
+    print(f"\nscaled RoPE beside the unscaled one ({sc['unscaled']}): {sc['scaling']} scaling, "
+          f"original context {sc['original']}, extended {sc['extended']} (original x factor); "
+          f"attention factor s = {s:.6g}, each rotary plane weighted s^2 = {s * s:.6g}")
+    print("K(k) = w_0 + sum_m (2 s^2/d) cos(theta'_m k); far = |K(k)| / K(0) over the far half "
+          "n/2 <= k < n (long-range decay)")
+    head = ("n", "kernel", "lam_max(K)", "lam_min(K)", "||K||_2", "K(0)", "max far", "mean far")
+    rows = [(str(r["n"]), r["kernel"], _fmt(r["lam_max"]), _fmt(r["lam_min"]), _fmt(r["norm"]),
+             _fmt(r["diagonal"]), _fmt(r["far_max"]), _fmt(r["far_mean"])) for r in sc["rows"]]
+    _table(head, rows)
 
 
 def _table(head: tuple, rows: list[tuple]) -> None:
@@ -122,14 +140,18 @@ def gershgorin_norm_bounds(report: BoundReport) -> dict[int, float]:
     return {r.n: r.bound for r in report.rows_of("norm") if r.bound_name == "Gershgorin"}
 
 
-def _plot(report: BoundReport, path: str) -> None:
+def _plot(report: BoundReport, path: str, envelope: tuple | None = None) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     g = report.growth
     ns = [x.n for x in g]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    if envelope is None:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    else:
+        fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13.5, 3.6))
+        _plot_decay(ax3, report.scaling, envelope)
     ax1.loglog(ns, [x.norm for x in g], "o-", label="||P||_2 (exact)")
     if all(x.symbol_sup for x in g):
         ax1.loglog(ns, [x.symbol_sup for x in g], "s--", label="sup |f_n| (Szego)")
@@ -144,7 +166,11 @@ def _plot(report: BoundReport, path: str) -> None:
                               ("ratio_hybrid", "||A o K + B|| / ||A|| (hybrid)", "^-")):
         if all(getattr(x, key) is not None for x in g):
             ax2.loglog(ns, [getattr(x, key) for x in g], style, label=label)
-    ax2.axhline(1.0, color="grey", lw=0.8, ls="--", label="Schur bound max K_ii = 1")
+    if report.scaling is None:
+        ax2.axhline(1.0, color="grey", lw=0.8, ls="--", label="Schur bound max K_ii = 1")
+    else:                                            # K(0) = s^2 for a fully rotary head
+        kii = max(r.diagonal for r in report.scaling.rows if r.kernel == "scaled")
+        ax2.axhline(kii, color="grey", lw=0.8, ls="--", label=f"Schur bound max K_ii = {kii:.4g}")
     ax2.set_xlabel("n")
     ax2.set_title("contraction vs expansion", fontsize=10)
     ax2.legend(fontsize=8)
@@ -155,6 +181,19 @@ def _plot(report: BoundReport, path: str) -> None:
         atomic_savefig(fig, path, dpi=80, fmt="png")
     finally:
         plt.close(fig)
+
+
+def _plot_decay(ax, sc, envelope: tuple) -> None:
+    """max |K(k)| / K(0) over log bins of k: scaled vs unscaled, the contexts marked."""
+    k, scaled, unscaled = envelope
+    ax.loglog(k, unscaled, "-", color="grey", label=f"unscaled ({sc.unscaled})")
+    ax.loglog(k, scaled, "-", color="C3", label=f"{sc.scaling} (s = {sc.attention_factor:.4g})")
+    for x, name in ((sc.original, "original"), (sc.extended, "extended")):
+        ax.axvline(x, color="k", lw=0.8, ls=":")
+        ax.annotate(name, (x, 1.0), fontsize=7, rotation=90, va="top", ha="right")
+    ax.set_xlabel("distance k = i - j")
+    ax.set_title("kernel decay: max |K(k)| / K(0) per log bin", fontsize=10)
+    ax.legend(fontsize=7, loc="lower left")
 
 
 def _progress(line: str) -> None:
@@ -178,7 +217,13 @@ def run(args: argparse.Namespace) -> int:
                    d_model=args.d_model, values=values, seed=args.seed, content=content,
                    reference=args.reference, method=args.method, progress=_progress)
     if args.plot:
-        _plot(report, args.plot)
+        envelope = None
+        if report.scaling is not None:               # a scaled RoPE: its decay beside RoPE's
+            from ..numerics.scaling_rows import decay_envelope
+            envelope = decay_envelope(spec, max(ns), dict(
+                head=args.head, n_heads=args.heads, head_dim=args.head_dim, d_model=args.d_model,
+                seed=args.seed))
+        _plot(report, args.plot, envelope)
     if args.json:
         print(report.to_json())
     else:

@@ -15,19 +15,27 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..encodings import PRESETS, REGISTRY
+    from ..encodings.rope_scaling import SCALINGS, USES
 
     rows = []
     for name, cls in REGISTRY.items():
         params = {f.name: _default(f) for f in dataclasses.fields(cls)}
         rows.append({"name": name, "doc": cls.doc, "parameters": params})
     presets = {name: spec.to_string() for name, spec in PRESETS.items()}
+    scalings = {kind: {"rule": rule, "parameters": list(USES[kind])}
+                for kind, rule in SCALINGS.items() if kind != "none"}
     if args.json:
-        print(json.dumps({"families": rows, "presets": presets}, indent=2))
+        print(json.dumps({"families": rows, "presets": presets, "rope_scalings": scalings},
+                         indent=2))
         return 0
     for row in rows:
         print(f"{row['name']:<17} {row['doc']}")
         for key, value in row["parameters"].items():
             print(f"    {key:<16} = {value}")
+    print("\nrope scalings (transformers' ROPE_INIT_FUNCTIONS conventions; also in hybrid):")
+    for kind, info in scalings.items():
+        print(f"    scaling={kind:<9} {info['rule']}")
+        print(f"    {'':<17} reads {', '.join(info['parameters'])}")
     print("\npresets (the paper's code conventions):")
     for name, text in presets.items():
         print(f"    {name:<20} = {text}")

@@ -44,6 +44,10 @@ class PESpec:
 
     name: ClassVar[str] = ""
     doc: ClassVar[str] = ""
+    #: Fields left out of :meth:`to_dict` at their defaults (fields added after run configs and
+    #: stored JSON were written, so that those stay as they were; ``to_string`` leaves out every
+    #: default anyway).
+    omitted_at_default: ClassVar[tuple[str, ...]] = ()
 
     @property
     def family(self) -> str:  # pragma: no cover - overridden
@@ -63,6 +67,8 @@ class PESpec:
         out: dict[str, Any] = {"name": self.name}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if f.name in self.omitted_at_default and value == f.default:
+                continue
             if isinstance(value, PESpec):
                 value = value.to_dict()
             elif isinstance(value, Expr):

@@ -12,19 +12,38 @@ from ..limits import MAX_HEADS, MAX_WIDTH
 from .parts import ABSOLUTES, MLA_ROPES, PAIRINGS, Part, not_toeplitz
 from .additive import Sinusoidal
 from .base import PESpec, _check, _choice, _positive, _positive_int
+from . import rope_scaling
 
 @dataclass(frozen=True)
 class RoPE(PESpec):
-    """Rotary position embedding (Su et al. 2021) with every convention explicit."""
+    """Rotary position embedding (Su et al. 2021) with every convention explicit.
+
+    ``scaling`` and the fields after it scale the frequencies for a longer context
+    (:mod:`posenc.encodings.rope_scaling`: linear, ntk, dynamic, yarn, llama3, longrope, as
+    transformers' ``ROPE_INIT_FUNCTIONS``); at their defaults they are left out of
+    :meth:`to_dict` and :meth:`to_string`, so an unscaled spec serialises as before."""
 
     name: ClassVar[str] = "rope"
-    doc: ClassVar[str] = "rotary embedding; partial heads, p-RoPE keep, pairing, optional absolute"
+    doc: ClassVar[str] = ("rotary embedding; partial heads, p-RoPE keep, pairing, optional absolute; "
+                          "scaling=" + "|".join(k for k in rope_scaling.SCALINGS if k != "none"))
+    omitted_at_default: ClassVar[tuple[str, ...]] = tuple(rope_scaling.DEFAULTS)
     base: float = 10000.0
     fraction: float = 1.0
     pairing: str = "interleaved"
     heads: Optional[int] = None
     keep: float = 1.0
     add_absolute: bool = False
+    scaling: str = "none"
+    factor: float = 1.0
+    original: int = 4096
+    seq_len: Optional[int] = None
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    attention_factor: Optional[float] = None
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    short_factor: Optional[tuple[float, ...]] = None
+    long_factor: Optional[tuple[float, ...]] = None
 
     def __post_init__(self) -> None:
         _positive(self.name, "base", self.base)
@@ -39,10 +58,24 @@ class RoPE(PESpec):
                f"{self.name}: keep must be in (0, 1]; got {self.keep!r}")
         _check(isinstance(self.add_absolute, bool),
                f"{self.name}: add_absolute must be true or false; got {self.add_absolute!r}")
+        for name in ("short_factor", "long_factor"):   # a list from JSON or the Python API
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)):
+                object.__setattr__(self, name, tuple(float(v) if is_number(v) else v for v in value))
+        rope_scaling.validate(self)
 
     @property
     def family(self) -> str:
         return "hybrid" if self.add_absolute else "multiplicative"
+
+    @property
+    def scaled(self) -> bool:
+        """Whether a scaling changes the frequencies (or the attention factor)."""
+        return self.scaling != "none"
+
+    def unscaled(self) -> "RoPE":
+        """The same RoPE without its scaling (what ``bound`` shows beside a scaled one)."""
+        return dataclasses.replace(self, **rope_scaling.DEFAULTS)
 
     def parts(self) -> tuple[Part, ...]:
         rotary = (Part("rotary", "rope", dataclasses.replace(self, add_absolute=False)),)
@@ -55,6 +88,7 @@ class RoPE(PESpec):
             _check(head_dim % 2 == 0, f"rope needs an even head dimension; got {head_dim}")
         r = 2 * int(math.floor(self.fraction * head_dim / 2 + 1e-9))
         _check(r >= 2, f"rope: fraction {self.fraction} of head dim {head_dim} leaves no rotary pair")
+        rope_scaling.check_planes(self, r)
         return r
 
     def kept_planes(self, head_dim: int) -> int:

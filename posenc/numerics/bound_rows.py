@@ -3,7 +3,8 @@
 ``BoundRow``     one spectral quantity of one matrix at one n, beside one bound on it; its
                  ``measure`` says what kind of quantity it is (see :data:`MEASURES`).
 ``GrowthRow``    norms and contraction/expansion ratios at one n.
-``BoundReport``  the whole report: ``to_dict()`` is exactly what ``posenc bound --json`` prints
+``BoundReport``  the whole report (with ``scaling`` for a scaled RoPE: the unscaled RoPE beside
+                 it, :mod:`.scaling_rows`): ``to_dict()`` is exactly what ``posenc bound --json`` prints
                  (through ``to_json()``); ``measure`` is typed data and not printed (the
                  ``quantity`` text already shows it).
 
@@ -88,11 +89,16 @@ class BoundReport:
     content: str                # which content matrix A the couplings used
     rows: tuple[BoundRow, ...]
     growth: tuple[GrowthRow, ...]
+    #: a scaled RoPE beside the unscaled one (:class:`.scaling_rows.ScalingReport`); None else
+    scaling: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "kernel": self.kernel, "content": self.content,
-                "rows": [r.to_dict() for r in self.rows],
-                "growth": [g.to_dict() for g in self.growth]}
+        out = {"spec": self.spec, "kernel": self.kernel, "content": self.content,
+               "rows": [r.to_dict() for r in self.rows],
+               "growth": [g.to_dict() for g in self.growth]}
+        if self.scaling is not None:          # only for a scaled RoPE: other reports unchanged
+            out["scaling"] = self.scaling.to_dict()
+        return out
 
     def to_json(self, indent: int | None = 1) -> str:
         """Strict JSON (non-finite numbers as "inf"/"-inf"/"nan"): what ``posenc bound --json``

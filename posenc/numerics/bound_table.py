@@ -14,7 +14,8 @@ coupling are always shown side by side ("auto": ``rope`` for additive specs,
 
 ``bound_table(...)`` (same arguments) -> :class:`~.bound_rows.BoundReport`: the same report
 as typed rows (each :class:`~.bound_rows.BoundRow` says what it measures);
-``bound_report`` is its ``to_dict()``.
+``bound_report`` is its ``to_dict()``.  For a scaled RoPE the report also holds the scaled and
+the unscaled kernel's spectrum and long-range decay at each n (:mod:`.scaling_rows`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .content import SeededContent, as_content
 from .contraction import couple
 from .kernels import Kernel, _kernel, check_sizes
 from .operators import ToeplitzOperator
+from .scaling_rows import scaling_table
 from .spectra import AUTO_DENSE, spectrum
 
 
@@ -184,7 +186,8 @@ def bound_table(spec: PESpec | str, ns: Lengths | list[int], *, head: int = 0, n
             g[key] = c.ratio
         growth.append(GrowthRow(**g))
         stage("done")
-    return BoundReport(spec.to_string(), meta, content.label(), tuple(rows), tuple(growth))
+    scaling = scaling_table(spec, list(ns), method, kw)   # a scaled RoPE beside the unscaled one
+    return BoundReport(spec.to_string(), meta, content.label(), tuple(rows), tuple(growth), scaling)
 
 
 #: Peak bytes per position of a matrix-free ``bound`` run, measured with /usr/bin/time -v at

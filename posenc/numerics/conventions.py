@@ -9,7 +9,8 @@ Barbero et al. 2024; sinusoidal, Vaswani et al. 2017; MLA, DeepSeek-V2 2024.
 
 ``alibi_slopes(n_heads, schedule) -> (H,)``
 ``t5_bucket(rel, num_buckets, max_distance) -> int array``  (rel = j - i)
-``rope_frequencies(spec, head_dim) -> (r/2,)``  theta_m after the p-RoPE mask
+``rope_frequencies(spec, head_dim) -> (r/2,)``  theta_m (scaled) after the p-RoPE mask
+``rope_attention_factor(spec) -> float``  s of a scaled RoPE (yarn, longrope; else 1)
 ``mla_rope_dim(spec, head_dim) -> int``
 ``sinusoidal_table(n, width, base) -> (n, width)``
 """
@@ -21,8 +22,11 @@ import math
 import numpy as np
 
 from ..encodings import MLA, RoPE
+from ..encodings.rope_scaling import check_planes
 from ..coerce import is_int
 from ..errors import PosencError
+from .rope_scaling import attention_factor as rope_attention_factor  # noqa: F401
+from .rope_scaling import scaled_frequencies
 
 
 def alibi_slopes(n_heads: int, schedule: str = "press") -> np.ndarray:
@@ -99,10 +103,12 @@ def _rotary_dims(fraction: float, head_dim: int) -> int:
 
 
 def rope_frequencies(spec: RoPE, head_dim: int) -> np.ndarray:
-    """theta_m = base^(-2m/r), m = 0..r/2-1, with the lowest frequencies zeroed by p-RoPE."""
+    """theta_m = base^(-2m/r), m = 0..r/2-1, scaled by the spec's scaling
+    (:mod:`.rope_scaling`), with the lowest frequencies zeroed by p-RoPE."""
     r = _rotary_dims(spec.fraction, head_dim)
+    check_planes(spec, r)
     planes = r // 2
-    theta = spec.base ** (-2.0 * np.arange(planes) / r)
+    theta = scaled_frequencies(spec, r)
     kept = max(1, min(planes, round(spec.keep * planes)))        # Python round: half to even
     theta[kept:] = 0.0
     return theta

@@ -340,15 +340,23 @@ def _rope(spec: RoPE, n: int, ctx: "_Context") -> Kernel:
     head, n_heads, head_dim = ctx.head, ctx.n_heads, ctx.head_dim
     theta = cv.rope_frequencies(spec, head_dim)
     r = cv.rotary_dims(spec, head_dim)
+    s2 = cv.rope_attention_factor(spec) ** 2
     if not (spec.heads is None or head < min(spec.heads, n_heads)):
-        theta = np.zeros_like(theta)
+        theta, s2 = np.zeros_like(theta), 1.0
         note = (f"partial RoPE: head {head} >= heads={spec.heads} does not rotate; K = all ones",)
     else:
         note = ()
-    w = np.full(theta.size, 2.0 / head_dim)
+    if spec.scaling != "none" and s2 == 1.0:
+        note += (f"{spec.scaling} scaling: frequencies theta'_m (rescaled Toeplitz kernel)",)
+    elif spec.scaling != "none":
+        note += (f"{spec.scaling} scaling: frequencies theta'_m and attention factor s = "
+                 f"{np.sqrt(s2):.6g} on q and k, so each rotary plane's weight is s^2 = "
+                 f"{s2:.6g} times 2/d (an attention temperature, as in YaRN)",)
+    w = np.full(theta.size, 2.0 * s2 / head_dim)
+    scaled = f", {spec.scaling} scaling" if spec.scaling != "none" else ""
     return _rotary(spec, n, theta, w, (head_dim - r) / head_dim,
                    f"RoPE average kernel (1/d) sum cos(theta_m (i-j)), d={head_dim}, "
-                   f"{r} rotary dims, {int(np.count_nonzero(theta))} rotating planes",
+                   f"{r} rotary dims, {int(np.count_nonzero(theta))} rotating planes{scaled}",
                    notes=note, **ctx.common)
 
 

@@ -123,6 +123,8 @@ def _rope(rope: RoPE, q: np.ndarray, k: np.ndarray, head: int, n_heads: int
     if rope.heads is None or head < min(rope.heads, n_heads):
         theta = cv.rope_frequencies(rope, q.shape[1])
         q, k = rotate(q, theta, rope.pairing), rotate(k, theta, rope.pairing)
+        s, r = cv.rope_attention_factor(rope), 2 * theta.size   # scaled RoPE: q, k rotary dims * s
+        q[:, :r], k[:, :r] = q[:, :r] * s, k[:, :r] * s
     return q, k
 
 

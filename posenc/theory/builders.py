@@ -23,6 +23,7 @@ from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec,
                          RoPE, XPos)
 from ..encodings.parts import Part, not_toeplitz, structure, unknown_part
 from . import conventions as cv
+from . import rope_scaling
 from .form import Definition
 from .heads import HeadModel, InputPE, Path
 from .symbols import ARG, I_POS, J_POS, SymbolTable
@@ -177,14 +178,18 @@ def _bias(b: Build, part: Part, spec: PESpec, n_heads: int) -> None:
 
 
 def _rotary(b: Build, planes: list[cv.Plane], heads: list[int], pairing: str, rotary_dims: int,
-            note: str) -> None:
+            note: str, scale: sp.Expr = sp.Integer(1)) -> None:
+    """Rotate the planes of ``heads``; ``scale``: scaled RoPE's attention factor s on q and k of
+    every rotary plane (those p-RoPE stops too), so each plane's term gets s^2."""
     syms = {}
     for m, (a, c, theta) in enumerate(planes):
-        if theta != 0:
+        if theta != 0 or scale != 1:
             syms[m] = (a, c, b.table.parameter(f"theta_{m}", theta))
+    s = b.table.parameter("s", scale, positive=True) if scale != 1 else sp.Integer(1)
     for h in heads:
         for path in b.heads[h].paths:
             path.planes = list(syms.values())
+            path.scale = s
     if pairing == "interleaved":
         pt, pl = "(W u)_{2m} + i (W u)_{2m+1}", r"(Wu)_{2m} + \mathrm{i}\,(Wu)_{2m+1}"
     else:
@@ -195,6 +200,12 @@ def _rotary(b: Build, planes: list[cv.Plane], heads: list[int], pairing: str, ro
     if syms:
         text, latex = _values([s for _, _, s in syms.values()], b.table)
         b.define(f"angles: {text}", rf"\text{{angles}}:\; {latex}")
+    if scale != 1:
+        b.define(f"attention factor s = {sp.sstr(scale)} = {float(scale):.6g} multiplies q~_m and "
+                 f"k~_m (cos and sin), so each rotary term carries s^2 = {float(scale) ** 2:.6g}: "
+                 f"softmax(s^2 q.k / sqrt(d)) on those planes (an attention temperature, as in YaRN)",
+                 rf"s = {sp.latex(scale)}:\; \tilde q_m, \tilde k_m \mapsto s\,\tilde q_m, "
+                 rf"s\,\tilde k_m,\ \text{{each rotary term}} \times s^2")
     dropped = [m for m, (_, _, th) in enumerate(planes) if th == 0]
     if dropped:
         b.define(f"planes {dropped} do not rotate (p-RoPE keeps the highest frequencies)",
@@ -215,7 +226,11 @@ def _rope(b: Build, spec: RoPE, head_dim: int, n_heads: int) -> None:
     note = f"rotary dims 0..{r - 1} of {head_dim}, base {spec.base:g}, theta_m = base^(-2m/{r})"
     if len(heads) < n_heads:
         note += f"; RoPE on heads {heads} only"
-    _rotary(b, cv.rope_planes(spec, head_dim), heads, spec.pairing, r, note)
+    if spec.scaling != "none":
+        b.define(*rope_scaling.scaling_text(spec, r))
+        note += f"; the angles below are the rescaled theta'_m ({spec.scaling})"
+    _rotary(b, cv.rope_planes(spec, head_dim), heads, spec.pairing, r, note,
+            rope_scaling.attention_factor(spec))
 
 
 def _frequencies(b: Build, spec: Custom, head_dim: int, n_heads: int) -> None:

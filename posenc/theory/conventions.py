@@ -17,6 +17,7 @@ import sympy as sp
 
 from ..encodings import RoPE, XPos
 from ..errors import PosencError
+from .rope_scaling import scaled_angles
 
 #: (first coordinate, second coordinate, exact angle per position step) of one rotary plane.
 Plane = tuple[int, int, sp.Expr]
@@ -45,13 +46,14 @@ def pair(pairing: str, m: int, rotary_dims: int) -> tuple[int, int]:
 
 
 def rope_planes(spec: RoPE, head_dim: int) -> list[Plane]:
-    """Every rotary plane of a RoPE head; planes dropped by p-RoPE get angle 0."""
+    """Every rotary plane of a RoPE head at its (scaled: :mod:`.rope_scaling`) angle; planes
+    dropped by p-RoPE get angle 0."""
     r = spec.rotary_dims(head_dim)
     kept = spec.kept_planes(head_dim)
-    b = exact(spec.base)
+    angles = scaled_angles(spec, r)
     planes = []
     for m in range(r // 2):
-        theta = b ** sp.Rational(-2 * m, r) if m < kept else sp.Integer(0)
+        theta = angles[m] if m < kept else sp.Integer(0)
         planes.append((*pair(spec.pairing, m, r), theta))
     return planes
 

@@ -42,6 +42,7 @@ class Path:
     q_latex: str = "W_q"
     k_latex: str = "W_k"
     decay: dict[int, sp.Expr] = field(default_factory=dict)  # plane's first coord -> lambda (xPos)
+    scale: sp.Expr = sp.Integer(1)     # scaled RoPE's attention factor s on q and k of the planes
 
     @property
     def width(self) -> int:
@@ -96,6 +97,8 @@ def model_expr(head: HeadModel, c_i: sp.Matrix, c_j: sp.Matrix, pe: InputPE | No
                 lam = path.decay[a]
                 q[a], q[b] = q[a] * lam ** I_POS, q[b] * lam ** I_POS
                 k[a], k[b] = k[a] * lam ** (-J_POS), k[b] * lam ** (-J_POS)
+            if path.scale != 1:           # scaled RoPE: cos and sin times s, on q and on k
+                q[a], q[b], k[a], k[b] = (path.scale * v for v in (q[a], q[b], k[a], k[b]))
         total.append(dot(q, k))
     if head.bias is not None:
         total.append(head.bias)
@@ -153,7 +156,7 @@ def split_terms(heads: Sequence[HeadModel], table: SymbolTable, c_i: sp.Matrix, 
                             dot(q, k, plain))
                     if path.planes:
                         add(TermSlot(kind, "rotary", path, (si, sj)), h,
-                            rotary_term(q, k, path.planes, path.decay))
+                            path.scale ** 2 * rotary_term(q, k, path.planes, path.decay))
         if head.bias is not None:
             add(TermSlot("bias", "bias", None, ("", "")), h, head.bias)
     order = {k: n for n, k in enumerate(KIND.values())} | {"bias": 99}

@@ -31,6 +31,7 @@ def slot_text(slot: "TermSlot", b: "Build") -> str:
     assert path is not None
     if slot.structure == "rotary":
         decay = "lambda_m^(i - j) " if path.decay else ""
+        decay = ("s^2 " if path.scale != 1 else "") + decay
         return f"sum_m {decay}Re[q~_m({ui}) conj(k~_m({uj})) e^(i theta_m (i - j))]"
     q, k = _wrap(path.q_text), _wrap(path.k_text)
     if slot.full:
@@ -46,6 +47,7 @@ def slot_latex(slot: "TermSlot", b: "Build") -> str:
     assert path is not None
     if slot.structure == "rotary":
         decay = r"\lambda_m^{i-j}\," if path.decay else ""
+        decay = (r"s^2\," if path.scale != 1 else "") + decay
         return (rf"\sum_m {decay}\operatorname{{Re}}\left[\tilde q_m({ui})\,\overline{{\tilde k_m({uj})}}"
                 rf"\,e^{{\mathrm{{i}}\theta_m (i-j)}}\right]")
     q, k = _wrap(path.q_latex), _wrap(path.k_latex)

@@ -7,6 +7,8 @@ import math
 
 import torch
 
+import rope_scaling_reference  # tests/: on the path through its conftest.py
+
 from posenc.encodings import MLA, ALiBi, Custom, Hybrid, KerpleLog, RelativeBias, RoPE, XPos
 
 
@@ -40,9 +42,10 @@ def rope_planes_ref(spec: RoPE, head_dim: int, head: int, n_heads: int):
     r = 2 * int(math.floor(spec.fraction * head_dim / 2 + 1e-9))
     P = r // 2
     kept = max(1, min(P, int(round(spec.keep * P))))
+    scaled = rope_scaling_reference.frequencies(spec, r)      # = base^(-2m/r) when unscaled
     out = []
     for m in range(P):
-        theta = spec.base ** (-2.0 * m / r) if m < kept else 0.0
+        theta = scaled[m] if m < kept else 0.0
         if spec.heads is not None and head >= spec.heads:
             theta = 0.0
         a, b = (2 * m, 2 * m + 1) if spec.pairing == "interleaved" else (m, m + P)
@@ -161,6 +164,12 @@ def scores_ref(spec, attn, x: torch.Tensor, y: torch.Tensor, offset: int = 0) ->
                         (rotate_ref(k, planes, j + offset) / xpos_scale_ref(spec, d, j + offset))
                 else:
                     s = rotate_ref(q, planes, i + offset) @ rotate_ref(k, planes, j + offset)
+                    rope = spec.rope if isinstance(spec, Hybrid) else spec
+                    if isinstance(rope, RoPE) and rope.applies_to(h, H):  # scaled RoPE: s^2 on
+                        f = rope_scaling_reference.attention_factor(rope) ** 2  # the rotary dims
+                        rq, rk = rotate_ref(q, planes, i + offset), rotate_ref(k, planes, j + offset)
+                        dims = [c for a, b, _ in planes for c in (a, b)]
+                        s = s + (f - 1) * (rq[dims] @ rk[dims])
                 out[h, i, j] = s * scale + bias_ref(spec, attn, h, i + offset, j + offset, H)
     return out
 

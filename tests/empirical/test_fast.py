@@ -21,10 +21,14 @@ from posenc.empirical import fast
 from posenc.empirical.config import PRESET_NAMES, ModelConfig, TrainConfig, preset
 from posenc.empirical.model.transformer import build_model
 from posenc.empirical.paper_specs import paper_code_fields, paper_code_problem
-from posenc.encodings import all_entries
+from posenc.encodings import all_entries, parse_spec
+from rope_scaling_reference import scaled_specs
 from posenc.errors import PosencError
 
-ENTRIES = list(all_entries())
+#: every entry, and two scaled RoPEs (the fast path rotates by the module's phasors, which carry
+#: the attention factor: interleaved on every head, and half pairing on one head)
+ENTRIES = list(all_entries()) + [(t, parse_spec(t)) for t in scaled_specs(planes=4)
+                                 if t.startswith(("rope:pairing=half", "rope:scaling=yarn"))]
 #: the model switches a preset or paper-code mode sets (sizes are shrunk below)
 SWITCHES = ("dropout", "activation", "kv_source", "causal", "mask_padding", "code")
 T = 11

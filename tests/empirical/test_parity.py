@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from empirical_reference import scores_ref
+from rope_scaling_reference import scaled_specs
 from posenc.encodings import all_entries, parse_spec
 from posenc.empirical.config import ModelConfig
 from posenc.empirical.model.transformer import build_model
 
-ENTRIES = list(all_entries())
+ENTRIES = list(all_entries()) + [(t, parse_spec(t)) for t in scaled_specs(planes=4)]  # head dim 8
 
 
 def _model(pe: str, dtype=torch.float64, **kw):

@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import rope_scaling_reference  # tests/: on the path through its conftest.py
+
 from posenc.encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, NoPE, RelativeBias,
-                              RoPE, Sinusoidal, XPos, derivable_entries)
+                              RoPE, Sinusoidal, XPos, derivable_entries, parse_spec)
 from posenc.errors import PosencError
 from posenc.numerics.kernels import kernel
 
@@ -28,8 +30,8 @@ def reference(spec, n, head, n_heads, head_dim, width, values):
     return out
 
 
-def _rope_entry(theta, k, d, r):
-    return (sum(2 * math.cos(t * k) for t in theta) + (d - r)) / d
+def _rope_entry(theta, k, d, r, s2=1.0):
+    return (sum(2 * s2 * math.cos(t * k) for t in theta) + (d - r)) / d
 
 
 def _entry(spec, i, j, head, n_heads, head_dim, width, values):
@@ -60,10 +62,12 @@ def _entry(spec, i, j, head, n_heads, head_dim, width, values):
         r = 2 * math.floor(spec.fraction * head_dim / 2 + 1e-9)
         planes = r // 2
         kept = max(1, min(planes, round(spec.keep * planes)))
-        theta = [spec.base ** (-2 * m / r) if m < kept else 0.0 for m in range(planes)]
+        scaled = rope_scaling_reference.frequencies(spec, r)  # = base^(-2m/r) when unscaled
+        theta = [scaled[m] if m < kept else 0.0 for m in range(planes)]
+        s2 = rope_scaling_reference.attention_factor(spec) ** 2
         if spec.heads is not None and head >= spec.heads:
-            theta = [0.0] * planes
-        return _rope_entry(theta, k, head_dim, r)
+            theta, s2 = [0.0] * planes, 1.0
+        return _rope_entry(theta, k, head_dim, r, s2)
     if isinstance(spec, MLA):
         r = spec.rope_dim or 2 * max(1, head_dim // 4)
         return _rope_entry([spec.base ** (-2 * m / r) for m in range(r // 2)], k, r, r)
@@ -85,7 +89,8 @@ def values_for(spec, n, width, rng):
     return None
 
 
-ENTRIES = list(derivable_entries())
+ENTRIES = list(derivable_entries()) + [(t, parse_spec(t)) for t in
+                                         rope_scaling_reference.scaled_specs(planes=4)]  # head dim 8
 
 
 @pytest.mark.parametrize("name,spec", ENTRIES, ids=[e[0] for e in ENTRIES])

@@ -34,10 +34,18 @@ def setups(draw):
         rng.standard_normal((width, d))
 
 
-@given(setups(), st.sampled_from(["interleaved", "half"]), st.sampled_from([1.0, 0.5]))
-def test_rope_logits_equal_re_sum_of_plane_grams_times_plane_kernels(setup, pairing, fraction):
+#: scaled RoPE: the kernel's frequencies rescaled, and (yarn) the attention factor s^2 per plane
+SCALINGS = [{}, dict(scaling="linear", factor=4.0),
+            dict(scaling="yarn", factor=4.0, original=64, attention_factor=1.5)]
+
+
+@given(setups(), st.sampled_from(["interleaved", "half"]), st.sampled_from([1.0, 0.5]),
+       st.sampled_from(SCALINGS))
+def test_rope_logits_equal_re_sum_of_plane_grams_times_plane_kernels(setup, pairing, fraction,
+                                                                      scaling):
     n, x, wq, wk = setup
-    spec = RoPE(pairing=pairing, fraction=fraction)
+    spec = RoPE(pairing=pairing, fraction=fraction, **scaling)
+    s2 = scaling.get("attention_factor", 1.0) ** 2
     d = wq.shape[1]
     theta = cv.rope_frequencies(spec, d)
     assert np.allclose(rotate(x @ wq, theta, pairing), rotate_loop(x @ wq, theta, pairing))
@@ -47,7 +55,7 @@ def test_rope_logits_equal_re_sum_of_plane_grams_times_plane_kernels(setup, pair
     a_idx, b_idx = (np.r_[0:r:2], np.r_[1:r:2]) if pairing == "interleaved" else \
         (np.arange(r // 2), np.arange(r // 2) + r // 2)
     rest = np.setdiff1d(np.arange(d), np.concatenate([a_idx, b_idx]))
-    expected = np.real((g * e).sum(axis=0)) + q[:, rest] @ k[:, rest].T
+    expected = s2 * np.real((g * e).sum(axis=0)) + q[:, rest] @ k[:, rest].T
     # sums of d products of O(1) Gaussians: rounding ~ d * eps * |q||k| << 1e-10
     assert np.allclose(logits(spec, x, wq, wk), expected, rtol=1e-10, atol=1e-10)
     for m in range(theta.size):                                   # E_m = the kernel's plane m

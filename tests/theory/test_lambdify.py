@@ -16,6 +16,7 @@ from hypothesis import given, strategies as st
 from posenc.encodings import derivable_entries, parse_spec
 from posenc.errors import PosencError
 from posenc.theory import derive
+from rope_scaling_reference import scaled_specs
 from theory_reference import logits as reference_logits
 
 H = 3
@@ -27,6 +28,7 @@ EXTRA = [
     "hybrid:additive=alibi", "hybrid:additive=relative_bias", "hybrid:additive=learned_absolute,pairing=half",
     "mla:absolute=sinusoidal", "mla:shared_rope_key=false,rope_dim=4",
     "custom:kernel=max(-abs(k), -2) + 0.5*cos(k)", "custom:frequencies=0.5;0",
+    *scaled_specs(planes=2),                           # scaled RoPE at the default head dim 4
 ]
 SPECS = [spec for _, spec in derivable_entries()] + [parse_spec(t) for t in EXTRA]
 IDS = [spec.to_string() for spec in SPECS]

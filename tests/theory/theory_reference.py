@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+import rope_scaling_reference  # tests/: on the path through its conftest.py
+
 from posenc.encodings import (ALiBi, Custom, Hybrid, KerpleLog, LearnedAbsolute, MLA, NoPE,
                               RelativeBias, RoPE, Sinusoidal, XPos)
 
@@ -57,9 +59,10 @@ def rope_planes(spec: RoPE, d: int) -> list[tuple[int, int, float]]:
     r = 2 * int(math.floor(spec.fraction * d / 2 + 1e-9))
     planes = r // 2
     kept = max(1, min(planes, int(round(spec.keep * planes))))
+    scaled = rope_scaling_reference.frequencies(spec, r)      # = base^(-2m/r) when unscaled
     out = []
     for m in range(planes):
-        theta = spec.base ** (-2 * m / r) if m < kept else 0.0
+        theta = scaled[m] if m < kept else 0.0
         a, b = (2 * m, 2 * m + 1) if spec.pairing == "interleaved" else (m, m + r // 2)
         out.append((a, b, theta))
     return out
@@ -117,6 +120,10 @@ def logits(spec, values: dict, n: int, n_heads: int, head_dim: int, scale: float
                 else:
                     q = rotate(values["W_q"][h] @ inp[i], planes, i)
                     k = rotate(values["W_k"][h] @ inp[j], planes, j)
+                    if rope is not None and planes:    # scaled RoPE: s on q and k's rotary dims
+                        s = rope_scaling_reference.attention_factor(rope)
+                        for a, b, _ in planes:
+                            q[a], q[b], k[a], k[b] = s * q[a], s * q[b], s * k[a], s * k[b]
                     qk = float(q @ k)
                 out[h, i, j] = scale * qk + _bias(additive, values, slopes, h, i, j)
     return out

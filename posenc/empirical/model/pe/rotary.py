@@ -6,7 +6,10 @@ p-RoPE (``keep < 1``) keeps the ``round(keep * r/2)`` highest frequencies (the
 smallest ``m``) and sets the others to 0; pairing ``interleaved`` puts plane m
 on dims (2m, 2m+1), ``half`` on (m, m + r/2); a vector at position p is rotated
 in each plane by ``p * theta_m``: ``(a, b) -> (a cos - b sin, a sin + b cos)``.
-Partial RoPE (``heads = k``) rotates heads 0..k-1 only (the others get theta 0).
+Partial RoPE (``heads = k``) rotates heads 0..k-1 only (the others get theta 0).  A scaled
+RoPE (``scaling=...``, :mod:`.rope_scaling`) rotates by its scaled frequencies and multiplies
+the rotary dims of q and k by its attention factor s (phasors ``s exp(i p theta)``), on the heads
+it rotates.
 
 Custom frequencies (``custom:frequencies=f0;f1;...``) rotate plane m on dims
 (2m, 2m+1) by ``p * f_m`` in every head.  MLA's decoupled part uses
@@ -29,20 +32,27 @@ from torch import nn
 
 from ....encodings import RoPE, XPos
 from ....errors import PosencError
+from .rope_scaling import attention_factor, scaled_frequencies
 from .table_cache import TableCache
 
 
 class Rotary(nn.Module):
     """RoPE with a per-head frequency table ``thetas`` (heads or 1, planes) and a pairing."""
 
-    def __init__(self, head_dim: int, thetas: torch.Tensor, pairing: str = "interleaved"):
+    def __init__(self, head_dim: int, thetas: torch.Tensor, pairing: str = "interleaved",
+                 gains: torch.Tensor | None = None):
         super().__init__()
         if thetas.dim() != 2 or 2 * thetas.shape[1] > head_dim or pairing not in ("interleaved", "half"):
             raise ValueError("thetas must be (heads, planes) with 2 * planes <= head_dim")
+        if gains is not None and tuple(gains.shape) != (thetas.shape[0],):
+            raise ValueError("gains must be (heads,), one attention factor per row of thetas")
         self.head_dim, self.pairing = head_dim, pairing
         self.rotary_dims = 2 * int(thetas.shape[1])
         # Non-persistent: derived from the spec, so checkpoints stay spec-independent.
         self.register_buffer("thetas", thetas.to(torch.float64), persistent=False)  # (H, P)
+        # scaled RoPE's attention factor s per head (None: 1): the phasors are s exp(i p theta)
+        self.register_buffer("gains", None if gains is None else gains.to(torch.float64),
+                             persistent=False)  # (H,)
         self._cache = TableCache()
 
     @property
@@ -70,7 +80,9 @@ class Rotary(nn.Module):
         cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
         def make() -> torch.Tensor:
             ang = self.angles(torch.arange(offset, offset + seq, device=self.thetas.device))
-            return torch.polar(torch.ones_like(ang), ang).to(cdtype)  # float64 -> dtype
+            mag = torch.ones_like(ang) if self.gains is None else \
+                self.gains[:, None, None].expand_as(ang)
+            return torch.polar(mag, ang).to(cdtype)  # float64 -> dtype
         return self._cache.get((seq, offset, self.thetas.device, cdtype), make)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -119,18 +131,23 @@ def _complex_view_ok(x: torch.Tensor) -> bool:
 
 
 def rope_rotary(spec: RoPE, head_dim: int, n_heads: int) -> Rotary:
-    """The catalogue RoPE spec as a :class:`Rotary` (raises PosencError on odd head dims)."""
+    """The catalogue RoPE spec as a :class:`Rotary` (raises PosencError on odd head dims); a
+    scaled RoPE (:mod:`.rope_scaling`) gets its frequencies and, on the heads it rotates, its
+    attention factor."""
     r = spec.rotary_dims(head_dim)
     planes = r // 2
     kept = spec.kept_planes(head_dim)
-    m = torch.arange(planes, dtype=torch.float64)
-    theta = torch.tensor(float(spec.base), dtype=torch.float64) ** (-2.0 * m / r)  # (P,)
+    theta = scaled_frequencies(spec, r)  # (P,)
     theta[kept:] = 0.0  # p-RoPE: the lowest frequencies do not rotate
     thetas = theta.expand(n_heads, planes).clone()
+    s = attention_factor(spec)
+    gains = torch.full((n_heads,), s, dtype=torch.float64) if s != 1.0 else None
     for h in range(n_heads):
         if not spec.applies_to(h, n_heads):
             thetas[h] = 0.0
-    return Rotary(head_dim, thetas, spec.pairing)
+            if gains is not None:
+                gains[h] = 1.0
+    return Rotary(head_dim, thetas, spec.pairing, gains)
 
 
 def frequency_rotary(freqs: tuple[float, ...], head_dim: int, n_heads: int) -> Rotary:
