@@ -33,6 +33,9 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "r1=R1,r2=R2 (KERPLE-log); xpos base=B,gamma=G,scale_base=S")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds the child process running IMPL may take (default 60)")
+    p.add_argument("--max-positions", type=int, default=None, metavar="N",
+                   help="probe a rotary function only at positions below N (its position "
+                        "table's size; default: detected as the first position that raises)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
 
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api.conformance import check
 
     report = check(args.impl, kind=args.kind, dim=args.dim, expect=args.expect,
-                   timeout=args.timeout)
+                   timeout=args.timeout, max_positions=args.max_positions)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
