@@ -176,7 +176,10 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     kind = kind or (expected or {}).get("kind")
     impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
+    from .t5 import check_t5
+
     checks = {"bias": lambda: check_bias(caller, impl, expected),
+              "t5": lambda: check_t5(caller, impl, expected),
               "rope": lambda: check_rope(caller, impl, dim, expected, max_positions),
               "xpos": lambda: check_xpos(caller, impl, dim, expected)}
     if kind in checks and not inferred:
