@@ -123,6 +123,13 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                 props.append(Property(name, NA, "sin and cos are swapped (see uses positions)"))
         else:
             props.append(check_frequencies(Mrel, Mbig_rel, big, dim, summary))
+            if any(p.status == FAIL for p in props):
+                from .half import half_tables
+                words = half_tables(Mrel, summary.get("planes"))
+                if words:
+                    props.append(Property("half precision", FAIL, words,
+                                          "x = e_a, positions 1..23: the entries or angles, "
+                                          "rounded to that format, are unchanged"))
             if raised:
                 props.append(Property("float32 drift", FAIL, "raised below --max-positions",
                                       raised))
@@ -176,10 +183,12 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     kind = kind or (expected or {}).get("kind")
     impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
+    from .rope_qk import check_rope_qk
     from .t5 import check_t5
 
     checks = {"bias": lambda: check_bias(caller, impl, expected),
               "t5": lambda: check_t5(caller, impl, expected),
+              "rope-qk": lambda: check_rope_qk(caller, impl, dim, expected),
               "rope": lambda: check_rope(caller, impl, dim, expected, max_positions),
               "xpos": lambda: check_xpos(caller, impl, dim, expected)}
     if kind in checks and not inferred:

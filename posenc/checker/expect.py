@@ -30,7 +30,8 @@ BIAS_KEYS = ("slopes", "direction", "r1", "r2", "dtype")
 XPOS_KEYS = ("base", "gamma", "scale_base")
 T5_KEYS = ("bidirectional", "num_buckets", "max_distance")
 #: kind -> the --expect keys it takes ("base" is rotary's unless the kind is xpos).
-KEYS = {"rope": ROPE_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS, "t5": T5_KEYS}
+KEYS = {"rope": ROPE_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS, "t5": T5_KEYS,
+        "rope-qk": ROPE_KEYS}
 MAX_LIST = 4096
 
 
@@ -130,7 +131,8 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
     if kind is not None:
         found = kind
         if kind not in kinds:
-            names = {"rope": "a rotary", "bias": "a bias", "xpos": "an xpos", "t5": "a T5 bucket"}
+            names = {"rope": "a rotary", "bias": "a bias", "xpos": "an xpos", "t5": "a T5 bucket",
+                     "rope-qk": "a rotary"}
             other = next((k for k in kinds), None)
             raise PosencError(f"--expect {', '.join(out)} describes "
                               f"{names[other] + ' function' if other else 'no one kind'}, "

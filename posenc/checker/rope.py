@@ -240,6 +240,13 @@ def check_pairing(M: np.ndarray, positions: np.ndarray, Mbig: np.ndarray, summar
     summary.update(planes=planes, pairing=pairing, rotary_dims=r)
     if pairing is None:
         show = ", ".join(f"({a},{b})" for a, b in planes[:4])
+        lo, D = min(a for a, _ in planes), M.shape[1]
+        shifted, r_ = classify_pairing([(a - lo, b - lo) for a, b in planes])
+        if shifted is not None and lo + r_ == D:
+            return Property("pairing", FAIL, f"the wrong slice rotates: dims {lo}..{D - 1} (the "
+                            f"last {r_}) rotate in {shifted} planes and dims 0..{lo - 1} are left "
+                            f"as they are -- partial rotary applies to x[..., :r], not "
+                            f"x[..., -r:]", f"planes {show}{', ...' if len(planes) > 4 else ''}")
         return Property("pairing", FAIL, "planes are neither (2m, 2m+1) nor (m, m + r/2)",
                         f"planes {show}{', ...' if len(planes) > 4 else ''}")
     # Each plane block must be [[cos, -sin], [sin, cos]] (the catalogue's sense of rotation up

@@ -126,6 +126,21 @@ def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing
     return out
 
 
+def _half_positions(probe: RopeProbe, p: int, planes, pairing: str, summary: dict) -> str:
+    """Words if the rotation at p is that of p rounded to a half format (see :mod:`.half`)."""
+    from .half import half_positions
+
+    try:
+        Mp = probe.matrices(np.array([p]))[0]
+    except PosencError:
+        return ""
+    k = int(np.argmax([_plane_index(pairing, a) for a, _ in planes]))      # the slowest plane
+    a, b = planes[k]
+    if not np.all(np.isfinite(Mp)):
+        return half_positions(float("nan"), 0.0, p)
+    return half_positions(float(np.arctan2(Mp[b, a], Mp[a, a])), summary["theta_ref"][k], p)
+
+
 def check_drift(probe: RopeProbe, dim: int, summary: dict,
                 large: Sequence[int] = LARGE) -> Property:
     """f at the ``large`` positions (see :mod:`.reach`), each in a call of its own."""
@@ -164,7 +179,9 @@ def check_drift(probe: RopeProbe, dim: int, summary: dict,
     bad = np.flatnonzero(~(e32 <= b32))
     if bad.size:
         k = int(bad[0])
-        return Property("float32 drift", FAIL, "float32 output drifts beyond float32 rounding",
+        words = _half_positions(probe, int(positions[k]), planes, pairing, summary)
+        return Property("float32 drift", FAIL, "float32 output drifts beyond float32 rounding"
+                        + (f": {words}" if words else ""),
                         f"position {positions[k]}: max |f(x,p) − exact| = {fmt(e32[k], 3)} for unit x "
                         f"(float32 rounding of p·θ allows {fmt(b32[k], 3)})")
     return Property("float32 drift", PASS,
