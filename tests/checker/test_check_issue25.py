@@ -149,6 +149,9 @@ def test_bfloat16_falcon_fails_without_the_dtype_and_passes_with_it():
     report = check_callable(lambda H, n: R.falcon_style(H, n, heads=H + 1), "bias",
                             expect="dtype=bfloat16")
     assert props(report)["slope schedule"].status == "fail", report.text()
+    # nor slopes 5% off (bfloat16 holds a slope to 0.4%; the check allows 8u = 3.1%)
+    five = check_callable(lambda H, n: R.falcon_style(H, n) * 1.05, "bias", expect="dtype=bfloat16")
+    assert props(five)["slope schedule"].status == "fail", five.text()
 
 
 # --- --expect and --max-positions: parsing and the command line ----------------------------------
