@@ -61,6 +61,13 @@ def test_dynamic_ntk_is_its_own_property_not_drift(max_pos):
     assert props(report)["float32 drift"].status in ("pass", "n/a")
 
 
+def test_a_q_k_function_with_a_short_table_is_read_below_it():
+    def f(q, k, positions):                     # a 512-row table: position 1000 raises
+        return R.gptj(q, positions, num_pos=512), R.gptj(k, positions, num_pos=512)
+    report = check_callable(f, "rope-qk", dim=16)
+    assert report.ok and report.summary["pairing"] == "interleaved", report.text()
+
+
 def test_a_wrapped_table_still_drifts():
     report = check_callable(R.gptj_wrapped, "rope", dim=16)
     assert props(report)["float32 drift"].status == "fail", report.text()
