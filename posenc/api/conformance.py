@@ -9,7 +9,8 @@ from ..checker.report import ConformanceReport
 
 def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int = 64,
           expect: str | dict | None = None, name: Optional[str] = None,
-          timeout: Optional[float] = None) -> ConformanceReport:
+          timeout: Optional[float] = None,
+          max_positions: Optional[int] = None) -> ConformanceReport:
     """Check ``fn`` as a rotary function ``f(x, positions)`` or a bias ``g(n_heads, n)``.
 
     ``fn``: a Python callable (checked in this process), or an ``IMPL`` string
@@ -22,6 +23,8 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int 
     or bias).  ``dim``: the head dimension given to a rotary
     function.  ``expect``: the conventions meant, e.g. ``"base=500000,pairing=half"`` or
     ``{"slopes": "press", "direction": "causal"}``, checked against posenc's reference.
+    ``max_positions``: probe a rotary function only below this position (its table size;
+    detected when not given).
     The report's ``ok`` is False when a property fails; bad input (not callable, raising on the
     probe inputs, the wrong output shape, exiting, crashing, past the time limit) raises
     PosencError.
@@ -34,12 +37,14 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, dim: int 
         check_timeout(timeout)
     if isinstance(fn, str):
         return check_target(fn, kind, dim=dim, expect=expect,
-                            timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+                            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                            max_positions=max_positions)
     if timeout is not None:  # it was ignored: a sleeping callable never returned
         raise PosencError("timeout applies to code checked in a child process (an IMPL string "
                           "such as 'module:function'); a callable runs in this process, where "
                           "it cannot be stopped")
-    return check_callable(fn, kind, dim=dim, expect=expect, name=name)
+    return check_callable(fn, kind, dim=dim, expect=expect, name=name,
+                          max_positions=max_positions)
 
 
 __all__ = ["check", "ConformanceReport"]

@@ -76,8 +76,8 @@ def _dim_hint(caller: Caller, dim: int) -> str:
     return ""
 
 
-def check_rope(caller: Caller, impl: str, dim: int,
-               expected: Optional[dict] = None) -> ConformanceReport:
+def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = None,
+               max_positions: Optional[int] = None) -> ConformanceReport:
     from .positions import check_positions
     from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
@@ -103,15 +103,16 @@ def check_rope(caller: Caller, impl: str, dim: int,
     props.append(check_shift(M, positions))
     used, M0, ignored = check_positions(probe, M, positions, summary)
     props.append(used)
-    big = 1000
-    try:
-        Mbig = probe.matrices(np.array([big]))
-    except PosencError:
-        Mbig, big = M[-1:], GRID - 1
     if ignored:
         for name in ("pairing", "frequencies", "float32 drift"):
             props.append(Property(name, NA, "the positions are ignored (see uses positions)"))
     else:
+        from .reach import probe_reach
+        large, reach, raised = probe_reach(probe, M, max_positions, summary)
+        props.append(reach)
+        big = 1000 if 1000 in large else next((p for p in large if p > GRID - 1), None)
+        Mbig = probe.matrices(np.array([big])) if big is not None else M[-1:]
+        big = GRID - 1 if big is None else big
         Mrel, Mbig_rel = M, Mbig
         if M0 is not None:              # read the rotations relative to position 0
             Mrel = np.einsum("sab,cb->sac", M, M0)
@@ -122,7 +123,18 @@ def check_rope(caller: Caller, impl: str, dim: int,
                 props.append(Property(name, NA, "sin and cos are swapped (see uses positions)"))
         else:
             props.append(check_frequencies(Mrel, Mbig_rel, big, dim, summary))
-            props.append(check_drift(probe, dim, summary))
+            if any(p.status == FAIL for p in props):
+                from .half import half_tables
+                words = half_tables(Mrel, summary.get("planes"))
+                if words:
+                    props.append(Property("half precision", FAIL, words,
+                                          "x = e_a, positions 1..23: the entries or angles, "
+                                          "rounded to that format, are unchanged"))
+            if raised:
+                props.append(Property("float32 drift", FAIL, "raised below --max-positions",
+                                      raised))
+            else:
+                props.append(check_drift(probe, dim, summary, large))
     if expected:
         from .expect import check_rope_expectation
         props.append(check_rope_expectation(M, positions, expected, dim, summary, TOL))
@@ -142,15 +154,28 @@ def _check_dim(dim: int) -> None:
         raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
 
 
+def check_max_positions(max_positions: Any) -> None:
+    """None, or an int in [GRID, 10^9]: the checker reads positions 0..GRID-1 in any case."""
+    from .rope import GRID
+    if max_positions is not None and (not is_int(max_positions) or not
+                                      GRID <= max_positions <= 10**9):
+        raise PosencError(f"--max-positions must be an integer in [{GRID}, 10^9]; "
+                          f"got {max_positions!r}")
+
+
 def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: int = 64,
-                   expect=None, name: Optional[str] = None) -> ConformanceReport:
+                   expect=None, name: Optional[str] = None,
+                   max_positions: Optional[int] = None) -> ConformanceReport:
     """Check ``fn`` in this process as a ``kind`` ("rope" | "bias" | "xpos" | None to detect).
 
     ``expect``: ``"base=500000,pairing=half"`` / ``"slopes=press,direction=causal"`` or the same
-    as a dict.  ``name`` labels the report (default: the function's qualified name)."""
+    as a dict.  ``name`` labels the report (default: the function's qualified name).
+    ``max_positions``: a rotary function is probed only at positions below it (a position
+    table's size); by default the size is detected (see :mod:`.reach`)."""
     from .bias import check_bias
 
     check_kind(kind)
+    check_max_positions(max_positions)
     if not callable(fn):
         raise PosencError(f"{type(fn).__name__} object is not callable")
     expected = parse_expect(expect, kind)
@@ -158,8 +183,13 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     kind = kind or (expected or {}).get("kind")
     impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
+    from .rope_qk import check_rope_qk
+    from .t5 import check_t5
+
     checks = {"bias": lambda: check_bias(caller, impl, expected),
-              "rope": lambda: check_rope(caller, impl, dim, expected),
+              "t5": lambda: check_t5(caller, impl, expected),
+              "rope-qk": lambda: check_rope_qk(caller, impl, dim, expected),
+              "rope": lambda: check_rope(caller, impl, dim, expected, max_positions),
               "xpos": lambda: check_xpos(caller, impl, dim, expected)}
     if kind in checks and not inferred:
         return checks[kind]()
@@ -175,19 +205,21 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     if is_bias:
         return check_bias(caller, impl, expected)
     if is_bias is None:                 # g(2, 4) raised: a rotary function; its errors alone
-        return check_rope(Caller(fn, impl), impl, dim, expected)
+        return check_rope(Caller(fn, impl), impl, dim, expected, max_positions)
     try:                                # returned an array of the wrong shape: a bias, most likely
-        return check_rope(Caller(fn, impl), impl, dim, expected)
+        return check_rope(Caller(fn, impl), impl, dim, expected, max_positions)
     except PosencError:
         raise PosencError(why_not) from None
 
 
 def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64,
-               expect=None) -> ConformanceReport:
+               expect=None, max_positions: Optional[int] = None) -> ConformanceReport:
     """Load ``impl`` in this process and check it (see :func:`check_target` for the isolated
     version the command uses)."""
     check_kind(kind)
-    return check_callable(load_callable(impl), kind, dim=dim, expect=expect, name=impl)
+    check_max_positions(max_positions)
+    return check_callable(load_callable(impl), kind, dim=dim, expect=expect, name=impl,
+                          max_positions=max_positions)
 
 
 __all__ = ["check_callable", "check_target", "check_impl", "parse_expect", "ConformanceReport",

@@ -31,7 +31,8 @@ def main(argv: list[str]) -> int:
 
     try:
         report = check_impl(target, kind=request["kind"], dim=request["dim"],
-                            expect=request["expect"])
+                            expect=request["expect"],
+                            max_positions=request.get("max_positions"))
         payload = {"report": report.to_dict()}
     except PosencError as exc:
         payload = {"error": str(exc)}

@@ -35,7 +35,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..errors import PosencError
-from .entries import RTOL, one_sided, same
+from .entries import one_sided, roundoff, same, slope_rtol, stored_as
 from .expect import check_bias_expectation
 from .kerple import check_expectation, check_form
 from .loading import Caller
@@ -138,13 +138,18 @@ def check_length(caller: Caller, full: np.ndarray,
 
 
 def direction(B: np.ndarray) -> tuple[str, str]:
-    """('symmetric'|'causal'|'neither', detail) of a (H, n, n) bias."""
+    """('symmetric'|'causal'|'wrong side'|'neither', detail) of a (H, n, n) bias."""
     if np.all(same(B, np.swapaxes(B, 1, 2))):
         return "symmetric", "B = Bᵀ"
     iu = np.triu_indices(B.shape[1], 1)
     upper = B[:, iu[0], iu[1]]
     if upper.size and (np.all(upper == 0) or np.all(np.isneginf(upper))):
         return "causal", f"entries above the diagonal are {'0' if np.all(upper == 0) else '−inf'}"
+    lower = B[:, iu[1], iu[0]]
+    if lower.size and np.all(np.isneginf(lower)):
+        return "wrong side", ("the causal mask is on the wrong side: every key before the query "
+                              "(j < i) is −inf and the keys after it are kept -- the mask is "
+                              "tril where it should be triu (or i and j are swapped)")
     bad = np.argwhere(~same(B, np.swapaxes(B, 1, 2)))
     h, i, j = min(map(tuple, bad), key=lambda t: (t[1] + t[2], t[0]))
     return "neither", (f"head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, B[{j},{i}] = "
@@ -157,6 +162,10 @@ def slopes_of(B: np.ndarray) -> tuple[np.ndarray | None, str]:
     k = np.arange(n)
     col = B[:, :, 0]                                # B[h, k, 0]: offset i − j = k ≥ 0
     s = -(col[:, 1] - col[:, 0]) if n > 1 else np.zeros(B.shape[0])
+    if roundoff() is not None and n > 1 and np.all(np.isfinite(col)):
+        # reduced precision: every entry is off by up to 4u·max, so read the slope by least
+        # squares over the column rather than at distance 1 alone
+        s = -((col - col[:, :1]) @ k) / float(k @ k)
     pred = -s[:, None] * k[None, :]
     bad = np.argwhere(~same(col, pred))
     if bad.size:
@@ -182,7 +191,7 @@ def alibi_form(B: np.ndarray, s: np.ndarray, kind: str) -> Optional[str]:
 
 def _schedule_match(s: np.ndarray, H: int) -> dict[str, bool]:
     from ..numerics.conventions import alibi_slopes
-    return {name: bool(np.allclose(s, alibi_slopes(H, name), rtol=RTOL, atol=1e-9))
+    return {name: bool(np.allclose(s, alibi_slopes(H, name), rtol=slope_rtol(), atol=1e-9))
             for name in ("press", "exp")}
 
 
@@ -193,8 +202,25 @@ def _slip_hint(recovered: dict[int, np.ndarray]) -> str:
 
     formulas = {"press": lambda idx, heads: 2.0 ** (-8.0 * idx / heads),
                 "exp": lambda idx, heads: np.exp(-idx / heads)}
+    def pow2_below(H: int) -> int:
+        return 1 << (H.bit_length() - 1)
+
     for name, f in formulas.items():
-        slips = {
+        slips = {} if name != "press" else {
+            # Press et al.'s rule for H not a power of two: the slopes of p = 2^⌊log2 H⌋ heads,
+            # then every other slope of 2p heads.  The two ways it is got wrong:
+            "2^(−8h/H) with H itself, for H not a power of two (the non-power-of-two rule -- "
+            "slopes of the closest power of two p below H, then every other slope of 2p -- was "
+            "not applied)":
+                lambda H, f=f: [f(np.arange(1, H + 1), H)] if H != pow2_below(H) else [],
+            "for H not a power of two, with the extra heads' slopes taken from 2p heads in a "
+            "row, not every other one ([0::2] forgotten)":
+                lambda H, f=f: [np.concatenate([f(np.arange(1, pow2_below(H) + 1), pow2_below(H)),
+                                                f(np.arange(1, H - pow2_below(H) + 1),
+                                                  2 * pow2_below(H))])]
+                if H != pow2_below(H) else [],
+        }
+        slips.update({
             "with head index h−1 (an off-by-one: h = 0..H−1)":
                 lambda H, f=f: [f(np.arange(H), H)],
             "with head index h+1 (an off-by-one: h = 2..H+1)":
@@ -204,11 +230,11 @@ def _slip_hint(recovered: dict[int, np.ndarray]) -> str:
                                            alibi_slopes(H + 1, name)[:H]],
             "of H−1 heads (an off-by-one in n_heads)":
                 lambda H, f=f: [f(np.arange(1, H + 1), H - 1)] if H > 1 else [],
-        }
+        })
         for what, guesses in slips.items():
             explained = 0
             for H, s in recovered.items():
-                if any(np.allclose(s, g, rtol=RTOL, atol=1e-9) for g in guesses(H)):
+                if any(np.allclose(s, g, rtol=slope_rtol(), atol=1e-9) for g in guesses(H)):
                     explained += 1
                 elif guesses(H) and not _schedule_match(s, H)[name]:
                     break
@@ -229,6 +255,18 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
                     check_form(biases, kind, summary)]
         recovered[H] = s
     summary["slopes"] = {str(H): [float(v) for v in s] for H, s in recovered.items()}
+    for H, s in recovered.items():
+        if np.any(s < 0):
+            h = int(np.argmax(s < 0))
+            B = biases[H]
+            anti = bool(np.all(same(B, -np.swapaxes(B, 1, 2))))
+            return [Property("ALiBi form", FAIL, "below the diagonal the bias grows with distance "
+                             "(a negative slope): the distance has the wrong sign -- −s·(j−i) is "
+                             "+s·(i−j)" + (", and without abs it is s·(i−j) on both sides: "
+                                           "ALiBi is −s·|i−j|" if anti else ""),
+                             f"n_heads={H}, head {h}: B[1,0] = {fmt(B[h, 1, 0])} > B[0,0] = "
+                             f"{fmt(B[h, 0, 0])}"),
+                    Property("slope schedule", NA, "the bias is not ALiBi")]
     if kind == "neither":
         for H, B in biases.items():
             wrong = one_sided(B)
@@ -265,8 +303,8 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
     H, s = first_bad
     from ..numerics.conventions import alibi_slopes
     press, exp = alibi_slopes(H, "press"), alibi_slopes(H, "exp")
-    h = next((i for i in range(H) if not (np.isclose(s[i], press[i], rtol=RTOL)
-                                          or np.isclose(s[i], exp[i], rtol=RTOL))), 0)
+    h = next((i for i in range(H) if not (np.isclose(s[i], press[i], rtol=slope_rtol())
+                                          or np.isclose(s[i], exp[i], rtol=slope_rtol()))), 0)
     return [form, Property("slope schedule", FAIL, "other: matches neither press nor exp"
                            + _slip_hint(recovered),
                            f"n_heads={H}, head {h} (h = {h + 1} of 1..{H}): slope {fmt(s[h])}; "
@@ -274,6 +312,16 @@ def check_slopes(biases: dict[int, np.ndarray], kind: str, summary: dict) -> lis
 
 
 def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> ConformanceReport:
+    """The checks above; entries compared at the precision ``--expect dtype=`` states."""
+    dtype = (expected or {}).get("dtype")
+    with stored_as(dtype):
+        report = _check_bias(caller, impl, expected)
+    if dtype:
+        report.summary["dtype"] = dtype
+    return report
+
+
+def _check_bias(caller: Caller, impl: str, expected: Optional[dict]) -> ConformanceReport:
     heads = list(HEADS)
     for key in ("slopes", "r1", "r2"):             # a per-head list: check that many heads too
         if expected and isinstance(expected.get(key), list) and len(expected[key]) not in heads:
@@ -309,6 +357,12 @@ def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> Co
     if any(k != kind for k, _ in kinds.values()):
         kind, why = "neither", "the direction differs between head counts"
     report.summary["direction"] = kind
+    if kind == "wrong side":
+        props.append(Property("symmetric or causal", FAIL, why,
+                              f"n_heads=8, head 0: B[1,0] = {fmt(biases[8][0, 1, 0])}, "
+                              f"B[0,1] = {fmt(biases[8][0, 0, 1])}"))
+        props.append(Property("slope schedule", NA, "the mask is on the wrong side"))
+        return report
     props.append(Property("symmetric or causal", PASS if kind != "neither" else INFO,
                           f"{kind}: {why}" if kind != "neither" else
                           "neither (fine for a learned relative bias such as T5's)",
@@ -320,8 +374,11 @@ def check_bias(caller: Caller, impl: str, expected: Optional[dict] = None) -> Co
         if props[-2].name == "ALiBi form" and props[-2].status == PASS and not by_row and \
                 any(np.any(relative[H] != B) for H, B in biases.items()):
             props[-2].detail += " (plus a constant on the diagonal, which softmax ignores)"
-    if expected and ("r1" in expected or "r2" in expected):
+    stated = {k for k in (expected or {}) if k not in ("kind", "dtype")}
+    if not stated:
+        pass                        # nothing but the storage precision was stated
+    elif "r1" in stated or "r2" in stated:
         props.append(check_expectation(relative, expected, report.summary))
-    elif expected:
+    else:
         props.append(check_bias_expectation(relative, expected, report.summary))
     return report

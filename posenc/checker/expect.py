@@ -3,7 +3,9 @@
 Rotary: ``base=500000,pairing=half,fraction=0.5`` (any subset; the rest default to the
 catalogue's RoPE defaults, base 10000, interleaved pairing, fraction 1).  Bias:
 ``slopes=press|exp|S1:S2:...,direction=causal|symmetric``, or KERPLE-log's ``r1=..,r2=..``
-(:mod:`.kerple`).  xPos (``--kind xpos``): ``base=..,gamma=..,scale_base=..`` (:mod:`.xpos`).
+(:mod:`.kerple`); ``dtype=bfloat16|float16`` states that the bias is computed in that precision
+(Falcon's ALiBi is bfloat16 on purpose), and its entries are compared at that precision
+(:func:`.entries.stored_as`).  xPos (``--kind xpos``): ``base=..,gamma=..,scale_base=..`` (:mod:`.xpos`).
 The reference is built from :mod:`posenc.numerics.conventions` (rope_frequencies,
 alibi_slopes), not from what the checker recovered, and compared with the user's function
 entry by entry; for rotary functions also the logits ⟨f(q,m), f(k,n)⟩ = M_mᵀM_n against the
@@ -20,14 +22,16 @@ import numpy as np
 
 from ..encodings import RoPE
 from ..errors import PosencError
-from .entries import same
+from .entries import same, slope_rtol
 from .report import FAIL, PASS, Property, fmt
 
 ROPE_KEYS = ("base", "pairing", "fraction")
-BIAS_KEYS = ("slopes", "direction", "r1", "r2")
+BIAS_KEYS = ("slopes", "direction", "r1", "r2", "dtype")
 XPOS_KEYS = ("base", "gamma", "scale_base")
+T5_KEYS = ("bidirectional", "num_buckets", "max_distance")
 #: kind -> the --expect keys it takes ("base" is rotary's unless the kind is xpos).
-KEYS = {"rope": ROPE_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS}
+KEYS = {"rope": ROPE_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS, "t5": T5_KEYS,
+        "rope-qk": ROPE_KEYS}
 MAX_LIST = 4096
 
 
@@ -97,6 +101,19 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
                 except PosencError:
                     raise PosencError(f"--expect slopes={value}: press, exp or positive "
                                       f"numbers separated by ':'") from None
+        elif key == "bidirectional":
+            if value.lower() not in ("true", "false"):
+                raise PosencError(f"--expect bidirectional={value}: must be true or false")
+            out[key] = value.lower() == "true"
+        elif key in ("num_buckets", "max_distance"):
+            v = _number(key, value)
+            if v != int(v) or not 2 <= v <= 4096:
+                raise PosencError(f"--expect {key}={value}: an integer in [2, 4096]")
+            out[key] = int(v)
+        elif key == "dtype":
+            if value not in ("float32", "bfloat16", "float16"):
+                raise PosencError(f"--expect dtype={value}: must be float32, bfloat16 or float16")
+            out[key] = value
         elif key in ("r1", "r2"):
             vals = _positive_list(key, value)
             out[key] = vals[0] if len(vals) == 1 and ":" not in value else vals
@@ -106,20 +123,24 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
                 raise PosencError(f"--expect {key}={value}: must be > 0")
         else:
             raise PosencError(f"--expect: unknown key {key!r}; rotary: {', '.join(ROPE_KEYS)}; "
-                              f"bias: {', '.join(BIAS_KEYS)}; xpos: {', '.join(XPOS_KEYS)}")
+                              f"bias: {', '.join(BIAS_KEYS)}; xpos: {', '.join(XPOS_KEYS)}; "
+                              f"t5: {', '.join(T5_KEYS)}")
     if "slopes" in out and ("r1" in out or "r2" in out):
         raise PosencError("--expect mixes ALiBi's slopes with KERPLE-log's r1, r2")
     kinds = [k for k, keys in KEYS.items() if all(key in keys for key in out)]
     if kind is not None:
         found = kind
         if kind not in kinds:
-            names = {"rope": "a rotary", "bias": "a bias", "xpos": "an xpos"}
+            names = {"rope": "a rotary", "bias": "a bias", "xpos": "an xpos", "t5": "a T5 bucket",
+                     "rope-qk": "a rotary"}
             other = next((k for k in kinds), None)
             raise PosencError(f"--expect {', '.join(out)} describes "
                               f"{names[other] + ' function' if other else 'no one kind'}, "
                               f"not --kind {kind}")
     elif len(kinds) == 1 or "rope" in kinds:   # base alone: rotary, as before xpos
         found = kinds[0]
+    elif not kinds and any(k in T5_KEYS for k in out):
+        raise PosencError(f"--expect mixes T5 bucket keys ({', '.join(T5_KEYS)}) with others")
     elif not kinds and any(k in XPOS_KEYS[1:] for k in out):
         raise PosencError(f"--expect mixes xpos keys ({', '.join(XPOS_KEYS)}) with others")
     else:
@@ -235,7 +256,7 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
         tests = {len(slopes): np.array(slopes)}
     else:
         tests = {H: alibi_slopes(H, slopes) for H in biases}
-    label = slopes if isinstance(slopes, str) else "the given slopes"
+    label = f"{slopes} slopes" if isinstance(slopes, str) else "the given slopes"
     recovered = summary.get("slopes", {})
     for H, ref_s in tests.items():
         B = biases.get(H)
@@ -249,12 +270,13 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
         if bad.size:
             h, i, j = (int(v) for v in bad[0])
             got = recovered.get(str(H))
-            if got is not None and not np.allclose(got, ref_s, rtol=1e-5, atol=1e-9):
-                problems.append(f"n_heads={H}, head {h}: slope {fmt(got[h])}, {label} gives "
+            if got is not None and not np.allclose(got, ref_s, rtol=slope_rtol(), atol=1e-9):
+                source = f"{slopes} gives" if isinstance(slopes, str) else "the given slopes give"
+                problems.append(f"n_heads={H}, head {h}: slope {fmt(got[h])}, {source} "
                                 f"{fmt(ref_s[h])}")
             elif got is None:
                 problems.append("the bias is not −slope·distance (not ALiBi)")
-            return Property("expected", FAIL, f"not ALiBi with {label} slopes, {direction}: "
+            return Property("expected", FAIL, f"not ALiBi with {label}, {direction}: "
                             + "; ".join(problems or ["the entries differ"]),
                             f"n_heads={H}, head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, the "
                             f"reference gives {fmt(ref[h, i, j])}")
@@ -264,5 +286,5 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
     if not heads:
         return Property("expected", FAIL, f"--expect slopes lists {len(slopes)} slopes; no "
                         f"bias with that many heads was checked")
-    return Property("expected", PASS, f"ALiBi with {label} slopes, {direction}, for n_heads in "
+    return Property("expected", PASS, f"ALiBi with {label}, {direction}, for n_heads in "
                     f"{heads}")

@@ -63,14 +63,17 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
-                 expect=None, timeout: float = DEFAULT_TIMEOUT) -> ConformanceReport:
+                 expect=None, timeout: float = DEFAULT_TIMEOUT,
+                 max_positions: Optional[int] = None) -> ConformanceReport:
     """Load ``target`` (``module:function``, ``module.function`` or ``file.py:function``) in a
     child process and check it; the report, or one :class:`PosencError` line for anything else."""
     check_kind(kind)
     check_timeout(timeout)
     expected = parse_expect(expect, kind)            # refuse a malformed --expect before any work
+    from . import check_max_positions
+    check_max_positions(max_positions)
     request = {"target": target, "kind": kind, "dim": dim, "expect": expected,
-               "cwd": os.getcwd()}
+               "max_positions": max_positions, "cwd": os.getcwd()}
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT] + [p for p in env.get("PYTHONPATH", "")
                                                            .split(os.pathsep) if p])

@@ -10,10 +10,12 @@ from typing import Any
 
 from ..errors import PosencError
 
-KINDS = ("rope", "bias", "xpos")
+KINDS = ("rope", "bias", "xpos", "t5", "rope-qk")
 #: what each kind is, as the messages name it
 SIGNATURES = {"rope": "rotary function f(x, positions)", "bias": "bias function g(n_heads, n)",
-              "xpos": "xPos function f(q, k, positions)"}
+              "xpos": "xPos function f(q, k, positions)",
+              "t5": "T5 bucket function b(n) -> (n, n) buckets of query i, key j",
+              "rope-qk": "rotary function of q and k f(q, k, positions) -> (q, k)"}
 
 
 def check_kind(kind: Any) -> None:

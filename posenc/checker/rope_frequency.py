@@ -17,6 +17,7 @@ frequency at high index) fails.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 
@@ -125,18 +126,39 @@ def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing
     return out
 
 
-def check_drift(probe: RopeProbe, dim: int, summary: dict) -> Property:
+def _half_positions(probe: RopeProbe, p: int, planes, pairing: str, summary: dict) -> str:
+    """Words if the rotation at p is that of p rounded to a half format (see :mod:`.half`)."""
+    from .half import half_positions
+
+    try:
+        Mp = probe.matrices(np.array([p]))[0]
+    except PosencError:
+        return ""
+    k = int(np.argmax([_plane_index(pairing, a) for a, _ in planes]))      # the slowest plane
+    a, b = planes[k]
+    if not np.all(np.isfinite(Mp)):
+        return half_positions(float("nan"), 0.0, p)
+    return half_positions(float(np.arctan2(Mp[b, a], Mp[a, a])), summary["theta_ref"][k], p)
+
+
+def check_drift(probe: RopeProbe, dim: int, summary: dict,
+                large: Sequence[int] = LARGE) -> Property:
+    """f at the ``large`` positions (see :mod:`.reach`), each in a call of its own."""
     if "theta_ref" not in summary:
         return Property("float32 drift", NA, "needs the catalogue frequency schedule")
+    if not len(large):
+        return Property("float32 drift", NA, "no position past 23 to probe (see large positions)")
     planes, pairing, r, base = (summary["planes"], summary["pairing"], summary["rotary_dims"],
                                 summary["base"])
-    positions = np.array(LARGE, dtype=np.int64)
+    positions = np.array(sorted(large), dtype=np.int64)
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, len(LARGE), dim))
+    x = rng.standard_normal((2, len(positions), dim))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)                          # unit vectors
     try:
-        y64 = probe.apply(x, positions)
-        y32 = probe.apply(x.astype(np.float32), positions)
+        y64 = np.concatenate([probe.apply(x[:, k:k + 1], positions[k:k + 1])
+                              for k in range(len(positions))], axis=1)
+        y32 = np.concatenate([probe.apply(x[:, k:k + 1].astype(np.float32), positions[k:k + 1])
+                              for k in range(len(positions))], axis=1)
     except PosencError as exc:
         return Property("float32 drift", FAIL, "raised at large positions", str(exc))
     shifted = positions + int(summary.get("offset", 0))      # "positions start at c": see positions.py
@@ -152,14 +174,16 @@ def check_drift(probe: RopeProbe, dim: int, summary: dict) -> Property:
                                       "float64_error": float(f), "float64_bound": float(c)}
                         for p, e, b, f, c in zip(positions, e32, b32, e64, b64)}
     tables = ("float64 input computed in float64" if np.all(e64 <= b64) else
-              f"float64 input is off by {e64[-1]:.1e} at p=10^6 (float64 arithmetic allows "
+              f"float64 input is off by {e64[-1]:.1e} at p={positions[-1]} (float64 arithmetic allows "
               f"{b64[-1]:.1e}): its cos/sin tables are float32")
     bad = np.flatnonzero(~(e32 <= b32))
     if bad.size:
         k = int(bad[0])
-        return Property("float32 drift", FAIL, "float32 output drifts beyond float32 rounding",
+        words = _half_positions(probe, int(positions[k]), planes, pairing, summary)
+        return Property("float32 drift", FAIL, "float32 output drifts beyond float32 rounding"
+                        + (f": {words}" if words else ""),
                         f"position {positions[k]}: max |f(x,p) − exact| = {fmt(e32[k], 3)} for unit x "
                         f"(float32 rounding of p·θ allows {fmt(b32[k], 3)})")
     return Property("float32 drift", PASS,
-                    f"float32 input: max error {e32[-1]:.1e} at p=10^6 (rounding bound "
+                    f"float32 input: max error {e32[-1]:.1e} at p={positions[-1]} (rounding bound "
                     f"{b32[-1]:.1e}); {tables}")

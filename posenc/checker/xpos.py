@@ -89,6 +89,33 @@ def check_linear(probe: XposProbe, Mq: np.ndarray, Mk: np.ndarray,
     return Property("linear in q and k", PASS, "f(q, k, p) = (Q_p q, K_p k)")
 
 
+def check_uses_positions(probe: XposProbe, Mq: np.ndarray, Mk: np.ndarray,
+                         positions: np.ndarray) -> Property:
+    """f(·, p) must follow p: not the same map at every p, and not 0..seq−1 whatever the
+    positions given (read by calling f with the positions reversed)."""
+    last = positions[-1]
+    if not max(np.abs(Mq - Mq[0]).max(), np.abs(Mk - Mk[0]).max()) > TOL:
+        return Property("uses positions", FAIL, f"the positions are ignored: f(q, k, p) is the "
+                        f"same for every p in 0..{last}",
+                        f"q = k = e_0: f at positions 0 and {last} are equal")
+    Rq, Rk = probe.matrices(positions[::-1].copy())
+    if not max(np.abs(Rq - Mq).max(), np.abs(Rk - Mk).max()) > TOL:
+        return Property("uses positions", FAIL, f"the positions are ignored: f gives the same "
+                        f"result for positions 0..{last} and {last}..0 -- it seems to rotate "
+                        f"by 0..seq−1 (an arange) instead of the positions it is given",
+                        f"q = e_0, positions reversed: f_q(q, {last}) at index 0 equals "
+                        f"f_q(q, 0)")
+    moved = np.maximum(np.abs(Rq[::-1] - Mq).max(axis=(1, 2)), np.abs(Rk[::-1] - Mk).max(axis=(1, 2)))
+    if np.any(moved > TOL):
+        s = int(np.argmax(moved > TOL))
+        return Property("uses positions", FAIL, "f(q, k, p) depends on where p sits in the "
+                        "positions array, not on p alone",
+                        f"position {positions[s]}: f differs by {fmt(moved[s], 3)} when the "
+                        f"positions are given reversed")
+    return Property("uses positions", PASS, f"f follows p (positions 0..{last} given forward "
+                    f"and reversed agree)")
+
+
 def _blocks(M: np.ndarray, planes: list[tuple[int, int]]) -> np.ndarray:
     """(S, planes, 2, 2) plane blocks of M (S, D, D)."""
     a = np.array([p[0] for p in planes])
@@ -217,6 +244,7 @@ def check_xpos(caller: Caller, impl: str, dim: int,
         props.append(Property("finite", FAIL, "returned NaN or infinity"))
         return report
     props.append(check_linear(probe, Mq, Mk, positions))
+    props.append(check_uses_positions(probe, Mq, Mk, positions))
     props.append(check_planes(Mq, Mk, positions, summary))
     shift = check_shift(Mq, positions, Mk)
     props.append(Property("shift invariance (logit)", shift.status, shift.detail,

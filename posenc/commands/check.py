@@ -23,16 +23,22 @@ def register(subs: argparse._SubParsersAction) -> None:
                                                 "path/to/file.py:function")
     p.add_argument("--kind", default=None,
                    help="rope: f(x, positions); bias: g(n_heads, n); xpos: f(q, k, positions) -> "
-                        "(q, k) (default: detect rope or bias)")
+                        "(q, k); rope-qk: RoPE as f(q, k, positions) -> (q, k); t5: b(n) -> "
+                        "(n, n) T5 buckets of query i, key j (default: detect rope or bias)")
     p.add_argument("--dim", type=int, default=64,
                    help="head dimension given to a rotary function (default 64)")
     p.add_argument("--expect", default=None, metavar="K=V,...",
                    help="the conventions you meant, checked against posenc's reference: "
                         "rotary base=500000,pairing=half|interleaved,fraction=F; bias "
                         "slopes=press|exp|S1:S2:...,direction=causal|symmetric or "
-                        "r1=R1,r2=R2 (KERPLE-log); xpos base=B,gamma=G,scale_base=S")
+                        "r1=R1,r2=R2 (KERPLE-log), dtype=bfloat16|float16 (a bias computed in "
+                        "that precision); xpos base=B,gamma=G,scale_base=S; t5 "
+                        "bidirectional=true|false,num_buckets=N,max_distance=M")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds the child process running IMPL may take (default 60)")
+    p.add_argument("--max-positions", type=int, default=None, metavar="N",
+                   help="probe a rotary function only at positions below N (its position "
+                        "table's size; default: detected as the first position that raises)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
 
@@ -41,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..api.conformance import check
 
     report = check(args.impl, kind=args.kind, dim=args.dim, expect=args.expect,
-                   timeout=args.timeout)
+                   timeout=args.timeout, max_positions=args.max_positions)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

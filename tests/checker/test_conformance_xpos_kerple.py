@@ -162,7 +162,7 @@ def xpos_loop(base, gamma, scale_base, key_sign=-1.0):
 def test_the_model_s_xpos_conforms_at_the_catalogue_defaults():
     report = check_callable(xpos_module(), "xpos", dim=DIM)
     assert report.ok, report.text()
-    assert set(status(report)) == {"shape", "linear in q and k", "planes",
+    assert set(status(report)) == {"shape", "linear in q and k", "uses positions", "planes",
                                    "shift invariance (logit)", "decay", "xPos reference"}
     assert report.summary["pairing"] == "interleaved"
 
