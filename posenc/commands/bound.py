@@ -177,6 +177,7 @@ def _plot(report: BoundReport, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     g = report.growth
     ns = [x.n for x in g]
@@ -195,10 +196,20 @@ def _plot(report: BoundReport, path: str) -> None:
                               ("ratio_hybrid", "||A o K + B|| / ||A|| (hybrid)", "^-")):
         if all(getattr(x, key) is not None for x in g):
             ax2.loglog(ns, [getattr(x, key) for x in g], style, label=label)
+    if all(x.ratio_additive_balanced for x in g):            # content and bias equal in norm
+        ax2.loglog(ns, [x.ratio_additive_balanced for x in g], "o--",
+                   label="||cA+B|| / ||cA||, c = ||B||/||A|| (additive)")
+    if all(x.ratio_per_plane for x in g):                    # RoPE's own logit, per plane
+        mean = np.array([x.ratio_per_plane["mean"] for x in g])
+        spread = np.array([[m - x.ratio_per_plane["min"], x.ratio_per_plane["max"] - m]
+                           for m, x in zip(mean, g)]).T
+        ax2.errorbar(ns, mean, yerr=spread, fmt="d:", capsize=3,
+                     label="||L_RoPE|| / ||L_NoPE|| (per-plane content)")
     ax2.axhline(1.0, color="grey", lw=0.8, ls="--", label="Schur bound max K_ii = 1")
     ax2.set_xlabel("n")
-    ax2.set_title("contraction vs expansion", fontsize=10)
-    ax2.legend(fontsize=8)
+    ax2.set_title(f"contraction vs expansion (content ||A||_2 = {g[0].content_norm:.3g} at n = "
+                  f"{ns[0]})" if g[0].content_norm else "contraction vs expansion", fontsize=9)
+    ax2.legend(fontsize=7, loc="center right")
     fig.suptitle(report.spec, fontsize=10)
     fig.tight_layout()
     from ..atomic import atomic_savefig
