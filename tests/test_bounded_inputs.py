@@ -249,12 +249,14 @@ def test_bound_reports_each_stage_of_a_long_length_on_stderr(monkeypatch, capsys
     lines = err.splitlines()
     assert [line.split(": ", 2)[2] for line in lines] == [
         "the kernel", "spectrum and bounds of rope", "rope coupled with the content "
-        "(multiplicative)", "alibi (reference) coupled with the content (additive)", "done"]
+        "(multiplicative)", "rope: its own per-plane logit, 5 content seeds",
+        "alibi (reference) coupled with the content (additive)",
+        "alibi (reference): the additive ratio at content scales 1, 100, 10000", "done"]
     assert all(line.startswith("posenc: bound n=64 [") for line in lines), err
     assert "posenc:" not in out and "n=32" not in err
     said: list[str] = []
     posenc.bound("alibi", 64, head_dim=4, n_heads=2, progress=said.append)
-    assert len(said) == 5 and said[-1].endswith("done")
+    assert len(said) == 7 and said[-1].endswith("done")
     with pytest.raises(PosencError, match="progress must be a callable"):
         posenc.bound("alibi", 64, progress="yes")
 

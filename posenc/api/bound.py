@@ -43,7 +43,8 @@ def check_values(values: Any, what: str = "values") -> Any:
 def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
           head_dim: int = 64, d_model: Optional[int] = None, values: Any = None, seed: int = 0,
           content: Any = None, reference: Optional[str] = "auto",
-          method: str = "auto", progress: Optional[Callable[[str], None]] = None) -> BoundReport:
+          method: str = "auto", progress: Optional[Callable[[str], None]] = None,
+          scales: Any = None, plane_seeds: int = 5) -> BoundReport:
     """Spectra of ``spec``'s positional matrix at each sequence length ``n``, with bounds.
 
     ``spec``: a spec string (``"alibi"``, ``"rope:base=500000"``) or a :class:`~posenc.PESpec`.
@@ -56,6 +57,10 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     ``method``: "auto" (dense LAPACK up to n = 512, Lanczos above), "dense" or "lanczos".
     ``progress``: a callable that receives one line per stage of each length n >= 100,000
     (minutes of work at n = 10^6; ``posenc bound`` prints them on stderr), or None.
+    ``scales``: content scales c at which the additive ratio ||cA + B|| / ||cA|| is also shown
+    (default 1, 100, 10000; the multiplicative ratio is the same at every c).
+    ``plane_seeds``: content seeds of the per-plane comparison ||L_RoPE|| / ||L_NoPE|| (RoPE's
+    own logit, each rotary plane with its own content; 0 leaves it out).
     """
     from ..limits import check_int, check_lengths
     from ..numerics.content import as_content
@@ -75,4 +80,5 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
         reference = None
     return bound_table(
         spec, ns, head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, values=values,
-        seed=seed, content=content, reference=reference, method=method, progress=progress)
+        seed=seed, content=content, reference=reference, method=method, progress=progress,
+        scales=scales, plane_seeds=plane_seeds)

@@ -8,6 +8,9 @@ multiplicative coupling L = A o K and the additive one L = A + B, with the
 Schur and Weyl bounds (Gu et al., arXiv 2505.13027).  A scaled RoPE (``rope:scaling=yarn,...``)
 is shown beside the same RoPE unscaled: the kernel's spectrum and long-range decay at each n
 (e.g. the original context and the extended one), and with ``--plot`` the decay against k.
+It also shows the content's scale ||A||_2 and the additive ratio at other content scales (the
+multiplicative one does not depend on it); and RoPE's own logit with its own content in every
+rotary plane against NoPE's, beside the plane-averaged A o K.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", default="auto",
                    help="PE supplying the coupling the spec lacks (default: rope for additive, "
                         "alibi for multiplicative); 'none' to omit")
+    p.add_argument("--scales", default="1,100,10000",
+                   help="content scales c at which the additive ratio ||cA+B||/||cA|| is shown "
+                        "(default 1,100,10000; the multiplicative ratio does not depend on c)")
+    p.add_argument("--plane-seeds", type=int, default=5,
+                   help="content seeds of RoPE's per-plane logit ratio ||L_RoPE||/||L_NoPE|| "
+                        "(default 5; 0 leaves it out)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw norms, bounds and contraction ratios against n")
@@ -62,6 +71,18 @@ def parse_ns(text: str) -> list[int]:
             raise PosencError(f"--n must be positive integers separated by commas; got {part!r}") \
                 from None
         out.append(n)  # n >= 1 and the size limits: posenc.bound checks them
+    return out
+
+
+def parse_scales(text: str) -> list[float]:
+    """``--scales``: positive numbers separated by commas (checked by ``posenc.bound``)."""
+    out = []
+    for part in text.split(","):
+        try:
+            out.append(float(part.strip()))
+        except ValueError:
+            raise PosencError(f"--scales must be positive numbers separated by commas; got "
+                              f"{part.strip()!r}"[:200]) from None
     return out
 
 
@@ -109,6 +130,7 @@ def _print_tables(report: dict) -> None:
             rows.append((str(g["n"]), _fmt(g["norm"]), _fmt(sup), _fmt(ratio),
                          _fmt(g.get("ratio_additive")), _fmt(g.get("ratio_multiplicative"))))
         _table(head, rows)
+    _print_scales(report)
     if "scaling" in report:
         _print_scaling(report["scaling"])
 
@@ -125,6 +147,35 @@ def _print_scaling(sc: dict) -> None:
     rows = [(str(r["n"]), r["kernel"], _fmt(r["lam_max"]), _fmt(r["lam_min"]), _fmt(r["norm"]),
              _fmt(r["diagonal"]), _fmt(r["far_max"]), _fmt(r["far_mean"])) for r in sc["rows"]]
     _table(head, rows)
+
+
+def _print_scales(report: dict) -> None:
+    """The contraction report like for like: the content's scale, the additive ratio at other
+    scales, and RoPE's own per-plane logit beside the plane-averaged Hadamard ratio."""
+    growth = report["growth"]
+    scales = [f"{c:g}" for c in report.get("content_scales", ())]
+    if any("ratio_additive_scaled" in g for g in growth):
+        print("\ncontent scale: the ratios above are at the content A as stated (||A||_2 below).\n"
+              "(cA) o K = c (A o K), so ||A o K||/||A|| is the same at every scale c; "
+              "||cA + B||/||cA|| runs from ||B||/||cA|| to 1 as c grows:")
+        head = ("n", "||A||_2", "||B||/||A||", *(f"||cA+B||/||cA|| c={c}" for c in scales),
+                "at c=||B||/||A||", "||A o K||/||A|| (every c)")
+        _table(head, [(str(g["n"]), _fmt(g.get("content_norm")), _fmt(g.get("balance_scale")),
+                       *(_fmt(g["ratio_additive_scaled"].get(c)) for c in scales),
+                       _fmt(g.get("ratio_additive_balanced")),
+                       _fmt(g.get("ratio_multiplicative"))) for g in growth])
+    if any("ratio_per_plane" in g for g in growth):
+        print("\nper-plane content: the Schur contraction ||A o K|| <= ||A|| is about the "
+              "plane-averaged kernel K\napplied to ONE content A shared by every rotary plane. "
+              "RoPE's own logit gives each plane its own content\n"
+              f"({report['per_plane_content']}), against NoPE's from the same content:")
+        head = ("n", "||L_RoPE||/||L_NoPE|| mean", "min", "max", "plane-averaged ||A o K||/||A||")
+        rows = []
+        for g in growth:
+            pp = g.get("ratio_per_plane")
+            rows.append((str(g["n"]), *(_fmt(pp and pp[k]) for k in ("mean", "min", "max")),
+                         _fmt(g.get("ratio_multiplicative"))))
+        _table(head, rows)
 
 
 def _table(head: tuple, rows: list[tuple]) -> None:
@@ -144,6 +195,7 @@ def _plot(report: BoundReport, path: str, envelope: tuple | None = None) -> None
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     g = report.growth
     ns = [x.n for x in g]
@@ -166,14 +218,24 @@ def _plot(report: BoundReport, path: str, envelope: tuple | None = None) -> None
                               ("ratio_hybrid", "||A o K + B|| / ||A|| (hybrid)", "^-")):
         if all(getattr(x, key) is not None for x in g):
             ax2.loglog(ns, [getattr(x, key) for x in g], style, label=label)
+    if all(x.ratio_additive_balanced for x in g):            # content and bias equal in norm
+        ax2.loglog(ns, [x.ratio_additive_balanced for x in g], "o--",
+                   label="||cA+B|| / ||cA||, c = ||B||/||A|| (additive)")
+    if all(x.ratio_per_plane for x in g):                    # RoPE's own logit, per plane
+        mean = np.array([x.ratio_per_plane["mean"] for x in g])
+        spread = np.array([[m - x.ratio_per_plane["min"], x.ratio_per_plane["max"] - m]
+                           for m, x in zip(mean, g)]).T
+        ax2.errorbar(ns, mean, yerr=spread, fmt="d:", capsize=3,
+                     label="||L_RoPE|| / ||L_NoPE|| (per-plane content)")
     if report.scaling is None:
         ax2.axhline(1.0, color="grey", lw=0.8, ls="--", label="Schur bound max K_ii = 1")
     else:                                            # K(0) = s^2 for a fully rotary head
         kii = max(r.diagonal for r in report.scaling.rows if r.kernel == "scaled")
         ax2.axhline(kii, color="grey", lw=0.8, ls="--", label=f"Schur bound max K_ii = {kii:.4g}")
     ax2.set_xlabel("n")
-    ax2.set_title("contraction vs expansion", fontsize=10)
-    ax2.legend(fontsize=8)
+    ax2.set_title(f"contraction vs expansion (content ||A||_2 = {g[0].content_norm:.3g} at n = "
+                  f"{ns[0]})" if g[0].content_norm else "contraction vs expansion", fontsize=9)
+    ax2.legend(fontsize=7, loc="center right")
     fig.suptitle(report.spec, fontsize=10)
     fig.tight_layout()
     from ..atomic import atomic_savefig
@@ -215,7 +277,8 @@ def run(args: argparse.Namespace) -> int:
     values = _load_values(args.values)
     report = bound(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
                    d_model=args.d_model, values=values, seed=args.seed, content=content,
-                   reference=args.reference, method=args.method, progress=_progress)
+                   reference=args.reference, method=args.method, progress=_progress,
+                   scales=parse_scales(args.scales), plane_seeds=args.plane_seeds)
     if args.plot:
         envelope = None
         if report.scaling is not None:               # a scaled RoPE: its decay beside RoPE's

@@ -22,7 +22,11 @@ Public API (signatures in each module's docstring):
 * :mod:`.spectra` -- ``spectrum(op, method="auto", ...)`` -> ``Spectrum``.
 * :mod:`.bounds` -- ``szego``, ``gershgorin``, ``schur_interval``, ``schur_norm``,
   ``weyl_interval``, ``weyl_norm``, ``rotary_nonzero``, ``cosine_plane_eigenvalues``.
-* :mod:`.contraction` -- ``seeded_content``, ``load_content``, ``couple`` -> ``Coupled``.
+* :mod:`.contraction` -- ``seeded_content``, ``load_content``, ``couple`` -> ``Coupled``,
+  ``scale_content``, ``scaled_ratios`` (the ratios at content scales c A).
+* :mod:`.per_plane` -- ``per_plane_ratios(kern, seeds)`` -> ``PerPlane``: RoPE's own logit with
+  its own content in every rotary plane against NoPE's (the Schur bound is about the
+  plane-averaged kernel on one shared content), ``plane_logit_norms``, ``plane_factors``.
 * :mod:`.content` -- ``SeededContent``, ``MatrixContent``, ``parse_content``, ``as_content``:
   the content matrix A of ``posenc bound``, parsed once.
 * :mod:`.summary` -- ``bound_table(spec, ns, ...)`` -> ``BoundReport`` (typed rows, :mod:`.bound_rows`);

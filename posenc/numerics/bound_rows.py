@@ -2,7 +2,8 @@
 
 ``BoundRow``     one spectral quantity of one matrix at one n, beside one bound on it; its
                  ``measure`` says what kind of quantity it is (see :data:`MEASURES`).
-``GrowthRow``    norms and contraction/expansion ratios at one n.
+``GrowthRow``    norms and contraction/expansion ratios at one n, with the content's scale, the
+                 additive ratio at other content scales, and RoPE's per-plane logit ratio.
 ``BoundReport``  the whole report (with ``scaling`` for a scaled RoPE: the unscaled RoPE beside
                  it, :mod:`.scaling_rows`): ``to_dict()`` is exactly what ``posenc bound --json`` prints
                  (through ``to_json()``); ``measure`` is typed data and not printed (the
@@ -75,6 +76,18 @@ class GrowthRow:
     ratio_additive: Optional[float] = None
     ratio_multiplicative: Optional[float] = None
     ratio_hybrid: Optional[float] = None
+    #: ||A_n||_2: the scale of the content the ratios above were measured at.
+    content_norm: Optional[float] = None
+    #: ||cA + B||_2 / ||cA||_2 for each content scale c (keys f"{c:g}"; "1" is ratio_additive).
+    ratio_additive_scaled: Optional[dict[str, float]] = None
+    #: ||B||_2 / ||A||_2: the content scale c at which ||cA|| = ||B|| ...
+    balance_scale: Optional[float] = None
+    #: ... and the additive ratio there (content and bias equal in norm).
+    ratio_additive_balanced: Optional[float] = None
+    #: RoPE's own logit, each rotary plane with its own content, against NoPE's from the same
+    #: content: ||L_RoPE||_2 / ||L_NoPE||_2 over content seeds (mean, min, max, seeds, ratios;
+    #: :mod:`.per_plane`).  ratio_multiplicative is the plane-averaged K on one shared A.
+    ratio_per_plane: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         """The row as printed: the ratios a spec has no coupling for are left out."""
@@ -91,6 +104,8 @@ class BoundReport:
     growth: tuple[GrowthRow, ...]
     #: a scaled RoPE beside the unscaled one (:class:`.scaling_rows.ScalingReport`); None else
     scaling: Any = None
+    content_scales: tuple[float, ...] = ()     # the c of GrowthRow.ratio_additive_scaled
+    per_plane_content: Optional[str] = None    # the content of GrowthRow.ratio_per_plane
 
     def to_dict(self) -> dict[str, Any]:
         out = {"spec": self.spec, "kernel": self.kernel, "content": self.content,
@@ -98,6 +113,10 @@ class BoundReport:
                "growth": [g.to_dict() for g in self.growth]}
         if self.scaling is not None:          # only for a scaled RoPE: other reports unchanged
             out["scaling"] = self.scaling.to_dict()
+        if self.content_scales:
+            out["content_scales"] = list(self.content_scales)
+        if self.per_plane_content is not None:
+            out["per_plane_content"] = self.per_plane_content
         return out
 
     def to_json(self, indent: int | None = 1) -> str:

@@ -31,11 +31,40 @@ from ..limits import Lengths, check_int, check_lengths, check_memory
 from . import bounds as bd
 from .bound_rows import BoundReport, BoundRow, GrowthRow
 from .content import SeededContent, as_content
-from .contraction import couple
+from .contraction import couple, scaled_ratios
 from .kernels import Kernel, _kernel, check_sizes
 from .operators import ToeplitzOperator
 from .scaling_rows import scaling_table
+from .per_plane import PLANE_SEEDS, per_plane_ratios
 from .spectra import AUTO_DENSE, spectrum
+
+
+#: Content scales c at which the additive ratio ||cA + B|| / ||cA|| is shown (c = 1: the content
+#: as stated).  The multiplicative ratio is the same at every c, so it is shown once.
+CONTENT_SCALES = (1.0, 100.0, 10_000.0)
+#: At most this many content scales, and per-plane content seeds, per report.
+MAX_SCALES, MAX_PLANE_SEEDS = 12, 1000
+
+
+def check_scales(scales: Any) -> tuple[float, ...]:
+    """Content scales as a tuple of distinct positive finite floats, in order; one PosencError
+    line otherwise (``None``: the default :data:`CONTENT_SCALES`)."""
+    if scales is None:
+        return CONTENT_SCALES
+    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__iter__"):
+        scales = [scales]
+    out = []
+    for x in scales:
+        try:
+            v = float(x)
+        except (TypeError, ValueError):
+            raise PosencError(f"content scales must be positive numbers; got {x!r}"[:200]) from None
+        if isinstance(x, bool) or not np.isfinite(v) or v <= 0:
+            raise PosencError(f"content scales must be positive finite numbers; got {x!r}"[:200])
+        out.append(v)
+    if not out or len(out) > MAX_SCALES:
+        raise PosencError(f"give 1 to {MAX_SCALES} content scales; got {len(out)}")
+    return tuple(sorted(set(out)))
 
 
 #: Relative slack when checking exact <= bound: Lanczos / LAPACK values carry rounding of
@@ -141,7 +170,8 @@ def bound_table(spec: PESpec | str, ns: Lengths | list[int], *, head: int = 0, n
                 head_dim: int = 64, d_model: int | None = None, values: Any = None,
                 seed: int = 0, content: Any = None, reference: str | None = "auto",
                 method: str = "auto",
-                progress: Optional[Callable[[str], None]] = None) -> BoundReport:
+                progress: Optional[Callable[[str], None]] = None,
+                scales: Any = CONTENT_SCALES, plane_seeds: int = PLANE_SEEDS) -> BoundReport:
     """The report of ``posenc bound`` (see the module doc); ``progress`` receives a line per
     stage of each length n >= :data:`PROGRESS_N` (the command prints them on stderr).  ``ns``:
     :class:`~posenc.limits.Lengths` (checked by ``posenc.bound``), or lengths to check here
@@ -150,6 +180,9 @@ def bound_table(spec: PESpec | str, ns: Lengths | list[int], *, head: int = 0, n
     ns = ns if isinstance(ns, Lengths) else check_lengths(ns, method)
     check_sizes(n_heads, head_dim, d_model)
     seed = check_int("seed", seed, 2**63 - 1, minimum=0)
+    scales = check_scales(scales)
+    plane_seeds = check_int("plane seeds", plane_seeds, MAX_PLANE_SEEDS, minimum=0)
+    plane_content: str | None = None
     kw = dict(head=head, n_heads=n_heads, head_dim=head_dim, d_model=d_model, seed=seed)
     n_max = max(ns)
     content = as_content(content)
@@ -184,10 +217,39 @@ def bound_table(spec: PESpec | str, ns: Lengths | list[int], *, head: int = 0, n
             key = {"multiplicative": "ratio_multiplicative", "additive": "ratio_additive",
                    "none": "ratio_additive", "hybrid": "ratio_hybrid"}[mode]
             g[key] = c.ratio
+            g["content_norm"] = c.norm_a
+            if mode in ("additive", "none"):
+                stage(f"{label}: the additive ratio at content scales {_scales_text(scales)}")
+                g.update(_scale_dependence(a, part, c, scales, method))
+            elif part.kind == "rotary" and plane_seeds:
+                stage(f"{label}: its own per-plane logit, {plane_seeds} content seeds")
+                pp = per_plane_ratios(part, plane_seeds)
+                g["ratio_per_plane"] = {k: v for k, v in pp.to_dict().items() if k != "content"}
+                plane_content = pp.content()
         growth.append(GrowthRow(**g))
         stage("done")
     scaling = scaling_table(spec, list(ns), method, kw)   # a scaled RoPE beside the unscaled one
-    return BoundReport(spec.to_string(), meta, content.label(), tuple(rows), tuple(growth), scaling)
+    return BoundReport(spec.to_string(), meta, content.label(), tuple(rows), tuple(growth), scaling,
+                       content_scales=tuple(float(c) for c in scales), per_plane_content=plane_content)
+
+
+def _scales_text(scales: tuple[float, ...]) -> str:
+    return ", ".join(f"{c:g}" for c in scales)
+
+
+def _scale_dependence(a: Any, bias: Kernel, c: Any, scales: tuple[float, ...], method: str
+                      ) -> dict[str, Any]:
+    """The additive ratio ||cA + B|| / ||cA|| at each content scale c (keys ``f"{c:g}"``), the
+    scale ||B|| / ||A|| at which the content matches the bias in norm, and the ratio there."""
+    others = [x for x in scales if x != 1.0]
+    at = dict(zip(others, scaled_ratios(a, bias, others, "additive", method)))
+    out: dict[str, Any] = {"ratio_additive_scaled": {f"{x:g}": (c.ratio if x == 1.0 else at[x])
+                                                     for x in scales}}
+    if c.norm_b is not None and c.norm_b > 0 and c.norm_a > 0:
+        balance = c.norm_b / c.norm_a
+        out["balance_scale"] = balance
+        out["ratio_additive_balanced"] = scaled_ratios(a, bias, [balance], "additive", method)[0]
+    return out
 
 
 #: Peak bytes per position of a matrix-free ``bound`` run, measured with /usr/bin/time -v at

@@ -13,6 +13,12 @@ with n (ALiBi: like n^2), so ||L|| / ||A|| grows (Weyl brackets it).
     ``content`` a LowRankOperator or an (n, n) array; ``kern`` a non-hybrid
     :class:`~posenc.numerics.kernels.Kernel` or a hybrid one (L = A o K + B).
     Returns ||A||, ||L||, their ratio, spec(A), spec(L) and the Schur/Weyl bounds.
+``scale_content(content, c)``, ``scaled_ratios(content, kern, scales)``: the ratio at content
+    scales c A.  The two ratios are not alike: ||(cA) o K|| / ||cA|| is the same for every
+    c, ||cA + B|| / ||cA|| runs from ||B|| / ||cA|| (small c) to 1 (large c), so an additive
+    ratio means something only beside the content's scale ||A||.
+The Schur bound is about the plane-averaged K applied to one content matrix shared by every
+rotary plane; RoPE's own logit, each plane with its own content, is :mod:`.per_plane`.
 """
 
 from __future__ import annotations
@@ -125,6 +131,7 @@ class Coupled:
     method: str
     seconds: float
     notes: list[str] = field(default_factory=list)
+    norm_b: float | None = None  # ||B||_2 of an additive (or hybrid) coupling's bias
 
     @property
     def ratio(self) -> float:
@@ -161,6 +168,13 @@ def _hadamard(content: Any, kern: Any) -> Any:
                          * kern.dense())
 
 
+def _sum_spectrum(first: Any, rank_first: int, psd_first: bool, bias: Any, method: str) -> Any:
+    """Spectrum of first + B (B the bias kernel's operator)."""
+    rank_sum = None if bias.rank_bound is None else rank_first + bias.rank_bound
+    return spectrum(SumOperator(first, bias.operator), method=method,
+                    psd=psd_first and bool(bias.psd), rank_bound=rank_sum)
+
+
 def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "auto") -> Coupled:
     """Spectrum of the coupled logit and the bound that explains it."""
     coupling = coupling or kern.coupling
@@ -171,6 +185,7 @@ def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "
         raise PosencError(f"content matrix is {_content_op(content).shape[0]} x "
                           f"{_content_op(content).shape[0]}, kernel n={n}")
     notes: list[str] = []
+    norm_b: float | None = None
     if coupling == "multiplicative":
         op = _hadamard(content, kern)
         rank_a = content.rank_bound if isinstance(content, LowRankOperator) else n
@@ -200,13 +215,10 @@ def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "
             notes.append("L = A o K + B")
         else:
             first, bias, lam_first, norm_first = _content_op(content), kern, lam_a, norm_a
-        op = SumOperator(first, bias.operator)
         sp_b = spectrum(bias.operator, method=method, psd=bias.psd, rank_bound=bias.rank_bound)
         rank_first = (content.rank_bound if isinstance(content, LowRankOperator) else n) * (
             kern.parts["multiplicative"].rank_bound if coupling == "hybrid" else 1)
-        psd_sum = psd_a and bool(bias.psd) and (coupling != "hybrid" or psd_a)
-        rank_sum = None if bias.rank_bound is None else rank_first + bias.rank_bound
-        sp = spectrum(op, method=method, psd=psd_sum, rank_bound=rank_sum)
+        sp = _sum_spectrum(first, rank_first, psd_a, bias, method)
         herm = lam_first is not None and sp_b.hermitian
         interval = bd.weyl_interval(lam_first, (sp_b.lambda_min, sp_b.lambda_max)) if herm else None
         bound_norm = bd.weyl_norm(norm_first, sp_b.sigma_max)[1]
@@ -214,9 +226,44 @@ def couple(content: Any, kern: Any, coupling: str | None = None, method: str = "
         norm_name = "triangle: ||A|| + ||B||" if coupling != "hybrid" else \
             "triangle: ||A o K|| + ||B||"
         notes += sp_b.notes
+        norm_b = sp_b.sigma_max
     else:
         raise PosencError(f"unknown coupling {coupling!r}")
     lam_l = (sp.lambda_min, sp.lambda_max) if sp.hermitian else None
     return Coupled(n, coupling, norm_a, sp.sigma_max, lam_a, lam_l, interval, bound_norm, name,
                    norm_name, assumptions, met, sp.method, time.perf_counter() - t0,
-                   notes + sp.notes)
+                   notes + sp.notes, norm_b)
+
+
+def scale_content(content: Any, scale: float) -> Any:
+    """c A for a scale c > 0: a low-rank Gram keeps its form (X -> sqrt(c) X)."""
+    scale = float(scale)
+    if not np.isfinite(scale) or scale <= 0:
+        raise PosencError(f"a content scale must be a positive finite number; got {scale!r}")
+    if isinstance(content, LowRankOperator):
+        if content.y is content.x:
+            return LowRankOperator(content.x * np.sqrt(scale))
+        return LowRankOperator(content.x * scale, content.y)
+    return np.asarray(content) * scale
+
+
+def scaled_ratios(content: Any, kern: Any, scales: Any, coupling: str | None = None,
+                  method: str = "auto") -> tuple[float, ...]:
+    """||L(c A)||_2 / ||c A||_2 for each content scale c in ``scales`` (one :func:`couple` each).
+
+    Multiplicative: (c A) o K = c (A o K), so the ratio does not depend on c.  Additive:
+    ||c A + B|| / ||c A|| = ||A + B / c|| / ||A||, within ||B|| / (c ||A||) of 1 (triangle
+    inequality), so it tends to 1 as c grows; it is the convex function t -> ||A + t B||
+    (t = 1/c) over its value at 0, hence non-increasing in c exactly when it never falls
+    below 1 -- not in general (it can dip below 1 and come back: docs/usage.md)."""
+    coupling = coupling or kern.coupling
+    if coupling not in ("additive", "none"):
+        return tuple(couple(scale_content(content, c), kern, coupling, method).ratio for c in scales)
+    norm_a, _, psd_a, _ = _content_spectrum(content)     # ||c A|| = c ||A||; B's spectrum unused
+    rank_a = content.rank_bound if isinstance(content, LowRankOperator) else kern.n
+    out = []
+    for c in scales:
+        scaled = _content_op(scale_content(content, c))
+        norm_l = _sum_spectrum(scaled, rank_a, psd_a, kern, method).sigma_max
+        out.append(norm_l / (float(c) * norm_a) if norm_a > 0 else float("inf"))
+    return tuple(out)

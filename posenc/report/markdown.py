@@ -252,16 +252,39 @@ def _theory(inp: ReportInputs) -> list[str]:
 
 
 def _spectra(inp: ReportInputs) -> list[str]:
+    if not inp.spectra:
+        return [SECTIONS[10], ""]
+    first = inp.spectra[0]
+    scales = list(first.get("ratio_additive_scaled", {}))
     lines = [SECTIONS[10], "",
-             "A seeded rank-8 content Gram A (n x n) coupled with each PE's positional matrix: "
-             "additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, head 0 of 8, press slopes) and "
-             "multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel K, head dim 64: PSD with unit "
-             "diagonal, so ≤ 1 by the Schur product theorem).", "",
-             "| n | ‖B_ALiBi‖₂ | ‖K_RoPE‖₂ | additive ratio | multiplicative ratio |",
-             "|---|---|---|---|---|"]
+             "A seeded rank-8 content Gram A (n x n, E A_ii = 1; its norm ‖A‖₂ is in the table) "
+             "coupled with each PE's positional matrix: additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, "
+             "head 0 of 8, press slopes) and multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel "
+             "K, head dim 64: PSD with unit diagonal, so ≤ 1 by the Schur product theorem).", "",
+             "The two ratios are not alike. (cA)∘K = c(A∘K), so the multiplicative ratio is the "
+             "same at every content scale c; ‖cA+B‖₂/‖cA‖₂ runs from ‖B‖₂/‖cA‖₂ down to 1 as c "
+             "grows, so the additive ratio says how large the bias is against *this* content's "
+             "norm (columns c = " + ", ".join(scales) + ", and c = ‖B‖₂/‖A‖₂, where content "
+             "and bias are equal in norm).", "",
+             "The Schur contraction is a statement about the plane-averaged kernel K applied to "
+             "ONE content matrix shared by every rotary plane, not about RoPE's own logit: with "
+             "each plane's own content (" + str(first.get("per_plane_content")) + "), "
+             "‖L_RoPE‖₂/‖L_NoPE‖₂ from the same content is in the last column (mean [min, max] "
+             "over the seeds).", "",
+             "| n | ‖A‖₂ | ‖B_ALiBi‖₂ | ‖K_RoPE‖₂ | additive ratio | "
+             + " | ".join(f"additive, c = {c}" for c in scales if c != "1")
+             + " | additive, ‖cA‖₂ = ‖B‖₂ | multiplicative ratio (every c) | "
+             "RoPE per-plane ‖L_RoPE‖₂/‖L_NoPE‖₂ |",
+             "|---|---|---|---|---|" + "---|" * len([c for c in scales if c != "1"])
+             + "---|---|---|"]
     for r in inp.spectra:
-        lines.append(f"| {r['n']} | {r['alibi_norm']:.4g} | {r['rope_norm']:.4g} | "
-                     f"{r['ratio_additive']:.4g} | {r['ratio_multiplicative']:.4g} |")
+        pp = r.get("ratio_per_plane") or {}
+        plane = (f"{pp['mean']:.4g} [{pp['min']:.4g}, {pp['max']:.4g}]" if pp else "-")
+        scaled = "".join(f" {r['ratio_additive_scaled'][c]:.4g} |" for c in scales if c != "1")
+        lines.append(f"| {r['n']} | {r['content_norm']:.4g} | {r['alibi_norm']:.4g} | "
+                     f"{r['rope_norm']:.4g} | {r['ratio_additive']:.4g} |{scaled} "
+                     f"{r['ratio_additive_balanced']:.4g} | {r['ratio_multiplicative']:.4g} | "
+                     f"{plane} |")
     return lines
 
 

@@ -41,12 +41,22 @@ def theory_claims(store_root: Path) -> list[dict[str, Any]]:
 
 def spectral_table() -> list[dict[str, Any]]:
     """Growth with n of ALiBi's bias norm and the additive ratio, against RoPE's kernel norm and
-    the multiplicative ratio, for one seeded content Gram (numerics)."""
+    the multiplicative ratio, for one seeded content Gram (numerics) -- like for like: the
+    content's norm, the additive ratio at content scales 1, 100, 10^4 and where ||cA|| = ||B||
+    (the multiplicative ratio is the same at every scale), and RoPE's own per-plane logit
+    ||L_RoPE|| / ||L_NoPE|| over content seeds beside the plane-averaged ||A o K|| / ||A||."""
     from ..numerics.bound_table import bound_report
 
     ns = [64, 256, 1024, 4096]
-    alibi = {g["n"]: g for g in bound_report("alibi", ns)["growth"]}
+    alibi_report = bound_report("alibi", ns)
+    alibi = {g["n"]: g for g in alibi_report["growth"]}
     rope = {g["n"]: g for g in bound_report("rope", ns)["growth"]}
     return [{"n": n, "alibi_norm": alibi[n]["norm"], "rope_norm": rope[n]["norm"],
              "ratio_additive": alibi[n]["ratio_additive"],
-             "ratio_multiplicative": rope[n]["ratio_multiplicative"]} for n in ns]
+             "ratio_multiplicative": rope[n]["ratio_multiplicative"],
+             "content_norm": alibi[n]["content_norm"],
+             "ratio_additive_scaled": alibi[n]["ratio_additive_scaled"],
+             "balance_scale": alibi[n]["balance_scale"],
+             "ratio_additive_balanced": alibi[n]["ratio_additive_balanced"],
+             "ratio_per_plane": rope[n]["ratio_per_plane"],
+             "per_plane_content": alibi_report["per_plane_content"]} for n in ns]

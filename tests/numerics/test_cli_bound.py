@@ -22,8 +22,15 @@ def test_table_with_growth_for_a_list_of_n(capsys):
     assert "lam_max(B)" in out and "Szego" in out and "Gershgorin" in out
     assert "||A + B||_2 / ||A||_2" in out and "||A o K||_2 / ||A||_2" in out
     assert "growth with n" in out and " NO " not in out
-    growth = out.split("growth with n")[1].strip().splitlines()[3:]
+    growth = out.split("growth with n")[1].split("\n\n")[0].strip().splitlines()[3:]
     assert [line.split()[0] for line in growth] == ["32", "64", "128"]
+    # the like-for-like tables follow: content scale, then RoPE's per-plane logit (reference)
+    scale = out.split("content scale:")[1].split("\n\n")[0].strip().splitlines()
+    assert "||cA+B||/||cA|| c=10000" in scale[2] and "(every c)" in scale[2]
+    assert [line.split()[0] for line in scale[4:]] == ["32", "64", "128"]
+    plane = out.split("per-plane content:")[1].strip().splitlines()
+    assert "ONE content A shared by every rotary plane" in " ".join(plane[:3])
+    assert [line.split()[0] for line in plane[5:]] == ["32", "64", "128"]
 
 
 def test_json_is_strict_and_complete(capsys):
