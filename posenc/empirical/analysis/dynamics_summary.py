@@ -19,6 +19,13 @@ of Sec. 6 and of its reviewers:
   the lead at that record is only a hair's breadth above heads that do nothing yet);
 * **coherence** -- the early mean of |seed| / mean |psi| per head (Prop. 6.1 / 6.2 statistics:
   its maximum over heads) and the sign consistency over batches of the top-signal head;
+  beside it the **sign balance**, the early mean of |2 agreement - 1| = |#positive - #negative|
+  / n of the examples' signals per head, and its maximum over heads (``sign_balance_max``).
+  With signals of one common magnitude the two are equal; the sign balance ignores the
+  magnitudes, so under sign-symmetric signals (each example's sign a fair coin, whatever its
+  magnitude) it has the random-sign null's distribution exactly
+  (:func:`posenc.verdicts.dynamics.random_sign_null`), which the coherence has only when the
+  magnitudes are equal;
 * **margins and gains** -- per layer the margin (top minus runner-up) of |seed| averaged over the
   early window and of the final importance; the gains ``gamma_k = M_k / M_{k+1}`` (layer 0 the
   shallowest) and their mean log (Thm. 6.1: positive when margins grow towards shallow layers).
@@ -151,6 +158,9 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         consistency = sum(1 for b in batches if b is not None and b * signed > 0) / len(batches)
         sm = [sum(nan_of(r["margin"]["signal"][l]) for r in window) / len(window) for l in range(L)]
         gains, mlog = _gains(sm)
+        if all("agreement" in r for r in window):  # (hand-made records may lack it)
+            bal = _mean_grid(window, "agreement", lambda a: abs(2.0 * a - 1.0))
+            out["sign_balance_max"] = max(v for row in bal for v in row if not math.isnan(v))
         out.update(coherence_max=max(v for row in coh for v in row if not math.isnan(v)),
                    coherence_top=coh[top[0]][top[1]], top_signal_head=list(top),
                    batch_sign_consistency=consistency, signal_margin=sm, signal_gains=gains,
