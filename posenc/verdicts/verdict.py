@@ -190,10 +190,14 @@ def standardized_interval(values: Sequence[float], level: float = 0.95) -> Inter
         return Interval(float("nan"), float("-inf"), float("inf"), n, level)
     mean = sum(vals) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
-    if sd == 0.0:
+    if sd <= 1e-12 * abs(mean):  # equal values up to float rounding: no spread to measure by
         return Interval(float("nan"), float("-inf"), float("inf"), n, level)
     t, df, alpha = math.sqrt(n) * mean / sd, n - 1, (1 - level) / 2
     root_n = math.sqrt(n)
+
+    def cdf(d: float) -> float:  # P(T <= t | delta = d); scipy's nct gives NaN far in a tail
+        c = float(nct.cdf(t, df, root_n * d))
+        return c if math.isfinite(c) else (0.0 if root_n * d > t else 1.0)
 
     def bound(target: Callable[[float], float]) -> float:
         lo, hi = t / root_n - 1.0, t / root_n + 1.0
@@ -203,8 +207,8 @@ def standardized_interval(values: Sequence[float], level: float = 0.95) -> Inter
             hi += 2 * (hi - lo)
         return brentq(target, lo, hi, xtol=1e-10)
     # sf rises and cdf falls with the noncentrality
-    low = bound(lambda d: nct.sf(t, df, root_n * d) - alpha)
-    high = bound(lambda d: alpha - nct.cdf(t, df, root_n * d))
+    low = bound(lambda d: 1.0 - cdf(d) - alpha)
+    high = bound(lambda d: alpha - cdf(d))
     return Interval(mean / sd, low, high, n, level)
 
 

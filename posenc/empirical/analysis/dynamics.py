@@ -33,6 +33,9 @@ From the per-example signals of a fixed probe set of training examples, split in
 ``coherence``       |seed| / abs_signal in [0, 1]: 1 when every example pushes the same way, about
                     sqrt(2 / (pi n)) when n signs are random (per-example signals cancel)
 ``agreement``       the fraction of examples whose psi has the sign of the seed
+``sign_balance``    |#positive - #negative| / n of the examples' psi: the coherence the signs
+                    alone give (records made before it existed have none; see
+                    :mod:`.dynamics_summary`)
 ``attribution``     -mean d loss_e / d g_h for a gate g on the head output at hook_z: the
                     first-order estimate of the loss increase when the head is zeroed
 ``importance``      the measured loss increase (nats) when the head alone is zeroed on held-out
@@ -271,11 +274,13 @@ def signal_grids(P: torch.Tensor, probe_batches: int) -> dict[str, Any]:
     coherence[torch.isnan(seed)] = float("nan")
     agreement = (torch.sign(P) == torch.sign(seed)[:, None, :]).double().mean(1)
     agreement[torch.isnan(seed)] = float("nan")
+    balance = torch.sign(P).mean(1).abs()                     # |#positive - #negative| / n
+    balance[torch.isnan(seed)] = float("nan")
     seed_batches = torch.stack([P[:, s:e].mean(1) for s, e in zip(bounds[:-1], bounds[1:])],
                                dim=-1)                         # (L, H, nb)
     return {"seed": _grid(seed), "seed_batches": _grid(seed_batches),
             "abs_signal": _grid(abs_signal), "coherence": _grid(coherence),
-            "agreement": _grid(agreement),
+            "agreement": _grid(agreement), "sign_balance": _grid(balance),
             "margin": {"signal": [_r(margin(row)) for row in seed.abs().tolist()]}}
 
 
