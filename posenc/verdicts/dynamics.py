@@ -4,7 +4,9 @@ Input: results of :func:`posenc.empirical.pipeline.dynamics_sweep.dynamics_worke
 seed) on the ``distance`` task, each with ``summary`` (task, pe, seed, tags.role) and ``dynamics``
 (the run's :func:`~posenc.empirical.analysis.dynamics_summary.summarize`).  Other results are ignored.
 Per seed s a statistic ``d_s``, its Student-t interval over seeds and a verdict
-(:mod:`.verdict`, through :mod:`.runs`).  The statistics (fixed before any run was measured):
+(:mod:`.verdict`, through :mod:`.runs`).  The statistics (first fixed before any run was
+measured; Prop. 6.1's null, the null check and the primary parts were added after the 6-seed
+quick run, see docs/reproduction.md):
 
 * **Prop. 6.1** (RoPE has a consistent positional seed): ``d_s = C(rope) - q95`` > 0, where
   C is the *coherence* of the early window (default: the first 10% of training), i.e. the
@@ -29,8 +31,8 @@ null's distribution exactly (the count of positive signs is Binomial(n, 1/2)).  
 the coherence test (C against q95) and the distribution-free sign test (B against q95) must
 say the same; a seed where they do not is one where the decision rests on the magnitudes --
 e.g. balanced signs whose positive signals are larger than their negative ones, a skewed,
-not sign-symmetric distribution -- which the null does not model: the seed is named
-(``null_fails``).  And the part's verdict must survive the swap: the part judged on
+not sign-symmetric distribution -- which the null does not model: the seed is named (its
+entry in the part's ``null`` list has ``holds: False``).  And the part's verdict must survive the swap: the part judged on
 ``B - q95`` instead of ``C - q95`` (the same interval rule) must give the same word, else the
 verdict is ``inconclusive`` with the reason stated.  This check is a condition on the primary
 statistic's null, not a second statistic: it can only withhold a decision, never make one.
