@@ -32,8 +32,9 @@ the coherence test (C against q95) and the distribution-free sign test (B agains
 say the same; a seed where they do not is one where the decision rests on the magnitudes --
 e.g. balanced signs whose positive signals are larger than their negative ones, a skewed,
 not sign-symmetric distribution -- which the null does not model: the seed is named (its
-entry in the part's ``null`` list has ``holds: False``).  And the part's verdict must survive the swap: the part judged on
-``B - q95`` instead of ``C - q95`` (the same interval rule) must give the same word, else the
+entry in the part's ``null`` list has ``holds: False``).  And the part's verdict must survive
+the swap: the part judged on ``B - q95`` instead of ``C - q95`` (the same interval rule) must
+give the same word, else the
 verdict is ``inconclusive`` with the reason stated.  This check is a condition on the primary
 statistic's null, not a second statistic: it can only withhold a decision, never make one.
 * **Thm. 6.1** (the gradient margin grows from deep to shallow under RoPE, not under an
