@@ -44,7 +44,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
     for rec in store.records():
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
-        res = ExperimentResult.from_store(store, rec.id, rec.config)
+        res = _with_current_dynamics(ExperimentResult.from_store(store, rec.id, rec.config))
         results.append(res)
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
@@ -54,6 +54,27 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
                         for k in PHASES}})
     return results, rows
+
+
+def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
+    """The result with its dynamics summary made again from the run's ``dynamics.jsonl`` when
+    the stored one predates a statistic the verdicts use (``sign_balance_max``, the random-sign
+    null's check): adopted only when every value the stored summary has comes out the same,
+    so the new summary adds statistics and changes none (else the stored one is kept, and the
+    check reads "not checked")."""
+    import dataclasses
+    import json
+
+    from ..empirical.analysis.dynamics_summary import summarize_run
+    if not res.dynamics or "sign_balance_max" in res.dynamics or res.run_dir is None:
+        return res
+    try:
+        fresh = json.loads(json.dumps(summarize_run(res.run_dir)))
+    except (PosencError, OSError, ValueError, KeyError):
+        return res
+    same = all(json.dumps(v, sort_keys=True) == json.dumps(fresh.get(k), sort_keys=True)
+               for k, v in res.dynamics.items())
+    return dataclasses.replace(res, dynamics=fresh) if same else res
 
 
 def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """``posenc reproduce --until-decided``: more seeds, a batch at a time, only where a claim is undecided.
 
 Round k runs the plan's jobs (finished runs are skipped: the store is content-addressed),
-judges every empirical claim on the results of exactly those jobs, and for each part that is
-still ``inconclusive`` -- and measured on at least one seed of runs the plan has -- raises
+judges every empirical claim on the results of exactly those jobs, and for each judged (primary)
+part that is still ``inconclusive`` -- and measured on at least one seed of runs the plan has -- raises
 the seeds of the part's configurations (its task and roles, or its ``configs`` when it
 spans tasks) to its common seed count plus ``batch``, at most ``max_seeds``.  It stops when no
 undecided part has room to grow.  ``confirmed``, ``refuted``
@@ -41,7 +41,7 @@ def grow(verdicts: Sequence[Any], counts: Counts, batch: int, max_seeds: int) ->
     for v in verdicts:
         for part in v.parts:
             if part["verdict"] != "inconclusive" or "task" not in part or not part["n"]:
-                continue  # decided, or nothing measured (missing runs, undefined statistic)
+                continue  # decided, shown (not judged), or nothing measured
             keys = ([tuple(c) for c in part["configs"]] if part.get("configs")
                     else [(part["task"], role) for role in part["roles"]])
             if not all(k in counts for k in keys):

@@ -58,7 +58,7 @@ def _margins(values: Optional[list[Optional[float]]]) -> str:
 
 def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload)."""
-    from ..verdicts.dynamics import PREDICTORS, prediction_table
+    from ..verdicts.dynamics import PREDICTORS, null_check, prediction_table, random_sign_null
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
              "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`, "
@@ -74,21 +74,35 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
     if not dyn_results:
         return lines + ["(no run of this store recorded training dynamics)", ""], {"runs": [],
                                                                                   "prediction": {}}
-    lines += ["| PE (role) | seed | deposit (layer, head) | early coherence, max | batch sign "
+    lines += ["*Sign balance*: the same early-window statistic as the coherence on the "
+              "examples' signs alone, |#positive - #negative| / n, max over heads; the random-sign "
+              "null (Prop 6.1 / 6.2) is exact for it under any sign-symmetric signals, and for the "
+              "coherence only when the magnitudes are equal. *Null check*: whether coherence and "
+              "sign balance fall on the same side of the null's q95 (posenc.verdicts.dynamics).",
+              "",
+              "| PE (role) | seed | deposit (layer, head) | early coherence, max | sign balance, "
+              "max | null q95 | null check | batch sign "
               "consistency | early |seed| margin per layer | final importance margin per layer | "
               "log-gain (importance) | lead from (share of training) |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     runs = []
     for res in dyn_results:
         d, role = res.dynamics, res.role
         lead = d.get("advantage_step")
         lead_txt = "-" if lead is None else f"step {lead} ({100 * lead / d['total_steps']:.0f}%)"
+        check = null_check(d)
+        q95 = (random_sign_null(int(d["probe_examples"]), int(d["signal_heads"]))["quantile"]
+               if d.get("probe_examples") and d.get("signal_heads") else None)
+        held = "-" if check is None else "holds" if check["holds"] else "**fails**"
         lines.append(f"| {role} | {res.seed} | L{d['deposit'][0]} H{d['deposit'][1]} | "
-                     f"{_f(d.get('coherence_max'))} | {_f(d.get('batch_sign_consistency'), '.2f')} | "
+                     f"{_f(d.get('coherence_max'))} | {_f(d.get('sign_balance_max'))} | "
+                     f"{_f(q95)} | {held} | {_f(d.get('batch_sign_consistency'), '.2f')} | "
                      f"{_margins(d.get('signal_margin'))} | {_margins(d.get('importance_margin'))} | "
                      f"{_f(d.get('importance_mean_log_gain'), '+.2f')} | {lead_txt} |")
         runs.append({"role": role, "seed": res.seed, "deposit": d["deposit"],
                      "coherence_max": d.get("coherence_max"),
+                     "sign_balance_max": d.get("sign_balance_max"), "null_q95": q95,
+                     "null_check": None if check is None else check["holds"],
                      "batch_sign_consistency": d.get("batch_sign_consistency"),
                      "signal_margin": d.get("signal_margin"),
                      "importance_margin": d.get("importance_margin"),

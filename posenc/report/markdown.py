@@ -105,7 +105,25 @@ def _header(inp: ReportInputs) -> list[str]:
             "inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
             "statistic lies on the predicted side; *resolves*: the interval's half-width, the "
             "smallest distance from the threshold these seeds decide at the observed spread "
-            "(see posenc.verdicts).", ""]
+            "(see posenc.verdicts).", "", multiplicity_text(inp.verdicts), ""]
+
+
+def multiplicity_text(verdicts: list[Any]) -> str:
+    """The report's statement of how it handles multiple tests (posenc.verdicts.verdict,
+    *Multiplicity*), with the number of primary tests this report judged."""
+    tested = sum(1 for v in verdicts if v.seeds >= 2)
+    shown = sum(1 for v in verdicts for p in v.parts if not p.get("primary", True))
+    return ("**Multiplicity: one pre-registered primary statistic per claim.** Each claim's "
+            "verdict is that of its primary part alone; its other parts "
+            f"({shown} in this report) are shown, marked *[shown, not judged]*, and never enter "
+            f"a verdict. {tested} primary tests had two or more seeds, each at 95% (a decision "
+            "either way has error <= 2.5% under its null); no correction is applied across "
+            "claims: each claim is its own hypothesis, read on its own (by chance alone about "
+            f"{0.05 * tested:.1f} of them would be decided wrongly if every one sat exactly on "
+            "its threshold). RA's primary part compares the relative table's change with its "
+            "run-to-run noise (the sd of the change over seeds), Prop 6.1 / 6.2 compare the "
+            "early coherence with the exact random-sign null, with its assumption checked on "
+            "each run (the training-dynamics section).")
 
 
 def _verdicts(inp: ReportInputs) -> list[str]:

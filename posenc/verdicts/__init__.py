@@ -1,7 +1,9 @@
 """verdicts: stored training runs turned into verdicts on the paper's empirical claims.
 
 * :mod:`.verdict`   -- a stated statistic, its interval over seeds, one word
-  (:func:`judge`, :class:`Verdict`; the rules are in that module's doc);
+  (:func:`judge`, :class:`Verdict`; the rules are in that module's doc: one pre-registered
+  primary part per claim, the others shown and not judged; :func:`judge_standardized` for a
+  statistic compared with its run-to-run noise);
 * :mod:`.runs`      -- the one path from runs to a judged part: runs per (task, role, seed)
   (:class:`SeedRuns`), a per-seed statistic on the seeds they share (:func:`judge_part`);
 * :mod:`.accuracy_runs` -- runs read as accuracies and deposits (:class:`Runs`), and the parts
@@ -16,10 +18,11 @@ Importing this package loads nothing heavy.
 from .dynamics import evaluate_dynamics, prediction_table
 from .accuracy_deposit import accuracy_table, deposit_table, evaluate
 from .runs import SeedRuns, judge_part
-from .verdict import (CEILING, VERDICTS, Interval, Verdict, at_ceiling, binomial_se,
-                      bounded_interval, combine, decide, judge, t_interval, verdict_from_parts)
+from .verdict import (CEILING, SHOWN, VERDICTS, Interval, Verdict, at_ceiling, binomial_se,
+                      bounded_interval, combine, decide, judge, judge_standardized,
+                      standardized_interval, t_interval, verdict_from_parts)
 
-__all__ = ["CEILING", "VERDICTS", "Interval", "SeedRuns", "Verdict", "accuracy_table",
+__all__ = ["CEILING", "SHOWN", "VERDICTS", "Interval", "SeedRuns", "Verdict", "accuracy_table",
            "at_ceiling", "binomial_se", "bounded_interval", "combine", "decide", "deposit_table",
-           "evaluate", "evaluate_dynamics", "judge", "judge_part", "prediction_table",
-           "t_interval", "verdict_from_parts"]
+           "evaluate", "evaluate_dynamics", "judge", "judge_part", "judge_standardized",
+           "prediction_table", "standardized_interval", "t_interval", "verdict_from_parts"]

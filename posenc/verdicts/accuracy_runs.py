@@ -84,16 +84,17 @@ def judged_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
           stat: Callable[[int], Optional[float]], threshold: float, predicted: str,
           ordering: bool = False, bounds: Optional[tuple[float, float]] = POINTS,
           configs: Optional[list[tuple[str, str]]] = None,
-          missing_note: str = "undefined on every seed") -> dict[str, Any]:
+          missing_note: str = "undefined on every seed", noise: bool = False) -> dict[str, Any]:
     """:func:`~.runs.judge_part` with ``ordering``: the statistic is ``acc(roles[0])`` minus
     the best of ``acc(roles[1:])`` on each seed, an ordering of accuracies, and the ceiling rule
     applies to its two sides (:func:`ordering_at_ceiling`); ``bounds``: its range (default: a
-    difference of percentages), the shown interval's limits."""
+    difference of percentages), the shown interval's limits; ``noise``: judged against its
+    run-to-run noise (:func:`~.verdict.judge_standardized`)."""
     def ceiling(seeds: list[int]) -> bool:
         return ordering_at_ceiling(runs, task, roles[0], roles[1:], seeds)
     return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
                       configs=configs, missing_note=missing_note,
-                      ceiling=ceiling if ordering else None)
+                      ceiling=ceiling if ordering else None, noise=noise)
 
 
 def ordering_at_ceiling(runs: Runs, task: str, role: str, others: Iterable[str],

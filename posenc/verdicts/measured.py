@@ -12,23 +12,32 @@ EH   Absolute+RoPE: "additive positional directions are displaced after layer 2"
      l >= 1 of share(block l)`` (block 1 = after layer 2).  ``d_s = drop(absolute+rope) -
      drop(absolute)`` > 0: the hybrid's additive directions are displaced more than those of
      the sinusoidal-only model, whose residual stream also carries x0 forward.
-NC1  No RoPE single-head deposit on the count task: (a) ``DI(rope, distance) - DI(rope,
-     count)`` > 0, (b) the largest single-head drop, distance minus count, > 0 points (same
-     seed, zero ablation; DI = the deposit index of the layer with the largest drop).
+NC1  No RoPE single-head deposit on the count task: **(a)** ``DI(rope, distance) - DI(rope,
+     count)`` > 0; shown: (b) the largest single-head drop, distance minus count, in points
+     (same seed, zero ablation; DI = the deposit index of the layer with the largest drop).
 NC2  The deposit's depth: RoPE on distance, the largest single-head drop in layer 0 minus the
      largest in any later layer, > 0 points (the deposit is in the first layer).
 NC3  Learned absolute PE (the paper code's "random" PE) as one more additive PE:
-     (a) ``acc(rope) - acc(learned)`` > 0 and (b) ``DI(rope) - DI(learned)`` > 0, distance.
+     **(b)** ``DI(rope) - DI(learned)`` > 0; shown: (a) ``acc(rope) - acc(learned)``; distance.
 S    v1's "multiplicative coupling stabilises optimisation", from the training trace
      (:mod:`posenc.empirical.training.trace`) on distance: ``min over additive PEs of X - X(rope)`` > 0
-     for X = (a) the gradient norm's windowed coefficient of variation, (b) the loss-spike
-     rate.  The share of training until the smoothed batch accuracy reaches 90% of its final
-     value is reported beside them but not judged: it compares a PE with its own final
+     for X = **(a)** the gradient norm's windowed coefficient of variation (defined on every
+     step of every run); shown: (b) the loss-spike rate (a count of rare events).  The share
+     of training until the smoothed batch accuracy reaches 90% of its final value is reported
+     beside them but not judged either: it compares a PE with its own final
      accuracy, so a PE that learns little (final accuracy near chance) "arrives" early --
      on the quick preset the relative table (14% on distance) made it refute S on its own.
 RA   A relative PE "attenuates its bias toward zero" on the count task: with
      ``A = log(final / initial)`` of the learned per-offset table's head-centred RMS (mean over
-     layers), (a) ``A(count)`` < 0 and (b) ``A(count) - A(distance)`` < 0.
+     layers), **(a)** the change judged against its run-to-run noise: ``delta = mean A(count) /
+     sd A(count)`` < -1 (:func:`~.verdict.judge_standardized`, exact noncentral-t interval).
+     The run-to-run noise of A is its standard deviation over seeds -- how far apart the log
+     changes of two runs that differ only in seed fall (their difference has sd sqrt(2) times
+     it).  A learned table moves under any training (gradient noise alone makes it drift), so
+     a change of either sign is a result only when it is larger than the seeds' own spread:
+     the claim is confirmed when the table shrinks on count by more than one run-to-run sd on
+     average (interval of delta below -1), refuted when it does not (interval above -1: it
+     grows, or shrinks by less than its noise).  Shown: (b) ``A(count) - A(distance)``.
 """
 
 from __future__ import annotations
@@ -106,13 +115,13 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
 
     out.append(_v(
         "NC1", "Negative control: no RoPE single-head deposit on the count task",
-        "(a) DI(rope, distance) - DI(rope, count); (b) top single-head drop, distance - count "
-        "(points); same seed, zero ablation",
+        "primary (a) DI(rope, distance) - DI(rope, count); shown (b) top single-head drop, "
+        "distance - count (points); same seed, zero ablation",
         "the deposit pattern belongs to position-sensitive tasks",
         [_distance_minus_count(name, runs, key, bounds, mode)
          for name, key, bounds in (("DI: distance - count", "index", UNIT),
                                    ("top drop: distance - count", "drop", (-100.0, 100.0)))],
-        digits=2))
+        digits=2, primary=0))
 
     def depth(s: int) -> Optional[float]:
         drops = _layer_drops(by[(D, "rope")][s], mode)
@@ -130,7 +139,8 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
     out.append(_v(
         "NC3", "Learned absolute PE (the paper code's random PE) behaves like the other additive "
                "PEs: below RoPE, no single-head deposit",
-        "(a) acc(rope) - acc(learned) (points); (b) DI(rope) - DI(learned); distance",
+        "primary (b) DI(rope) - DI(learned); shown (a) acc(rope) - acc(learned) (points); "
+        "distance",
         "RoPE best; additive PEs spread the deposit",
         [_part("acc: rope - learned", runs, D, ("rope", "learned"),
                lambda s: runs.acc(D, "rope", s) - runs.acc(D, "learned", s), 0.0, "above",
@@ -140,7 +150,7 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
                                     lambda s: runs.deposit_contrast(D, "rope", ("learned",),
                                                                     s, "index", mode),
                                     0.0, "above", bounds=UNIT, missing_note=NO_ABLATION))],
-        digits=2))
+        digits=2, primary=1))
 
     def lead(key: str):
         def stat(s: int) -> Optional[float]:
@@ -151,13 +161,15 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
     out.append(_v(
         "S", "Multiplicative coupling (RoPE) stabilises optimisation compared with the additive "
              "PEs",
-        "min over additive PEs of X - X(rope), X = (a) gradient-norm CV (mean over windows of "
-        "W steps), (b) loss-spike rate; distance (steps to 90% of the final accuracy is shown "
-        "in the trace table, not judged: a PE that learns little gets there early)",
+        "min over additive PEs of X - X(rope), X = primary (a) gradient-norm CV (mean over "
+        "windows of W steps); shown (b) loss-spike rate; distance (steps to 90% of the final "
+        "accuracy is shown in the trace table, not judged: a PE that learns little gets there "
+        "early)",
         "v1: multiplicative coupling improves optimisation stability",
         [_part(f"{name}: additive - rope", runs, D, ("rope",) + ADDITIVE, lead(key), 0.0,
                "above", bounds=None if key == "grad_norm_cv" else UNIT, missing_note=not_traced)
-         for name, key in (("grad-norm CV", "grad_norm_cv"), ("spike rate", "spike_rate"))]))
+         for name, key in (("grad-norm CV", "grad_norm_cv"), ("spike rate", "spike_rate"))],
+        primary=0))
 
     def att(task: str, s: int) -> Optional[float]:
         return _attenuation(by[(task, "relative")][s])
@@ -169,11 +181,13 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
     out.append(_v(
         "RA", "A relative PE attenuates its learned bias toward zero on the count task",
         "A = log(final / initial head-centred RMS of the per-offset table, mean over layers): "
-        "(a) A(count) < 0; (b) A(count) - A(distance) < 0",
+        "primary (a) mean A(count) / its run-to-run sd (sd over seeds) < -1, exact noncentral-t "
+        "interval; shown (b) A(count) - A(distance)",
         "relative bias attenuates on the position-agnostic task",
-        [_part("A(count)", runs, C, ("relative",), lambda s: att(C, s), 0.0, "below",
-               bounds=None, missing_note=no_table),
+        [_part("A(count) / run-to-run sd", runs, C, ("relative",), lambda s: att(C, s), -1.0,
+               "below", bounds=None, missing_note=no_table, noise=True),
          _part("A(count) - A(distance)", runs, C, ("relative",), contrast, 0.0, "below",
-               bounds=None, configs=[(C, "relative"), (D, "relative")], missing_note=no_table)]))
+               bounds=None, configs=[(C, "relative"), (D, "relative")], missing_note=no_table)],
+        primary=0))
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
-from .verdict import judge
+from .verdict import judge, judge_standardized
 
 if TYPE_CHECKING:  # the empirical layer (torch) is loaded when runs are indexed, not on import
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -53,7 +53,8 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
                bounds: Optional[tuple[float, float]], missing_note: str,
                configs: Optional[Sequence[Config]] = None, undefined_note: Optional[str] = None,
                runs_word: str = "runs",
-               ceiling: Optional[Callable[[list[int]], bool]] = None) -> dict[str, Any]:
+               ceiling: Optional[Callable[[list[int]], bool]] = None,
+               noise: bool = False) -> dict[str, Any]:
     """One part of a claim: ``stat(seed)`` on every seed the part's runs share, judged.
 
     ``configs``: the (task, role) runs a seed needs when they span tasks (default: ``task`` x
@@ -62,7 +63,9 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
     ``missing_note``); with none left the part is inconclusive with ``missing_note``, and with
     no shared seed at all it names the missing runs ("no ``runs_word`` for ...").
     ``ceiling(seeds)``: whether the part is at the ceiling on the judged seeds (its verdict is
-    then ``ceiling``; never on one seed: like any verdict, a ceiling needs at least two)."""
+    then ``ceiling``; never on one seed: like any verdict, a ceiling needs at least two).
+    ``noise``: judge the statistic against its run-to-run noise
+    (:func:`~.verdict.judge_standardized`: ``threshold`` in units of its sd over seeds)."""
     cross = configs is not None
     configs = list(configs) if cross else [(task, r) for r in roles]
     seeds = runs.common_seeds(configs)
@@ -80,10 +83,12 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
             note = f"no {runs_word} for {', '.join(missing) or 'a common seed'}"
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
                 "interval": None, "note": note, **where}
-    out = {"part": name, **judge([v for _, v in values], threshold, predicted, bounds=bounds),
-           "seeds": [s for s, _ in values], **where}
+    judged = (judge_standardized([v for _, v in values], threshold, predicted) if noise else
+              judge([v for _, v in values], threshold, predicted, bounds=bounds))
+    out = {"part": name, **judged, "seeds": [s for s, _ in values], **where}
     if undefined:
-        out["note"] = f"{undefined_note or missing_note} on seed(s) {undefined}"
+        extra = f"{undefined_note or missing_note} on seed(s) {undefined}"
+        out["note"] = f"{out['note']}; {extra}" if out.get("note") else extra
     if ceiling is not None and len(values) >= 2 and ceiling([s for s, _ in values]):
         out["verdict"], out["note"] = "ceiling", ("both sides of the ordering (the PE and the "
                                                   "best it is compared with) average >= 98%")

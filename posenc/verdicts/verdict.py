@@ -30,13 +30,32 @@ spread (an interval decides exactly when ``|mean(d) - tau|`` exceeds it).
 Bounded quantities (per-PE accuracies in the accuracy table) get
 :func:`bounded_interval`, a Student-t interval on the logit scale (delta method) that
 stays inside the range; the test-set sampling error of one run is :func:`binomial_se`.
+
+**Multiplicity: one pre-registered primary part per claim.**  A claim may show several
+parts (several statistics of the same runs), but exactly one of them -- its *primary* part,
+named where the claim is defined (:func:`verdict_from_parts`, ``primary``) -- is judged; the
+others are *shown, not judged*: their interval is printed (marked "shown") and their word is
+``shown``, so a claim's verdict is its primary part's verdict and nothing else.  Each claim is
+then one test at the 95% level (two-sided interval: a decision in either direction has error
+<= 2.5% under its null), and the report's ~15 claims are ~15 tests, each read on its own; no
+correction is applied across claims (the report states this and how many primary tests it
+judged).  The alternative, Holm's step-down correction over every part, would judge ~25
+parts at levels down to 0.05/25 and let a secondary part veto a claim; a pre-registered primary
+keeps each claim's verdict about the statistic that states it.
+
+**Run-to-run noise** (:func:`judge_standardized`): where a claim compares a change with the
+noise of the runs rather than with 0 (RA: the relative table's log change), the statistic is
+the *standardised mean* ``delta = mean(d) / sd(d)`` -- the mean change in units of its
+spread over seeds, i.e. of how far one run's value falls from another's when the runs differ
+only in seed -- with the exact confidence interval of delta from the noncentral t
+distribution (:func:`standardized_interval`); the threshold is then in units of that noise.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 VERDICTS = ("confirmed", "refuted", "inconclusive", "ceiling")
 #: accuracy (percent) at or above which a PE is at the ceiling of a task
@@ -155,6 +174,66 @@ def judge(values: Sequence[float], threshold: float = 0.0, predicted: str = "abo
             "resolution": (iv.high - iv.low) / 2 if math.isfinite(iv.low) else None}
 
 
+def standardized_interval(values: Sequence[float], level: float = 0.95) -> Interval:
+    """``delta = mean / sd`` of ``values`` (one per seed) with its exact ``level`` confidence
+    interval: ``t = sqrt(n) mean / sd`` follows the noncentral t distribution with n - 1 degrees
+    of freedom and noncentrality ``sqrt(n) delta`` (normal values), and the interval is every
+    delta whose two-sided test at ``1 - level`` keeps the observed t (the endpoints solve
+    ``P(T >= t | delta_low) = (1 - level) / 2`` and ``P(T <= t | delta_high) = (1 - level) / 2``,
+    found by bisection: the noncentral t's cdf falls monotonically with the noncentrality).
+    No interval below two seeds or for values without spread."""
+    from scipy.optimize import brentq
+    from scipy.stats import nct
+    vals = [float(v) for v in values]
+    n = len(vals)
+    if n < 2:
+        return Interval(float("nan"), float("-inf"), float("inf"), n, level)
+    mean = sum(vals) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
+    if sd <= 1e-12 * abs(mean):  # equal values up to float rounding: no spread to measure by
+        return Interval(float("nan"), float("-inf"), float("inf"), n, level)
+    t, df, alpha = math.sqrt(n) * mean / sd, n - 1, (1 - level) / 2
+    root_n = math.sqrt(n)
+
+    def cdf(d: float) -> float:  # P(T <= t | delta = d); scipy's nct gives NaN far in a tail
+        c = float(nct.cdf(t, df, root_n * d))
+        return c if math.isfinite(c) else (0.0 if root_n * d > t else 1.0)
+
+    def bound(target: Callable[[float], float]) -> float:
+        lo, hi = t / root_n - 1.0, t / root_n + 1.0
+        while target(lo) > 0:
+            lo -= 2 * (hi - lo)
+        while target(hi) < 0:
+            hi += 2 * (hi - lo)
+        return brentq(target, lo, hi, xtol=1e-10)
+    # sf rises and cdf falls with the noncentrality
+    low = bound(lambda d: 1.0 - cdf(d) - alpha)
+    high = bound(lambda d: alpha - cdf(d))
+    return Interval(mean / sd, low, high, n, level)
+
+
+def judge_standardized(values: Sequence[float], threshold: float, predicted: str = "below",
+                       level: float = 0.95) -> dict[str, Any]:
+    """A part judged against the run-to-run noise of its statistic (see the module doc): the
+    verdict compares the interval of ``delta = mean / sd`` (:func:`standardized_interval`) with
+    ``threshold`` in units of sd; ``agree``: the seeds whose own value lies beyond
+    ``threshold * sd`` on the predicted side; ``noise``: the sd over seeds."""
+    vals = [float(v) for v in values]
+    iv = standardized_interval(vals, level)
+    common = {"values": vals, "threshold": threshold, "predicted": predicted, "scale": "sd"}
+    if not math.isfinite(iv.low):
+        return {"verdict": "inconclusive", "n": iv.n, "estimate": None, "interval": None,
+                "note": "no run-to-run noise to compare with (fewer than two seeds, or no "
+                        "spread over seeds)", "agree": None, "noise": None,
+                "resolution": None, **common}
+    mean = sum(vals) / len(vals)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+    beyond = [v > threshold * sd if predicted == "above" else v < threshold * sd for v in vals]
+    return {"verdict": decide(iv, threshold, predicted), "n": iv.n, "estimate": iv.estimate,
+            "interval": [iv.low, iv.high], "agree": sum(beyond), "noise": sd,
+            "resolution": (iv.high - iv.low) / 2, **common}
+
+
 def binomial_se(accuracy: float, n: int) -> float:
     """Standard error (same units as ``accuracy`` in [0, 100]) of a test accuracy on n examples."""
     if n <= 0:
@@ -186,17 +265,25 @@ class Verdict:
         return asdict(self)
 
 
+def _label(p: dict[str, Any]) -> str:
+    """A part's name, marked when it is shown and not judged."""
+    return p["part"] if p.get("primary", True) else f"{p['part']} [shown, not judged]"
+
+
 def measured_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
     """One line per claim: each part's estimate and interval (or why it has none)."""
     out = []
     for p in parts:
+        name = _label(p)
         if p["estimate"] is None:
-            out.append(f"{p['part']}: {p['note']}")
+            out.append(f"{name}: {p['note']}")
         elif p["n"] < 2:
-            out.append(f"{p['part']}: {p['estimate']:+.{digits}f} (1 seed, no interval)")
+            out.append(f"{name}: {p['estimate']:+.{digits}f} (1 seed, no interval)")
         else:
             lo, hi = p["interval"]
-            out.append(f"{p['part']}: {p['estimate']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]")
+            unit = f" sd (sd {p['noise']:.{digits}f})" if p.get("scale") == "sd" else ""
+            out.append(f"{name}: {p['estimate']:+.{digits}f} [{lo:+.{digits}f}, "
+                       f"{hi:+.{digits}f}]{unit}" + (f" ({p['note']})" if p.get("note") else ""))
     return "; ".join(out)
 
 
@@ -206,21 +293,43 @@ def agreement_text(parts: Sequence[dict[str, Any]]) -> str:
     for p in parts:
         if p.get("agree") is not None:
             sign = ">" if p["predicted"] == "above" else "<"
-            out.append(f"{p['part']}: {p['agree']} of {p['n']} seeds {sign} {p['threshold']:g}")
+            unit = " sd" if p.get("scale") == "sd" else ""
+            out.append(f"{_label(p)}: {p['agree']} of {p['n']} seeds {sign} "
+                       f"{p['threshold']:g}{unit}")
     return "; ".join(out) or "-"
 
 
 def resolution_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
     """Per part with two or more seeds: the resolution ± (see :func:`judge`)."""
-    return "; ".join(f"{p['part']}: ±{p['resolution']:.{digits}f}" for p in parts
+    return "; ".join(f"{_label(p)}: ±{p['resolution']:.{digits}f}" for p in parts
                      if p.get("resolution") is not None) or "-"
 
 
+#: the word of a part that is shown and not judged (see the module doc, *Multiplicity*)
+SHOWN = "shown"
+
+
 def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
-                       parts: list[dict[str, Any]], digits: int = 1) -> Verdict:
-    """A claim's verdict: the conjunction of its parts, over the fewest seeds any part had."""
+                       parts: list[dict[str, Any]], digits: int = 1,
+                       primary: Optional[int] = None) -> Verdict:
+    """A claim's verdict: its pre-registered primary part's verdict, over that part's seeds.
+
+    ``primary``: the index of the judged part in ``parts`` -- required when there are several
+    (the choice is part of the claim's definition, made where the claim is stated); the others
+    are marked ``primary: False`` and their word becomes :data:`SHOWN` (their interval is
+    printed; no word is given for it)."""
+    if primary is None:
+        if len(parts) != 1:
+            raise ValueError(f"claim {claim}: {len(parts)} parts need a pre-registered primary")
+        primary = 0
+    if not 0 <= primary < len(parts):
+        raise ValueError(f"claim {claim}: primary part {primary} of {len(parts)}")
+    for i, p in enumerate(parts):
+        p["primary"] = i == primary
+        if i != primary:
+            p["verdict"] = SHOWN
+    judged = parts[primary]
     return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
-                   measured=measured_text(parts, digits),
-                   verdict=combine([p["verdict"] for p in parts]),
-                   seeds=min((p["n"] for p in parts), default=0), parts=parts,
+                   measured=measured_text(parts, digits), verdict=combine([judged["verdict"]]),
+                   seeds=judged["n"], parts=parts,
                    agreement=agreement_text(parts), resolution=resolution_text(parts, digits))

@@ -314,3 +314,36 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_summary_sign_balance_from_records_old_and_new():
+    """sign_balance_max: the early mean of |#positive - #negative| / n, max over heads; records
+    made before it was recorded give the same number from their agreement, except a head whose
+    seed is exactly 0 (agreement 0), which is left out."""
+    import numpy as np
+
+    from posenc.empirical.analysis.dynamics import signal_grids
+    rng = np.random.default_rng(0)
+    psi = rng.normal(size=(2, 16, 3)) + 0.3
+    psi[1, :, 2] = np.abs(psi[1, :, 2])  # L1 H2: every example positive, balance 1
+    grids = signal_grids(torch.as_tensor(psi), probe_batches=2)
+    signs = np.sign(psi)
+    # k / 16 in float64: exact
+    assert grids["sign_balance"] == np.abs(signs.mean(1)).tolist()
+    header = {"pe": "rope", "task": "distance", "seed": 0, "n_layers": 2, "n_heads": 3,
+              "total_steps": 100, "dynamics": {"every": 10}, "signal_layers": [True, True]}
+    recs = [{"kind": "record", "step": s, "final": s == 10, **grids,
+             "attribution": [[0.0] * 3] * 2} for s in (0, 10)]
+    ablation = {"layers": [{"layer": 0, "largest_drop": 0.1, "deposit_head": 0},
+                           {"layer": 1, "largest_drop": 0.0, "deposit_head": 0}]}
+    new = summarize(header, recs, early_steps=10, ablation=ablation)
+    assert new["sign_balance_max"] == 1.0
+    old = [{k: v for k, v in r.items() if k != "sign_balance"} for r in recs]
+    assert summarize(header, old, early_steps=10, ablation=ablation)["sign_balance_max"] == 1.0
+    balanced = np.tile(np.repeat([1.0, -1.0], 8), (2, 3, 1)).transpose(0, 2, 1)  # seed 0 everywhere
+    balanced[0, :, 0] = np.r_[np.full(12, 1.0), np.full(4, -3.0)]  # L0 H0: seed 0, balance 0.5
+    g = signal_grids(torch.as_tensor(balanced), probe_batches=2)
+    recs = [{"kind": "record", "step": 0, "final": True, **g, "attribution": [[0.0] * 3] * 2}]
+    assert summarize(header, recs, early_steps=10, ablation=ablation)["sign_balance_max"] == 0.5
+    old = [{k: v for k, v in r.items() if k != "sign_balance"} for r in recs]
+    assert summarize(header, old, early_steps=10, ablation=ablation)["sign_balance_max"] is None

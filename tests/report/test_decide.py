@@ -170,3 +170,17 @@ def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypat
     monkeypatch.setattr(sweep, "_intact", lambda store, rid, job: True)  # as if it read back
     with pytest.raises(PosencError, match="does not match its config"):
         run_plan(plan, store, workers=1, log=lambda m: None)
+
+
+def test_a_part_shown_and_not_judged_gets_no_seeds():
+    """E11's primary part (NoPE - RoPE on count) is decided; its shown part (MLA - best other,
+    undecided on these seeds) must not pull seeds into the sweep."""
+    counts = {("count", r): 2 for r in ("nope", "absolute", "relative", "alibi", "rope", "mla")}
+    results = []
+    for s in range(2):
+        for r in counts:
+            acc = {"nope": 0.80 + 0.001 * s, "rope": 0.70, "mla": 0.80 + 0.1 * (-1) ** s}
+            results.append(result("count", r[1], s, acc.get(r[1], 0.5)))
+    e11 = {v.claim: v for v in evaluate(results)}["E11"]
+    assert e11.parts[0]["verdict"] == "confirmed" and e11.parts[1]["verdict"] == "shown"
+    assert grow([e11], counts, 2, 10) == counts

@@ -267,3 +267,40 @@ def test_task_ceilings_read_each_runs_config_and_check_its_task(tmp_path):
     assert rows[1]["accuracy"] == 100 * bayes_ceiling(paper, 4000).accuracy < 99  # same estimate
     with pytest.raises(PosencError, match="is a distance run; its result says count"):
         task_ceilings([run("c", clean, task="count")])
+
+
+def test_a_dynamics_summary_older_than_the_sign_balance_is_made_again_only_when_it_agrees(tmp_path):
+    """The report re-summarises a run's dynamics.jsonl when its stored summary lacks the sign
+    balance (Prop 6.1 / 6.2's null check), and adopts the new summary only when it reproduces
+    every stored value."""
+    import json as _json
+
+    import numpy as np
+    import torch
+
+    from posenc.empirical.analysis.dynamics import FORMAT, signal_grids
+    from posenc.empirical.analysis.dynamics_summary import summarize
+    from posenc.empirical.pipeline.experiment_result import ExperimentResult
+    from posenc.report.build import _with_current_dynamics
+    psi = np.random.default_rng(1).normal(size=(2, 16, 3)) + 0.2
+    grids = signal_grids(torch.as_tensor(psi), probe_batches=2)
+    grids.pop("sign_balance")  # a record made before the sign balance was recorded
+    header = {"kind": "header", "format": FORMAT, "pe": "alibi", "task": "distance", "seed": 0,
+              "n_layers": 2, "n_heads": 3, "total_steps": 100, "dynamics": {"every": 10},
+              "signal_layers": [True, True], "probe_examples": 16}
+    recs = [{"kind": "record", "step": s, "final": s == 20, **grids,
+             "attribution": [[0.0] * 3] * 2} for s in (0, 10, 20)]
+    ablation = {"layers": [{"layer": 0, "largest_drop": 0.1, "deposit_head": 0},
+                           {"layer": 1, "largest_drop": 0.0, "deposit_head": 0}]}
+    (tmp_path / "dynamics.jsonl").write_text("\n".join(_json.dumps(r) for r in [header, *recs]))
+    (tmp_path / "ablation_zero.json").write_text(_json.dumps(ablation))
+    fresh = summarize(header, recs, ablation=ablation)
+    stored = {k: v for k, v in _json.loads(_json.dumps(fresh)).items() if k != "sign_balance_max"}
+
+    def res(dyn):
+        return ExperimentResult(task="distance", role="alibi", seed=0, summary={}, ablation={},
+                                dynamics=dyn, run_dir=tmp_path)
+    assert _with_current_dynamics(res(stored)).dynamics["sign_balance_max"] == \
+        pytest.approx(fresh["sign_balance_max"])
+    other = dict(stored, coherence_max=stored["coherence_max"] + 0.1)  # not this file's summary
+    assert _with_current_dynamics(res(other)).dynamics == other

@@ -3,6 +3,8 @@ verdict words against hand-computed intervals, missing runs, and the prediction 
 
 import math
 
+import numpy as np
+
 import pytest
 
 from posenc.verdicts.dynamics import evaluate_dynamics, prediction_table, random_sign_null
@@ -32,14 +34,15 @@ def test_statistics_and_verdicts():
                result("rope", 0, 0.0, task="count"),                  # ignored: other task
                {"summary": {"task": "distance", "pe": "rope", "seed": 3, "tags": {"role": "rope"}}}]
     v = by_claim(evaluate_dynamics(results))
-    p61 = v["Prop 6.1"].parts[0]
-    assert p61["values"] == pytest.approx([0.40, 0.49]) and p61["seeds"] == [0, 1]
-    iv = t_interval([0.40, 0.49])
+    q = random_sign_null(64, 32)["quantile"]  # 0.375: 24 net signs of 64, see test below
+    p61, contrast61 = v["Prop 6.1"].parts  # primary: C(rope) against the random-sign null
+    assert p61["values"] == pytest.approx([0.60 - q, 0.70 - q]) and p61["seeds"] == [0, 1]
+    iv = t_interval([0.60 - q, 0.70 - q])
     # shown clipped to the range of a difference of coherences, [-1, 1]
     assert p61["interval"] == pytest.approx([max(iv.low, -1.0), min(iv.high, 1.0)])
     assert v["Prop 6.1"].verdict == ("confirmed" if iv.low > 0 else "inconclusive")
     assert v["Prop 6.1"].seeds == 2
-    q = random_sign_null(64, 32)["quantile"]  # 0.375: 24 net signs of 64, see test below
+    assert contrast61["values"] == pytest.approx([0.40, 0.49]) and contrast61["verdict"] == "shown"
     assert v["Prop 6.2"].parts[0]["values"] == pytest.approx([0.20 - q, 0.21 - q])
     assert v["Prop 6.2"].verdict == "confirmed"  # 0.205 + 12.71 * 0.00707 / sqrt(2) = 0.27 < q
     assert v["Prop 6.2"].parts[0]["null"][0]["quantile"] == q
@@ -132,3 +135,96 @@ def test_verdicts_from_a_real_sweep_of_dynamics_jobs(tmp_path):
     assert all(v.seeds == 2 for v in verdicts.values())
     table = prediction_table(results)
     assert table["rope"]["seeds"] == [0, 1] and table["rope"]["signal"]["n"] == 2
+
+
+# --- Prop 6.1 / 6.2 on signals made from examples, through the recorder's own statistics -------
+
+def _summary_of_signals(psi, role, seed, records=3):
+    """A dynamics summary of one run whose every early record has the per-example signals
+    ``psi`` (L, N, H) (signs fixed over the window, the null's simplification): the record's
+    statistics by the recorder (:func:`signal_grids`), the summary by :func:`summarize`."""
+    import torch
+
+    from posenc.empirical.analysis.dynamics import signal_grids
+    from posenc.empirical.analysis.dynamics_summary import summarize
+    L, N, H = psi.shape
+    grids = signal_grids(torch.as_tensor(psi, dtype=torch.float64), probe_batches=2)
+    recs = [{"kind": "record", "step": 10 * r, "final": r == records - 1, **grids,
+             "attribution": [[0.0] * H for _ in range(L)]} for r in range(records)]
+    header = {"pe": role, "task": "distance", "seed": seed, "n_layers": L, "n_heads": H,
+              "total_steps": 10 * records * 10, "dynamics": {"every": 10},
+              "signal_layers": [True] * L, "probe_examples": N}
+    ablation = {"layers": [{"layer": l, "largest_drop": 0.1 * (l == 0), "deposit_head": 0}
+                           for l in range(L)]}
+    dyn = summarize(header, recs, early_steps=10 * (records - 1), ablation=ablation)
+    return {"summary": {"task": "distance", "pe": role, "seed": seed, "tags": {"role": role}},
+            "dynamics": dyn}
+
+
+def _random_signs(rng, L=4, N=64, H=8):
+    return rng.choice([-1.0, 1.0], size=(L, N, H))
+
+
+def test_prop_6_1_judges_rope_against_the_exact_random_sign_null():
+    """Pure random signs of equal magnitude are not a non-vanishing seed; one head whose every
+    example pushes the same way is."""
+    rng = np.random.default_rng(11)
+    random = [_summary_of_signals(_random_signs(rng), "rope", s) for s in range(6)]
+    part = by_claim(evaluate_dynamics(random))["Prop 6.1"].parts[0]
+    assert part["primary"] and part["n"] == 6
+    assert by_claim(evaluate_dynamics(random))["Prop 6.1"].verdict != "confirmed"
+    assert all(x["holds"] for x in part["null"])  # equal magnitudes: the null's own model
+    constant = []
+    for s in range(6):
+        psi = _random_signs(rng)
+        psi[s % 4, :, s % 8] = 0.5 + rng.random(64)  # one head: every example the same sign
+        constant.append(_summary_of_signals(psi, "rope", s))
+    v = by_claim(evaluate_dynamics(constant))["Prop 6.1"]
+    assert v.verdict == "confirmed" and v.parts[0]["values"] == pytest.approx(
+        [1.0 - random_sign_null(64, 32)["quantile"]] * 6)
+    assert all(x["holds"] for x in v.parts[0]["null"])  # the signs say so too
+
+
+def test_the_recorders_coherence_of_random_signs_has_the_exact_null_distribution():
+    """Coherence max over 32 heads of 64 equal-magnitude random signs, as the recorder computes
+    it: its mean over 400 draws is the exact null's (sd of one draw ~0.04: the mean's standard
+    error is 0.002, the tolerance 4 of them)."""
+    import torch
+
+    from posenc.empirical.analysis.dynamics import signal_grids
+    rng = np.random.default_rng(5)
+    draws = []
+    for _ in range(400):
+        grids = signal_grids(torch.as_tensor(_random_signs(rng)), probe_batches=2)
+        draws.append(max(v for row in grids["coherence"] for v in row))
+    assert np.mean(draws) == pytest.approx(random_sign_null(64, 32)["mean"], abs=0.008)
+
+
+def test_prop_6_2_null_check_flags_signals_that_are_not_sign_symmetric():
+    """Balanced signs whose positive signals are three times the negative ones: coherence 0.5
+    (above the null's q95, 0.375) with a sign balance of 0 -- the coherence test would refute
+    Prop 6.2 on magnitudes the null does not model, so the check fails on every seed and the
+    verdict is withheld.  Random signs of equal magnitude pass the check."""
+    from posenc.verdicts.dynamics import null_check
+    rng = np.random.default_rng(2)
+    skewed = []
+    for s in range(4):
+        signs = np.tile(np.repeat([1.0, -1.0], 32), (4, 8, 1)).transpose(0, 2, 1)  # (L, N, H)
+        signs = rng.permuted(signs, axis=1)
+        psi = np.where(signs > 0, 3.0, 1.0) * signs * (1 + 0.01 * s)
+        skewed.append(_summary_of_signals(psi, "alibi", s))
+    d = skewed[0]["dynamics"]
+    assert d["coherence_max"] == pytest.approx(0.5) and d["sign_balance_max"] == pytest.approx(0.0)
+    assert null_check(d)["holds"] is False
+    part = by_claim(evaluate_dynamics(skewed))["Prop 6.2"].parts[0]
+    assert [x["holds"] for x in part["null"]] == [False] * 4
+    assert part["values"] == pytest.approx([0.5 - 0.375] * 4)  # the coherence alone: refuted
+    assert part["sign_test"]["verdict"] == "confirmed"          # the signs alone: cancel
+    assert part["verdict"] == "inconclusive" and "withheld" in part["note"]
+    assert "fails on seed(s) [0, 1, 2, 3]" in part["note"]
+    symmetric = [_summary_of_signals(_random_signs(rng), "alibi", s) for s in range(4)]
+    for r in symmetric:  # equal magnitudes: coherence and sign balance are the same number
+        assert r["dynamics"]["sign_balance_max"] == pytest.approx(r["dynamics"]["coherence_max"])
+        assert null_check(r["dynamics"])["holds"]
+    part = by_claim(evaluate_dynamics(symmetric))["Prop 6.2"].parts[0]
+    assert "withheld" not in part.get("note", "") and "fails" not in part.get("note", "")

@@ -108,7 +108,7 @@ def test_stability_rope_against_every_additive_pe(rope, expected):
         for i, r in enumerate(("absolute", "relative", "alibi")):
             results.append(run("distance", r, s, trace=trace(0.4 + 0.1 * i, 0.1 + 0.1 * i, 0.5)))
     v = verdicts(results)["S"]
-    assert [p["verdict"] for p in v.parts] == [expected] * 2 and v.verdict == expected
+    assert [p["verdict"] for p in v.parts] == [expected, "shown"] and v.verdict == expected
     # (a) is against the additive PE with the smallest CV (0.4), not their mean
     assert v.parts[0]["values"][0] == pytest.approx(0.4 - rope[0])
 
@@ -143,8 +143,11 @@ def test_relative_table_attenuation(count, distance, expected):
         results.append(run("count", "relative", s, trace=trace(0.1, 0, 0.5, count + 0.01 * s)))
         results.append(run("distance", "relative", s, trace=trace(0.1, 0, 0.5, distance)))
     v = verdicts(results)["RA"]
-    assert [p["verdict"] for p in v.parts] == [expected, expected]
+    assert [p["verdict"] for p in v.parts] == [expected, "shown"] and v.verdict == expected
     assert v.parts[1]["values"][0] == pytest.approx(count - distance)
+    # (a) is in units of the run-to-run noise: the seeds' sd of A(count), 0.01 here
+    assert v.parts[0]["noise"] == pytest.approx(0.01)
+    assert v.parts[0]["estimate"] == pytest.approx((count + 0.01) / 0.01)
     # a trace without tables (a relative PE that is not a learned table): not recorded
     bare = [run(t, "relative", s, trace=trace(0.1, 0, 0.5)) for t in ("count", "distance")
             for s in (0, 1)]
@@ -185,3 +188,32 @@ def test_the_deposit_parts_leave_out_a_pe_that_did_not_learn():
         return next(v for v in evaluate(results) if v.claim == "E13").parts[0]
     assert e13a(0.03)["verdict"] == "inconclusive" and "mla did not learn" in e13a(0.03)["note"]
     assert e13a(0.85)["verdict"] == "confirmed"
+
+
+def test_nc1_is_not_confirmed_by_its_secondary_part_alone():
+    """NC1's judged part is the deposit index; the top drop (distance - count, 50 points on every
+    seed here) is shown beside it and cannot confirm the claim when the index does not move."""
+    results = []
+    for s in range(3):
+        results.append(run("distance", "rope", s, drops=(0.6 + 0.01 * s,), index=0.5 + 0.01 * s))
+        results.append(run("count", "rope", s, drops=(0.1,), index=0.5 - 0.012 * s))
+    v = verdicts(results)["NC1"]
+    di, drop = v.parts
+    assert drop["values"] == pytest.approx([50.0, 51.0, 52.0]) and drop["verdict"] == "shown"
+    assert di["primary"] and di["verdict"] == "inconclusive" and v.verdict == "inconclusive"
+
+
+def test_relative_table_change_within_its_run_to_run_noise_is_not_attenuation():
+    """Eight seeds whose table shrinks a little (mean A -0.05) against a seed-to-seed sd of 0.05:
+    below 0 on a t interval (the old test), but not beyond one run-to-run sd."""
+    offsets = [-1.2, 0.9, -0.4, 1.5, 0.1, -1.0, 0.6, -0.5]
+    mean, sd = sum(offsets) / 8, (sum((x - sum(offsets) / 8) ** 2 for x in offsets) / 7) ** 0.5
+    counts = [-0.05 + 0.05 * (x - mean) / sd for x in offsets]
+    results = []
+    for s, a in enumerate(counts):
+        results.append(run("count", "relative", s, trace=trace(0.1, 0, 0.5, a)))
+        results.append(run("distance", "relative", s, trace=trace(0.1, 0, 0.5, 1.0)))
+    v = verdicts(results)["RA"]
+    assert v.parts[0]["estimate"] == pytest.approx(-1.0) and v.verdict == "inconclusive"
+    from posenc.verdicts.verdict import judge
+    assert judge(counts, 0.0, "below")["verdict"] == "confirmed"  # what comparing with 0 said

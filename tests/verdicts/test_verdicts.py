@@ -142,3 +142,97 @@ def test_a_bounded_statistic_shows_its_interval_inside_the_range_with_the_same_v
     # two seeds far apart: the t interval itself leaves the range, the shown one does not
     wide = judge([90.0, -80.0], bounds=(-100, 100))
     assert judge([90.0, -80.0])["interval"][1] > 100 and wide["interval"] == [-100, 100]
+
+
+# --- multiplicity: one pre-registered primary part per claim ----------------------------------
+
+def _part(name, values, tau=0.0, predicted="above"):
+    return {"part": name, **judge(values, tau, predicted)}
+
+
+def test_a_claim_is_decided_by_its_primary_part_alone():
+    from posenc.verdicts.verdict import SHOWN, verdict_from_parts
+    clear, null = [1.0, 1.1, 0.9, 1.05], [0.3, -0.4, 0.2, -0.1]
+    # the secondary part alone is significant: the claim is not confirmed
+    v = verdict_from_parts("X", "s", "st", "p", [_part("secondary", clear), _part("primary", null)],
+                           primary=1)
+    assert v.verdict == "inconclusive" and [p["verdict"] for p in v.parts] == [SHOWN, "inconclusive"]
+    assert [p["primary"] for p in v.parts] == [False, True]
+    assert "secondary [shown, not judged]: +1.0" in v.measured
+    # a refuting secondary part does not veto a confirmed primary (the old conjunction did)
+    v = verdict_from_parts("X", "s", "st", "p", [_part("primary", clear),
+                                                 _part("secondary", [-x for x in clear])],
+                           primary=0)
+    assert v.verdict == "confirmed" and v.seeds == 4
+    # several parts without a stated primary: refused, the choice belongs to the claim
+    with pytest.raises(ValueError, match="pre-registered primary"):
+        verdict_from_parts("X", "s", "st", "p", [_part("a", clear), _part("b", null)])
+    with pytest.raises(ValueError, match="primary part 2"):
+        verdict_from_parts("X", "s", "st", "p", [_part("a", clear), _part("b", null)], primary=2)
+
+
+def test_every_claim_of_a_report_has_exactly_one_judged_part():
+    from synthetic_runs import result as synthetic
+    from posenc.verdicts.accuracy_deposit import evaluate
+    from posenc.verdicts.dynamics import evaluate_dynamics
+    results = [synthetic(t, r, s, 0.5 + 0.01 * s) for t in ("distance", "count")
+               for r in ("nope", "rope", "alibi", "mla") for s in range(3)]
+    for v in evaluate(results) + evaluate_dynamics(results):
+        assert sum(p["primary"] for p in v.parts) == 1, v.claim
+        assert all(p["verdict"] == "shown" for p in v.parts if not p["primary"]), v.claim
+
+
+# --- judged against run-to-run noise: the standardised mean ------------------------------------
+
+def _reference_interval(values, level=0.95, step=2e-3):
+    """Every delta on a grid (+-10 around the estimate) whose two one-sided noncentral-t tests
+    keep the observed t."""
+    n = len(values)
+    t = math.sqrt(n) * np.mean(values) / np.std(values, ddof=1)
+    alpha = (1 - level) / 2
+    grid = np.arange(t / math.sqrt(n) - 10, t / math.sqrt(n) + 10, step)
+    cdf = stats.nct.cdf(t, n - 1, math.sqrt(n) * grid)
+    kept = grid[(cdf >= alpha) & (1 - cdf >= alpha)]
+    return kept.min(), kept.max()
+
+
+@pytest.mark.parametrize("values", [[-0.5, -0.49, -0.3, -0.6], [1.13, 1.0, 1.2, 1.25, 0.98, 1.1],
+                                    [0.1, -0.2, 0.05, 0.3, -0.1]])
+def test_standardized_interval_against_a_grid_of_tests(values):
+    from posenc.verdicts.verdict import standardized_interval
+    iv = standardized_interval(values)
+    lo, hi = _reference_interval(values)
+    assert iv.estimate == pytest.approx(np.mean(values) / np.std(values, ddof=1))
+    # the grid's step (2e-3) bounds the reference's error; the root finder's is 1e-10
+    assert iv.low == pytest.approx(lo, abs=2.1e-3) and iv.high == pytest.approx(hi, abs=2.1e-3)
+
+
+def test_standardized_interval_covers_the_true_delta_95_percent_of_the_time():
+    """Normal samples of 5 seeds with delta = -1.5: the exact interval covers it at its level
+    (2000 draws: the coverage's standard error is 0.005, the tolerance 4 of them)."""
+    from posenc.verdicts.verdict import standardized_interval
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(2000):
+        iv = standardized_interval(list(rng.normal(-1.5 * 0.3, 0.3, size=5)))
+        hits += iv.low <= -1.5 <= iv.high
+    assert abs(hits / 2000 - 0.95) < 0.02
+
+
+def test_judge_standardized_compares_with_the_noise_not_with_zero():
+    from posenc.verdicts.verdict import judge_standardized
+    # 12 seeds that shrink a little (mean -0.1) against a run-to-run sd of 0.1: different from 0
+    # (a t interval excludes 0) but not by more than one run's noise
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=12)
+    values = list(-0.1 + 0.1 * (x - x.mean()) / x.std(ddof=1))
+    assert judge(values, 0.0, "below")["verdict"] == "confirmed"
+    part = judge_standardized(values, -1.0, "below")
+    assert part["estimate"] == pytest.approx(-1.0) and part["noise"] == pytest.approx(0.1)
+    assert part["verdict"] == "inconclusive"
+    assert part["agree"] == sum(v < -0.1 for v in values)
+    # a clear shrinkage, several sds: confirmed; growth: refuted; no spread: no noise to use
+    assert judge_standardized([-0.5, -0.45, -0.55, -0.5], -1.0, "below")["verdict"] == "confirmed"
+    assert judge_standardized([0.5, 0.45, 0.55, 0.5], -1.0, "below")["verdict"] == "refuted"
+    flat = judge_standardized([0.2, 0.2, 0.2], -1.0, "below")
+    assert flat["verdict"] == "inconclusive" and "no run-to-run noise" in flat["note"]

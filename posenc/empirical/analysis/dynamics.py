@@ -33,6 +33,9 @@ From the per-example signals of a fixed probe set of training examples, split in
 ``coherence``       |seed| / abs_signal in [0, 1]: 1 when every example pushes the same way, about
                     sqrt(2 / (pi n)) when n signs are random (per-example signals cancel)
 ``agreement``       the fraction of examples whose psi has the sign of the seed
+``sign_balance``    |#positive - #negative| / n of the examples' psi: the coherence the signs
+                    alone give (records made before it existed have none; see
+                    :mod:`.dynamics_summary`)
 ``attribution``     -mean d loss_e / d g_h for a gate g on the head output at hook_z: the
                     first-order estimate of the loss increase when the head is zeroed
 ``importance``      the measured loss increase (nats) when the head alone is zeroed on held-out
@@ -258,6 +261,29 @@ def _grid(t: torch.Tensor) -> list:
         [_grid(s) for s in t]
 
 
+def signal_grids(P: torch.Tensor, probe_batches: int) -> dict[str, Any]:
+    """A record's signal statistics from the per-example signals ``P`` (L, N, H) of the probe
+    set (NaN for layers without a positional part): ``seed``, ``seed_batches``,
+    ``abs_signal``, ``coherence``, ``agreement`` (see the module doc) and ``margin``
+    {``signal``}."""
+    n = P.shape[1]
+    bounds = [round(i * n / probe_batches) for i in range(probe_batches + 1)]
+    seed = P.mean(1)                                           # (L, H)
+    abs_signal = P.abs().mean(1)
+    coherence = seed.abs() / abs_signal.clamp(min=1e-30)
+    coherence[torch.isnan(seed)] = float("nan")
+    agreement = (torch.sign(P) == torch.sign(seed)[:, None, :]).double().mean(1)
+    agreement[torch.isnan(seed)] = float("nan")
+    balance = torch.sign(P).mean(1).abs()                     # |#positive - #negative| / n
+    balance[torch.isnan(seed)] = float("nan")
+    seed_batches = torch.stack([P[:, s:e].mean(1) for s, e in zip(bounds[:-1], bounds[1:])],
+                               dim=-1)                         # (L, H, nb)
+    return {"seed": _grid(seed), "seed_batches": _grid(seed_batches),
+            "abs_signal": _grid(abs_signal), "coherence": _grid(coherence),
+            "agreement": _grid(agreement), "sign_balance": _grid(balance),
+            "margin": {"signal": [_r(margin(row)) for row in seed.abs().tolist()]}}
+
+
 def measure(model: Transformer, probe: TaskData, held: Optional[TaskData],
             probe_batches: int, chunk: int = 32) -> dict[str, Any]:
     """One record's measurements (see the module doc); ``held=None`` skips the importance."""
@@ -270,23 +296,10 @@ def measure(model: Transformer, probe: TaskData, held: Optional[TaskData],
         psi.append(out["psi"].double().cpu())
         gate.append(out["gate"].double().cpu())
         loss.append(out["loss"].double().cpu())
-    P = torch.cat(psi, dim=1)                                  # (L, N, H)
-    bounds = [round(i * n / probe_batches) for i in range(probe_batches + 1)]
-    seed = P.mean(1)                                           # (L, H)
-    abs_signal = P.abs().mean(1)
-    coherence = seed.abs() / abs_signal.clamp(min=1e-30)
-    coherence[torch.isnan(seed)] = float("nan")
-    agreement = (torch.sign(P) == torch.sign(seed)[:, None, :]).double().mean(1)
-    agreement[torch.isnan(seed)] = float("nan")
-    seed_batches = torch.stack([P[:, s:e].mean(1) for s, e in zip(bounds[:-1], bounds[1:])],
-                               dim=-1)                         # (L, H, nb)
-    rec: dict[str, Any] = {
-        "loss": _r(torch.cat(loss).mean()),
-        "seed": _grid(seed), "seed_batches": _grid(seed_batches), "abs_signal": _grid(abs_signal),
-        "coherence": _grid(coherence), "agreement": _grid(agreement),
-        "attribution": _grid(-torch.cat(gate, dim=1).mean(1)),
-    }
-    margins = {"signal": [_r(margin(row)) for row in seed.abs().tolist()]}
+    rec: dict[str, Any] = {"loss": _r(torch.cat(loss).mean()),
+                           **signal_grids(torch.cat(psi, dim=1), probe_batches),
+                           "attribution": _grid(-torch.cat(gate, dim=1).mean(1))}
+    margins = rec.pop("margin")
     if held is not None:
         imp = head_importance(model, held)
         rec.update(importance=[[_r(x) for x in row] for row in imp["importance"]],

@@ -19,6 +19,15 @@ of Sec. 6 and of its reviewers:
   the lead at that record is only a hair's breadth above heads that do nothing yet);
 * **coherence** -- the early mean of |seed| / mean |psi| per head (Prop. 6.1 / 6.2 statistics:
   its maximum over heads) and the sign consistency over batches of the top-signal head;
+  beside it the **sign balance**, the early mean of |#positive - #negative| / n of the
+  examples' signals per head (a record's ``sign_balance``; in records made before it was
+  recorded, |2 agreement - 1|, the same number unless the seed is exactly 0 -- such a head is
+  left out), and its maximum over heads (``sign_balance_max``).
+  With signals of one common magnitude the two are equal; the sign balance ignores the
+  magnitudes, so under sign-symmetric signals (each example's sign a fair coin, whatever its
+  magnitude) it has the random-sign null's distribution exactly
+  (:func:`posenc.verdicts.dynamics.random_sign_null`), which the coherence has only when the
+  magnitudes are equal;
 * **margins and gains** -- per layer the margin (top minus runner-up) of |seed| averaged over the
   early window and of the final importance; the gains ``gamma_k = M_k / M_{k+1}`` (layer 0 the
   shallowest) and their mean log (Thm. 6.1: positive when margins grow towards shallow layers).
@@ -88,6 +97,17 @@ def _final_deposit(records: list[dict], ablation: Optional[dict]) -> tuple[tuple
     return _argmax(grid), f"importance at step {final[-1]['step']}"
 
 
+def _with_balance(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with its ``sign_balance`` grid; from ``agreement`` (a = the share of examples
+    with the seed's sign: balance |2a - 1|) when the record predates it.  a = 0 means a seed of
+    exactly 0, whose balance the agreement does not tell: NaN, left out."""
+    if "sign_balance" in record:
+        return record
+    grid = [[None if a is None or nan_of(a) == 0.0 else abs(2.0 * nan_of(a) - 1.0) for a in row]
+            for row in record["agreement"]]
+    return {**record, "sign_balance": grid}
+
+
 def _gains(margins: list[float]) -> tuple[list[Optional[float]], Optional[float]]:
     gains = []
     for k in range(len(margins) - 1):
@@ -151,6 +171,10 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         consistency = sum(1 for b in batches if b is not None and b * signed > 0) / len(batches)
         sm = [sum(nan_of(r["margin"]["signal"][l]) for r in window) / len(window) for l in range(L)]
         gains, mlog = _gains(sm)
+        if all("sign_balance" in r or "agreement" in r for r in window):
+            bal = _mean_grid([_with_balance(r) for r in window], "sign_balance")
+            out["sign_balance_max"] = max((v for row in bal for v in row if not math.isnan(v)),
+                                          default=None)
         out.update(coherence_max=max(v for row in coh for v in row if not math.isnan(v)),
                    coherence_top=coh[top[0]][top[1]], top_signal_head=list(top),
                    batch_sign_consistency=consistency, signal_margin=sm, signal_gains=gains,
