@@ -38,7 +38,7 @@ from ..coerce import is_int
 from ..errors import PosencError
 from .expect import parse_expect
 from .isolation import DEFAULT_TIMEOUT, check_target
-from .kinds import KINDS, SIGNATURES, check_kind
+from .kinds import KINDS, SIGNATURES, check_kind, check_max_positions
 from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
@@ -152,15 +152,6 @@ def check_xpos(caller: Caller, impl: str, dim: int,
 def _check_dim(dim: int) -> None:
     if not is_int(dim) or dim < 2 or dim % 2 or dim > MAX_DIM:
         raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
-
-
-def check_max_positions(max_positions: Any) -> None:
-    """None, or an int in [GRID, 10^9]: the checker reads positions 0..GRID-1 in any case."""
-    from .rope import GRID
-    if max_positions is not None and (not is_int(max_positions) or not
-                                      GRID <= max_positions <= 10**9):
-        raise PosencError(f"--max-positions must be an integer in [{GRID}, 10^9]; "
-                          f"got {max_positions!r}")
 
 
 def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: int = 64,

@@ -33,7 +33,7 @@ from typing import Optional
 from ..coerce import is_number
 from ..errors import PosencError
 from .expect import parse_expect
-from .kinds import check_kind
+from .kinds import check_kind, check_max_positions
 from .report import ConformanceReport
 
 DEFAULT_TIMEOUT = 60.0
@@ -70,7 +70,6 @@ def check_target(target: str, kind: Optional[str] = None, *, dim: int = 64,
     check_kind(kind)
     check_timeout(timeout)
     expected = parse_expect(expect, kind)            # refuse a malformed --expect before any work
-    from . import check_max_positions
     check_max_positions(max_positions)
     request = {"target": target, "kind": kind, "dim": dim, "expect": expected,
                "max_positions": max_positions, "cwd": os.getcwd()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..coerce import is_int
 from ..errors import PosencError
 
 KINDS = ("rope", "bias", "xpos", "t5", "rope-qk")
@@ -22,3 +23,12 @@ def check_kind(kind: Any) -> None:
     """``kind`` is None (detect it) or one of :data:`KINDS`; else one PosencError line."""
     if kind is not None and kind not in KINDS:
         raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
+
+
+def check_max_positions(max_positions: Any) -> None:
+    """None, or an int in [GRID, 10^9]: the checker reads positions 0..GRID-1 in any case."""
+    from .rope import GRID
+    if max_positions is not None and (not is_int(max_positions) or not
+                                      GRID <= max_positions <= 10**9):
+        raise PosencError(f"--max-positions must be an integer in [{GRID}, 10^9]; "
+                          f"got {max_positions!r}")

@@ -1,7 +1,7 @@
 """verdicts: stored training runs turned into verdicts on the paper's empirical claims.
 
 * :mod:`.verdict`   -- a stated statistic, its interval over seeds, one word
-  (:func:`judge`, :class:`Verdict`; the rules are in that module's doc: one pre-registered
+  (:func:`judge`, :class:`Verdict`; the rules are in that module's doc: one fixed
   primary part per claim, the others shown and not judged; :func:`judge_standardized` for a
   statistic compared with its run-to-run noise);
 * :mod:`.runs`      -- the one path from runs to a judged part: runs per (task, role, seed)

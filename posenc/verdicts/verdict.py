@@ -31,7 +31,7 @@ Bounded quantities (per-PE accuracies in the accuracy table) get
 :func:`bounded_interval`, a Student-t interval on the logit scale (delta method) that
 stays inside the range; the test-set sampling error of one run is :func:`binomial_se`.
 
-**Multiplicity: one pre-registered primary part per claim.**  A claim may show several
+**Multiplicity: one primary part per claim, fixed in the code.**  A claim may show several
 parts (several statistics of the same runs), but exactly one of them -- its *primary* part,
 named where the claim is defined (:func:`verdict_from_parts`, ``primary``) -- is judged; the
 others are *shown, not judged*: their interval is printed (marked "shown") and their word is
@@ -40,7 +40,7 @@ then one test at the 95% level (two-sided interval: a decision in either directi
 <= 2.5% under its null), and the report's ~15 claims are ~15 tests, each read on its own; no
 correction is applied across claims (the report states this and how many primary tests it
 judged).  The alternative, Holm's step-down correction over every part, would judge ~25
-parts at levels down to 0.05/25 and let a secondary part veto a claim; a pre-registered primary
+parts at levels down to 0.05/25 and let a secondary part veto a claim; a primary fixed in advance
 keeps each claim's verdict about the statistic that states it.
 
 **Run-to-run noise** (:func:`judge_standardized`): where a claim compares a change with the
@@ -312,7 +312,7 @@ SHOWN = "shown"
 def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
                        parts: list[dict[str, Any]], digits: int = 1,
                        primary: Optional[int] = None) -> Verdict:
-    """A claim's verdict: its pre-registered primary part's verdict, over that part's seeds.
+    """A claim's verdict: its primary part's verdict, over that part's seeds.
 
     ``primary``: the index of the judged part in ``parts`` -- required when there are several
     (the choice is part of the claim's definition, made where the claim is stated); the others
@@ -320,7 +320,7 @@ def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
     printed; no word is given for it)."""
     if primary is None:
         if len(parts) != 1:
-            raise ValueError(f"claim {claim}: {len(parts)} parts need a pre-registered primary")
+            raise ValueError(f"claim {claim}: {len(parts)} parts need a primary part fixed in advance")
         primary = 0
     if not 0 <= primary < len(parts):
         raise ValueError(f"claim {claim}: primary part {primary} of {len(parts)}")

@@ -144,7 +144,7 @@ def test_a_bounded_statistic_shows_its_interval_inside_the_range_with_the_same_v
     assert judge([90.0, -80.0])["interval"][1] > 100 and wide["interval"] == [-100, 100]
 
 
-# --- multiplicity: one pre-registered primary part per claim ----------------------------------
+# --- multiplicity: one primary part per claim, fixed in advance ----------------------------------
 
 def _part(name, values, tau=0.0, predicted="above"):
     return {"part": name, **judge(values, tau, predicted)}
@@ -165,7 +165,7 @@ def test_a_claim_is_decided_by_its_primary_part_alone():
                            primary=0)
     assert v.verdict == "confirmed" and v.seeds == 4
     # several parts without a stated primary: refused, the choice belongs to the claim
-    with pytest.raises(ValueError, match="pre-registered primary"):
+    with pytest.raises(ValueError, match="need a primary part fixed in advance"):
         verdict_from_parts("X", "s", "st", "p", [_part("a", clear), _part("b", null)])
     with pytest.raises(ValueError, match="primary part 2"):
         verdict_from_parts("X", "s", "st", "p", [_part("a", clear), _part("b", null)], primary=2)
