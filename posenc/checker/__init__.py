@@ -81,6 +81,7 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
     from .positions import check_positions
     from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
+    from .rope_scale import ScaledProbe, check_scale, constant_scale, scale_value
 
     _check_dim(dim)
     probe = RopeProbe(caller, dim)
@@ -99,8 +100,16 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                               f"basis vectors at position {positions[s]}"))
         return report
     props.append(check_linear(probe, M, positions))
-    props.append(check_norm(M, positions))
-    props.append(check_shift(M, positions))
+    M_user, scaled = M, _expected_scaling(expected, summary)
+    scale = constant_scale(M)
+    if scale is None:
+        props.append(check_norm(M, positions))
+    else:                               # s R_p: read the rotations off f / s (see rope_scale.py)
+        props.append(check_scale(scale, positions, summary.get("expected_attention_factor"),
+                                 scaled))
+        summary["attention_factor"] = scale_value(scale)
+        probe, M = ScaledProbe(probe, scale), M / scale[None, :, None]
+    props.append(check_shift(M_user, positions))
     used, M0, ignored = check_positions(probe, M, positions, summary)
     props.append(used)
     if ignored:
@@ -122,7 +131,7 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
             for name in ("frequencies", "float32 drift"):
                 props.append(Property(name, NA, "sin and cos are swapped (see uses positions)"))
         else:
-            props.append(check_frequencies(Mrel, Mbig_rel, big, dim, summary))
+            props.append(check_frequencies(Mrel, Mbig_rel, big, dim, summary, expected))
             if any(p.status == FAIL for p in props):
                 from .half import half_tables
                 words = half_tables(Mrel, summary.get("planes"))
@@ -137,8 +146,26 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                 props.append(check_drift(probe, dim, summary, large))
     if expected:
         from .expect import check_rope_expectation
-        props.append(check_rope_expectation(M, positions, expected, dim, summary, TOL))
+        props.append(check_rope_expectation(M_user, positions, expected, dim, summary, TOL))
     return report
+
+
+def _expected_scaling(expected: Optional[dict], summary: dict) -> str:
+    """``scaling=..,factor=..`` of an --expect with a scaling (its attention factor goes to the
+    summary), else ``""``."""
+    from .expect import SCALING_KEYS, expected_rope
+    from .report import fmt
+    from ..numerics.conventions import rope_attention_factor
+
+    if not expected or expected.get("scaling", "none") == "none":
+        return ""
+    conv = {k: v for k, v in expected.items() if k in SCALING_KEYS}
+    summary["expected_attention_factor"] = rope_attention_factor(expected_rope(conv))
+
+    def text(v) -> str:
+        return ":".join(map(fmt, v)) if isinstance(v, list) else fmt(v) if isinstance(v, float) \
+            else str(v)
+    return ",".join(f"{k}={text(v)}" for k, v in conv.items())
 
 
 def check_xpos(caller: Caller, impl: str, dim: int,

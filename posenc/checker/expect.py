@@ -20,17 +20,19 @@ from typing import Optional
 
 import numpy as np
 
-from ..encodings import RoPE
+from ..encodings import RoPE, rope_scaling
 from ..errors import PosencError
 from .entries import same, slope_rtol
 from .report import FAIL, PASS, Property, fmt
 
 ROPE_KEYS = ("base", "pairing", "fraction")
+#: Scaled RoPE (:mod:`posenc.encodings.rope_scaling`): the catalogue spec's own keys.
+SCALING_KEYS = tuple(rope_scaling.DEFAULTS)
 BIAS_KEYS = ("slopes", "direction", "r1", "r2", "dtype")
 XPOS_KEYS = ("base", "gamma", "scale_base")
 T5_KEYS = ("bidirectional", "num_buckets", "max_distance")
 #: kind -> the --expect keys it takes ("base" is rotary's unless the kind is xpos).
-KEYS = {"rope": ROPE_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS, "t5": T5_KEYS,
+KEYS = {"rope": ROPE_KEYS + SCALING_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS, "t5": T5_KEYS,
         "rope-qk": ROPE_KEYS}
 MAX_LIST = 4096
 
@@ -73,10 +75,13 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
     else:
         raise PosencError(f"expect must be a string or a dict; got {type(expect).__name__}")
     out: dict = {}
+    scaling: dict = {}
     for key, value in items:
-        if key in out:
+        if key in out or key in scaling:
             raise PosencError(f"--expect: {key} given twice")
-        if key == "base":
+        if key in SCALING_KEYS:
+            scaling[key] = value
+        elif key == "base":
             out[key] = _number(key, value)
             if out[key] <= 1:
                 raise PosencError(f"--expect base={value}: the RoPE base must be > 1")
@@ -122,9 +127,11 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
             if out[key] <= 0:
                 raise PosencError(f"--expect {key}={value}: must be > 0")
         else:
-            raise PosencError(f"--expect: unknown key {key!r}; rotary: {', '.join(ROPE_KEYS)}; "
+            raise PosencError(f"--expect: unknown key {key!r}; rotary: {', '.join(ROPE_KEYS)}, "
+                              f"scaling=KIND,factor=F,... (the keys of rope:scaling=...); "
                               f"bias: {', '.join(BIAS_KEYS)}; xpos: {', '.join(XPOS_KEYS)}; "
                               f"t5: {', '.join(T5_KEYS)}")
+    out.update(_scaling(scaling))
     if "slopes" in out and ("r1" in out or "r2" in out):
         raise PosencError("--expect mixes ALiBi's slopes with KERPLE-log's r1, r2")
     kinds = [k for k, keys in KEYS.items() if all(key in keys for key in out)]
@@ -150,22 +157,52 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
     return out
 
 
+def _scaling(items: dict) -> dict:
+    """The scaling keys, read and validated by the catalogue's own spec parser (so --expect takes
+    what ``rope:scaling=...`` takes); lists (short_factor, long_factor) as JSON lists."""
+    if not items:
+        return {}
+    from ..encodings.spec_parsing import parse_spec
+
+    text = ",".join(f"{k}={v.replace(':', ';') if k.endswith('_factor') else v}"
+                    for k, v in items.items())
+    try:
+        spec = parse_spec(f"rope:{text}")
+    except PosencError as exc:
+        raise PosencError(f"--expect {text}: {exc}") from None
+    return {k: list(getattr(spec, k)) if isinstance(getattr(spec, k), tuple) else getattr(spec, k)
+            for k in items}
+
+
+def expected_rope(conventions: dict) -> RoPE:
+    """The catalogue RoPE of ``conventions`` (base, pairing, fraction and any scaling keys)."""
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in conventions.items()
+          if k in ROPE_KEYS + SCALING_KEYS}
+    try:
+        return RoPE(**kw)
+    except PosencError as exc:
+        raise PosencError(f"--expect: {exc}") from None
+
+
 # --- rotary ------------------------------------------------------------------------------------
 
 def reference_rotations(conventions: dict, dim: int,
                         positions: np.ndarray) -> tuple[np.ndarray, RoPE]:
     """The catalogue RoPE of the given conventions at ``positions``: (S, dim, dim)."""
-    from ..numerics.conventions import rope_frequencies, rotary_dims
+    from ..numerics.conventions import rope_attention_factor, rope_frequencies, rotary_dims
 
-    spec = RoPE(base=conventions["base"], pairing=conventions["pairing"],
-                fraction=conventions["fraction"])
-    theta = rope_frequencies(spec, dim)                                     # (r/2,)
+    spec = expected_rope(conventions)
+    try:
+        theta = rope_frequencies(spec, dim)                                 # (r/2,)
+    except PosencError as exc:
+        raise PosencError(f"--expect: {exc}") from None
     r = rotary_dims(spec, dim)
     M = np.tile(np.eye(dim), (len(positions), 1, 1))
     for m, t in enumerate(theta):
         a, b = (2 * m, 2 * m + 1) if spec.pairing == "interleaved" else (m, m + r // 2)
         c, s = np.cos(positions * t), np.sin(positions * t)
         M[:, a, a], M[:, b, b], M[:, b, a], M[:, a, b] = c, c, s, -s
+    M[:, :r] *= rope_attention_factor(spec)         # cos and sin tables times s: rotary dims
     return M, spec
 
 
@@ -185,6 +222,12 @@ def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
             text += (f" -- θ_m = {fmt(want)}^(−m/d) instead of {fmt(want)}^(−2m/d): the "
                      f"arange(d/2)/d indexing slip (it should be arange(0, d, 2)/d)")
         out.append(text)
+    if summary.get("scaling_found"):
+        out.append(summary["scaling_found"])
+    want_s = summary.get("expected_attention_factor")
+    if want_s is not None and abs(summary.get("attention_factor", 1.0) - want_s) > 1e-5 * want_s:
+        out.append(f"attention factor s = {fmt(summary.get('attention_factor', 1.0))} "
+                   f"(‖f(x,p)‖ = s‖x‖), expected s = {fmt(want_s)}")
     if summary.get("offset"):
         out.append(f"positions start at {summary['offset']} (f(x, p) = RoPE(x, p + "
                    f"{summary['offset']}))")
@@ -202,7 +245,7 @@ def check_rope_expectation(M: np.ndarray, positions: np.ndarray, expected: dict,
     conventions = {"base": summary.get("base") or 10000.0,
                    "pairing": summary.get("pairing") or "interleaved",
                    "fraction": r / dim if r else 1.0}
-    conventions.update({k: v for k, v in expected.items() if k in ROPE_KEYS})
+    conventions.update({k: v for k, v in expected.items() if k in ROPE_KEYS + SCALING_KEYS})
     R, spec = reference_rotations(conventions, dim, positions.astype(np.float64))
     summary["expected_spec"] = spec.to_string()
     dev = np.abs(M - R)                                                     # (S, D, D)

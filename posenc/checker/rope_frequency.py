@@ -17,7 +17,7 @@ frequency at high index) fails.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -25,10 +25,7 @@ from ..encodings import RoPE
 from ..errors import PosencError
 from .report import FAIL, NA, PASS, Property, fmt
 from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
-
-# θ recovered from float32 tables is off by ≲ (1 + |ln θ|)·u ≲ 6e-7 relative (θ ≥ 1e-4); a
-# different base or frequency layout changes some θ_m by ≥ 1e-3 relative.
-FREQ_TOL = 1e-5
+from .rope_scaled_frequency import FREQ_TOL, fit_scaled, name_scaling, nice_bases
 
 
 def _plane_index(pairing: str, a: int) -> int:
@@ -49,11 +46,6 @@ def _fit_base(m: np.ndarray, theta: np.ndarray, r: int) -> float:
     return float(math.exp(-np.dot(x, np.log(theta[use])) / np.dot(x, x)))
 
 
-def _nice(base: float) -> list[float]:
-    digits = [float(f"{base:.{k}g}") for k in (3, 4, 6)]
-    return digits + [base]
-
-
 def reference_matrices(positions: np.ndarray, planes, theta: np.ndarray, dim: int) -> np.ndarray:
     """The catalogue rotation at each position for the given planes and angles: (S, dim, dim)."""
     M = np.tile(np.eye(dim), (len(positions), 1, 1))
@@ -64,7 +56,9 @@ def reference_matrices(positions: np.ndarray, planes, theta: np.ndarray, dim: in
 
 
 def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
-                      summary: dict) -> Property:
+                      summary: dict, expected: Optional[dict] = None) -> Property:
+    """θ_m against base^(−2m/r); with ``expected`` (an --expect with a scaling) against the
+    expected spec's scaled frequencies (:mod:`.rope_scaled_frequency`)."""
     planes, pairing, r = summary.get("planes"), summary.get("pairing"), summary.get("rotary_dims")
     if not planes or pairing is None or not summary.get("rotations"):
         return Property("frequencies", NA, "needs planes that rotate (see pairing)")
@@ -77,12 +71,14 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
                         "(a cos + b sin, −a sin + b cos), i.e. θ_m < 0",
                         f"x = e_{a}, position 1: f(x,1)_{b} = {fmt(M[1, b, a])} (catalogue: "
                         f"+sin θ_0 > 0)")
+    if expected and expected.get("scaling", "none") != "none":
+        return _check_scaled(M, m, theta, planes, pairing, r, dim, summary, expected)
     base = _fit_base(m, theta, r)
     # Prefer a round base (10000, 500000) when it explains θ as well as the exact fit does --
     # within 4x of the fit's own error: float32 tables put both at ~1e-7; a float64
     # implementation with base 44.444... gives the exact fit ~1e-15 and 44.4444 ~1e-7.
     cands = []
-    for cand in _nice(base):
+    for cand in nice_bases(base):
         ref = _reference_theta(cand, r, pairing)[m]
         cands.append((cand, ref, np.abs(theta - ref) / np.abs(ref)))
     fit_err = float(np.max(cands[-1][2]))
@@ -97,7 +93,11 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
     if err.max() > FREQ_TOL or not np.all(np.isfinite(err)):
         k = int(np.nanargmax(np.where(np.isfinite(err), err, np.inf)))
         a, b = planes[k]
-        return Property("frequencies", FAIL, "θ_m ≠ base^(−2m/r) for any base",
+        words = name_scaling(m, theta, r)
+        if words:
+            summary["scaling_found"] = words
+        return Property("frequencies", FAIL, "θ_m ≠ base^(−2m/r) for any base"
+                        + (f": {words}" if words else ""),
                         f"plane m = {m[k]} (dims {a}, {b}): θ = {fmt(theta[k])}, but the best fit "
                         f"base {fmt(base)} gives {fmt(ref[k])}")
     summary["theta_ref"] = [float(t) for t in ref]
@@ -108,15 +108,48 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
                     f"{spec.to_string()} (max entry deviation {dev:.1e})")
 
 
-def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing: str) -> np.ndarray:
-    """Rotate x (B, S, D) at ``positions`` with angles p·θ_m computed by mpmath at 30 digits."""
+def _check_scaled(M: np.ndarray, m: np.ndarray, theta: np.ndarray, planes, pairing: str, r: int,
+                  dim: int, summary: dict, expected: dict) -> Property:
+    from .expect import expected_rope
+
+    base, ref, err = fit_scaled(m, theta, r, expected)
+    conv = {k: v for k, v in expected.items() if k not in ("kind", "pairing", "fraction")}
+    spec = expected_rope({**conv, "base": base, "pairing": pairing,
+                          "fraction": r / dim if r < dim else 1.0})
+    summary["base"] = base
+    summary["spec"] = spec.to_string()
+    if err.max() > FREQ_TOL or not np.all(np.isfinite(err)):
+        k = int(np.nanargmax(np.where(np.isfinite(err), err, np.inf)))
+        a, b = planes[k]
+        found = name_scaling(m, theta, r) or "neither a uniform nor a per-band factor"
+        want = name_scaling(m, ref, r)
+        summary["scaling_found"] = f"found: {found}"
+        return Property("frequencies", FAIL, f"θ_m are not the frequencies of {spec.to_string()}"
+                        f": found: {found}" + (f"; expected: {want}" if want else ""),
+                        f"plane m = {m[k]} (dims {a}, {b}): θ = {fmt(theta[k])}, the expected "
+                        f"spec gives {fmt(ref[k])}")
+    summary["theta_ref"] = [float(t) for t in ref]
+    summary["scaled"] = True
+    Mref = reference_matrices(np.arange(GRID, dtype=np.float64), planes, ref, dim)
+    dev = float(np.abs(M - Mref).max())
+    return Property("frequencies", PASS,
+                    f"θ_m = the scaled frequencies of {spec.to_string()} (base {base:.6g}, r = {r}; "
+                    f"max relative deviation {err.max():.1e}, max entry deviation {dev:.1e})")
+
+
+def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing: str,
+                  theta: Optional[Sequence[float]] = None) -> np.ndarray:
+    """Rotate x (B, S, D) at ``positions`` with angles p·θ_m computed by mpmath at 30 digits;
+    θ_m = base^(−2m/r) at 30 digits, or the float64 ``theta`` per plane (a scaled RoPE's: their
+    rounding, ≤ 1.1e-16·p·θ, is far below even the float64 bound 4·eps64·(p·θ + 4))."""
     import mpmath as mp
 
     out = x.copy()
     with mp.workdps(30):
-        for (a, b) in planes:
+        for k, (a, b) in enumerate(planes):
             mm = _plane_index(pairing, a)
-            th = mp.power(mp.mpf(base), -mp.mpf(2 * mm) / r)
+            th = (mp.power(mp.mpf(base), -mp.mpf(2 * mm) / r) if theta is None
+                  else mp.mpf(theta[k]))
             for s, p in enumerate(positions):
                 ang = mp.mpf(int(p)) * th
                 c, sn = float(mp.cos(ang)), float(mp.sin(ang))
@@ -162,9 +195,10 @@ def check_drift(probe: RopeProbe, dim: int, summary: dict,
     except PosencError as exc:
         return Property("float32 drift", FAIL, "raised at large positions", str(exc))
     shifted = positions + int(summary.get("offset", 0))      # "positions start at c": see positions.py
+    theta = summary["theta_ref"] if summary.get("scaled") else None
     ref = _mp_reference(x.astype(np.float32).astype(np.float64), shifted, planes,
-                        base, r, pairing)
-    ref64 = _mp_reference(x, shifted, planes, base, r, pairing)
+                        base, r, pairing, theta)
+    ref64 = _mp_reference(x, shifted, planes, base, r, pairing, theta)
     tmax = max(abs(t) for t in summary["theta_ref"])
     e32 = np.abs(y32 - ref).max(axis=(0, 2))                                # (len(LARGE),)
     e64 = np.abs(y64 - ref64).max(axis=(0, 2))
