@@ -175,7 +175,7 @@ def test_llama3_is_named_as_a_per_band_factor():
 
 def test_a_scale_that_varies_with_position_is_not_an_attention_factor():
     def f(x, positions):
-        return LINEAR(x, positions) * (1 + 0.01 * np.asarray(positions))[:, None]
+        return LINEAR(x, positions) * (1.1 + 0.01 * np.asarray(positions))[:, None]
     report = check_callable(f, "rope", dim=16)
     assert "not orthogonal" in props(report)["norm preservation"].detail
     assert "attention factor" not in props(report)["norm preservation"].detail
