@@ -56,14 +56,15 @@ class ScaledProbe(RopeProbe):
 
 
 def _guess(s: float) -> str:
-    """What a constant scale s looks like: YaRN's default 0.1 ln F + 1 with F = e^(10(s−1))."""
+    """What a constant scale s looks like: YaRN's default 0.1 ln F + 1 when F = e^(10(s−1)) is a
+    whole factor (2, 4, 8, ...; to 1e-4), else an attention factor of no named default."""
     factor = math.exp(10 * (s - 1)) if 1 < s < 2 else 0.0
-    if factor < 1.5 or factor > 1024:     # no plausible YaRN factor
-        return "a constant scale of a rotation: an attention factor s?"
     nice = round(factor)
-    shown = str(nice) if nice >= 1 and abs(factor / nice - 1) < 1e-4 else fmt(factor, 4)
-    return (f"an attention factor s (YaRN's 0.1 ln F + 1 with F = {shown}; pass --expect "
-            f"scaling=yarn,factor={shown} if that is meant)?")
+    if 2 <= nice <= 1024 and abs(factor / nice - 1) < 1e-4:
+        return (f"an attention factor s (YaRN's 0.1 ln F + 1 with F = {nice}; pass --expect "
+                f"scaling=yarn,factor={nice} if that is meant)?")
+    return ("a constant scale of a rotation: an attention factor s (YaRN's 0.1 ln F + 1, "
+            "LongRoPE's sqrt(1 + ln F / ln original), or given)?")
 
 
 def check_scale(scale: np.ndarray, positions: np.ndarray,

@@ -55,6 +55,12 @@ def hf_yarn(dim, base=10000.0, factor=4.0, original=4096, beta_fast=32.0, beta_s
     return inv_freq, attention_factor
 
 
+def hf_ntk(dim, base=10000.0, factor=4.0):
+    """Static NTK-aware: transformers' dynamic NTK at the length where its ratio is the factor."""
+    base = base * factor ** (dim / (dim - 2))
+    return 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)), 1.0
+
+
 def hf_llama3(dim, base=500000.0, factor=8.0, original=8192, low_freq_factor=1.0,
               high_freq_factor=4.0):
     inv_freq = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
@@ -96,6 +102,7 @@ YARN = rotary(hf_yarn)
     (rotary(hf_yarn, factor=16.0, original=2048), "scaling=yarn,factor=16,original=2048"),
     (rotary(hf_llama3), "base=500000,scaling=llama3,factor=8,original=8192"),
     (rotary(hf_yarn, fraction=0.5), "scaling=yarn,factor=4"),
+    (rotary(hf_ntk), "scaling=ntk,factor=4"),
 ])
 def test_a_correct_scaled_rope_passes_with_its_expect(fn, expect):
     report = check_callable(fn, "rope", dim=32, expect=expect)
@@ -164,6 +171,15 @@ def test_yarn_is_named_without_expect_and_its_scale_does_not_fail_the_positions(
     assert "an attention factor s (YaRN's 0.1 ln F + 1 with F = 4" in norm.detail, norm.detail
     freq = p["frequencies"]
     assert freq.status == "fail" and "per-band factor from 1 to 4: YaRN / Llama-3" in freq.detail
+
+
+def test_a_scale_of_no_yarn_factor_is_named_an_attention_factor_only():
+    s = math.sqrt(1 + math.log(4) / math.log(4096))                         # LongRoPE's default
+    f = rotary(lambda d: (hf_linear(d)[0], s))
+    norm = props(check_callable(f, "rope", dim=16))["norm preservation"]
+    assert norm.status == "fail" and f"= {s:.6g} ‖x‖ at every p" in norm.detail, norm.detail
+    assert "a constant scale of a rotation: an attention factor s" in norm.detail
+    assert "with F =" not in norm.detail
 
 
 def test_llama3_is_named_as_a_per_band_factor():
