@@ -29,7 +29,7 @@ from .loading import Caller
 from .report import FAIL, NA, PASS, ConformanceReport, Property, fmt
 from .rope import GRID, TOL, check_norm, check_pairing, check_shift
 from .rope_frequency import check_frequencies
-from .xpos import XposProbe, check_linear, check_uses_positions
+from .xpos import open_pair_report
 
 
 def _conventions(M: np.ndarray, dim: int) -> dict:
@@ -83,18 +83,10 @@ def _same_rotation(Mq: np.ndarray, Mk: np.ndarray, dim: int, summary: dict) -> P
 
 def check_rope_qk(caller: Caller, impl: str, dim: int,
                   expected: Optional[dict] = None) -> ConformanceReport:
-    probe = XposProbe(caller, dim)
-    positions = np.arange(GRID)
-    Mq, Mk = probe.matrices(positions)
-    report = ConformanceReport(impl, "rope-qk", caller.mode or "numpy")
-    props, summary = report.properties, report.summary
-    props.append(Property("shape", PASS, f"(q, k) of (..., seq, {dim}) -> the pair, same shapes "
-                          f"(given with {probe.rank} axes)"))
-    if not (np.all(np.isfinite(Mq)) and np.all(np.isfinite(Mk))):
-        props.append(Property("finite", FAIL, "returned NaN or infinity"))
+    report, probe, positions, Mq, Mk, ok = open_pair_report(caller, impl, dim, "rope-qk")
+    if not ok:
         return report
-    props.append(check_linear(probe, Mq, Mk, positions))
-    props.append(check_uses_positions(probe, Mq, Mk, positions))
+    props, summary = report.properties, report.summary
     for side, M in (("q", Mq), ("k", Mk)):
         p = check_norm(M, positions)
         props.append(Property(f"norm preservation ({side})", p.status, p.detail, p.counterexample))

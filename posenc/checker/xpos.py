@@ -231,20 +231,31 @@ def check_reference(probe: XposProbe, Mq: np.ndarray, Mk: np.ndarray, positions:
                     f"{fmt(ref[i, j])}")
 
 
-def check_xpos(caller: Caller, impl: str, dim: int,
-               expected: Optional[dict] = None) -> ConformanceReport:
+def open_pair_report(caller: Caller, impl: str, dim: int, kind: str) -> tuple:
+    """The checks every ``f(q, k, positions) -> (q, k)`` kind (xpos, rope-qk) starts with:
+    ``(report, probe, positions, Mq, Mk, ok)`` -- shape, finiteness, linearity and use of the
+    positions in ``report``; ``ok`` False when the output is not finite (nothing else to check)."""
     probe = XposProbe(caller, dim)
     positions = np.arange(GRID)
     Mq, Mk = probe.matrices(positions)
-    report = ConformanceReport(impl, "xpos", caller.mode or "numpy")
-    props, summary = report.properties, report.summary
+    report = ConformanceReport(impl, kind, caller.mode or "numpy")
+    props = report.properties
     props.append(Property("shape", PASS, f"(q, k) of (..., seq, {dim}) -> the pair, same shapes "
                           f"(given with {probe.rank} axes)"))
     if not (np.all(np.isfinite(Mq)) and np.all(np.isfinite(Mk))):
         props.append(Property("finite", FAIL, "returned NaN or infinity"))
-        return report
+        return report, probe, positions, Mq, Mk, False
     props.append(check_linear(probe, Mq, Mk, positions))
     props.append(check_uses_positions(probe, Mq, Mk, positions))
+    return report, probe, positions, Mq, Mk, True
+
+
+def check_xpos(caller: Caller, impl: str, dim: int,
+               expected: Optional[dict] = None) -> ConformanceReport:
+    report, probe, positions, Mq, Mk, ok = open_pair_report(caller, impl, dim, "xpos")
+    if not ok:
+        return report
+    props, summary = report.properties, report.summary
     props.append(check_planes(Mq, Mk, positions, summary))
     shift = check_shift(Mq, positions, Mk)
     props.append(Property("shift invariance (logit)", shift.status, shift.detail,
