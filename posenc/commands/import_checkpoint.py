@@ -29,7 +29,8 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="task sizes: paper (default), quick or smoke; the vocabulary is the "
                         "checkpoint's")
     p.add_argument("--seq-len", type=int, default=None, help="padded sequence length of the task")
-    which = p.add_mutually_exclusive_group(required=True)
+    which = p.add_mutually_exclusive_group()  # one of them is required: trigger_vocab says so,
+    # with the line the Python API gives
     which.add_argument("--trigger-ids", default=None, metavar="ID,ID[,...]",
                        help="the token ids the model's triggers had: distance A,B; count every "
                             "trigger (the paper's scripts pick random trigger words, so its "

@@ -142,7 +142,7 @@ def test_trigger_words_are_looked_up_in_the_tokenizer_vocabulary(tmp_path, train
 
 
 @pytest.mark.parametrize("args,match", [
-    ([], "one of the arguments --trigger-ids --triggers is required"),
+    ([], "give the trigger ids (--trigger-ids) or the trigger words"),
     (["--trigger-ids", "1"], "two triggers (A, then B)"),
     (["--trigger-ids", "1,1"], "must be distinct"),
     (["--trigger-ids", "0,2"], "0 is PAD"),
@@ -170,5 +170,17 @@ def test_an_import_whose_data_cannot_match_is_refused(tmp_path, capsys, args, ma
                  "--task", "distance", "--out", str(out), "--heads", "4", "--preset", "smoke",
                  *args])
     err = capsys.readouterr().err
-    assert code == 2 and match in err, err
+    assert code == 2 and match in err and err.count("\n") == 1, err  # one line, no traceback
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_the_api_refuses_a_missing_trigger_id_with_the_cli_line(tmp_path, capsys):
+    torch.save(reference("nope").state_dict(), tmp_path / "model.pth")
+    with pytest.raises(posenc.PosencError) as api:
+        posenc.import_checkpoint(tmp_path / "model.pth", "nope", "distance", tmp_path / "a",
+                                 heads=4, preset="smoke")
+    assert main(["import-checkpoint", str(tmp_path / "model.pth"), "--paper-code", "--pe", "nope",
+                 "--task", "distance", "--out", str(tmp_path / "b"), "--heads", "4",
+                 "--preset", "smoke"]) == 2
+    assert capsys.readouterr().err == f"posenc: error: {api.value}\n"
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
