@@ -20,6 +20,15 @@ tokens and ``(V)_k = V! / (V-k)!`` the falling factorial; the length priors are 
 examples drawn with the task's own sampler, each term exact, and gives its standard error.
 (tests/empirical/test_bayes_ceiling.py checks the posterior and the ceiling against a
 brute-force enumeration of every example of small configurations.)
+
+**The floor of an order-blind model.**  :func:`length_only_rate` is the other end: the best
+accuracy from an example's length alone, ``sum_L max_d P(L, d)``.  A model that cannot tell the
+order of its tokens -- NoPE, or any PE whose model learned nothing of position -- still reads the
+length (a token attending to all puts weight 1/L on each), and with the clean samplers the
+fillers are drawn independently of the label, so it can do no better; a distance model at that
+level has learned nothing of positions although it is far above chance (14.7% against 2.5% at
+the quick size).  The verdicts use it as the floor a PE must clear to count as having learned
+(:meth:`posenc.verdicts.accuracy_runs.Runs.floor`).
 """
 
 from __future__ import annotations
@@ -89,6 +98,28 @@ def distance_posterior(row: Sequence[int], task: TaskConfig) -> dict[int, float]
         weights[d] = weights.get(d, 0.0) + math.exp(w - top)
     total = sum(weights.values())
     return {d: w / total for d, w in sorted(weights.items())}
+
+
+def length_only_rate(task: TaskConfig) -> float:
+    """The best accuracy of an answer from the example's length alone (module doc), exact: the
+    distance task's length is ``left + gap + right + 2`` with the three uniform and independent,
+    and the label ``gap + 1``; every count example has the same length, so there it is the chance
+    rate ``1 / (max_count + 1)``.  The same for both samplers (the paper's fillers do not change a
+    length; its extra trigger copies let an order-blind model see a little more than the length,
+    so there it is a lower bound of that model's best)."""
+    if task.name != "distance":
+        return 1.0 / (task.max_count + 1)
+    lefts, rights = range(1, task.max_left + 1), range(1, task.max_right + 1)
+    sides: dict[int, int] = {}  # left + right -> ways
+    for left in lefts:
+        for right in rights:
+            sides[left + right] = sides.get(left + right, 0) + 1
+    best: dict[int, int] = {}  # length -> ways of its most frequent gap
+    for gap in range(1, task.max_gap + 1):
+        for s, ways in sides.items():
+            length = s + gap + 2
+            best[length] = max(best.get(length, 0), ways)
+    return sum(best.values()) / (len(lefts) * len(rights) * task.max_gap)
 
 
 def bayes_ceiling(task: TaskConfig, examples: int = DEFAULT_EXAMPLES, seed: int = 0) -> Ceiling:

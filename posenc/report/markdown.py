@@ -142,22 +142,25 @@ def _accuracy(inp: ReportInputs) -> list[str]:
              "Mean over seeds with a 95% Student-t interval on the logit scale (delta method; it "
              "stays inside 0-100%); *test SE*: one run's test-set binomial standard error "
              "(mean over seeds), the sampling error of a single accuracy; *chance*: the test "
-             "split's majority-label rate; *learned*: the mean is at least "
-             f"{LEARNED_MARGIN:g} points above chance -- a PE that did not learn a task stays out "
-             "of that task's deposit statistics (its ablation drops are noise).", "",
-             "| task | PE (role) | spec | test accuracy %: mean [95% CI] | test SE (points) | "
-             "chance % | learned | per seed |", "|---|---|---|---|---|---|---|---|"]
+             "split's majority-label rate; *floor*: the larger of chance and the best accuracy "
+             "from an example's length alone (exact for the task's sampler: a distance model "
+             "that learned nothing of positions still reads the length); *learned*: the mean is "
+             f"at least {LEARNED_MARGIN:g} points above the floor -- a PE that did not learn a "
+             "task stays out of that task's deposit statistics (its ablation drops are noise).",
+             "", "| task | PE (role) | spec | test accuracy %: mean [95% CI] | test SE (points) | "
+             "chance % | floor % | learned | per seed |", "|---|---|---|---|---|---|---|---|---|"]
     unlearned = []
     for task, roles in inp.accuracy.items():
         for role, row in roles.items():
             vals = ", ".join(f"{v:.1f}" for v in row["values"])
             se = "-" if row.get("test_se") is None else f"±{row['test_se']:.1f}"
             chance = "-" if row.get("chance") is None else f"{row['chance']:.1f}"
+            floor = "-" if row.get("floor") is None else f"{row['floor']:.1f}"
             learned = "yes" if row.get("learned", True) else "**no**"
             if not row.get("learned", True):
                 unlearned.append(f"{role} ({task})")
             lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {chance} | "
-                         f"{learned} | {vals} |")
+                         f"{floor} | {learned} | {vals} |")
     lines += ["", "Did not learn their task (left out of its deposit statistics): "
               + (", ".join(unlearned) if unlearned else "none") + "."]
     diverged = [f"{r.role} ({r.task}) seed {r.seed} at step {r.summary['diverged']['step']}"

@@ -30,9 +30,10 @@ written down after the 6-seed quick run had been seen (docs/reproduction.md says
 verdicts they changed); they follow the claims' wording, not the numbers.
 
 Judged only where the models learned (:meth:`Runs.learned`): a PE whose mean test accuracy is
-within :data:`LEARNED_MARGIN` points of its task's chance rate (the test split's majority-label
-rate, recorded by the sweep) learned nothing, and its ablation drops and deposit indices are
-noise.  Such a PE leaves the "max over additive PEs" of 12 (and is named in the part's note);
+within :data:`LEARNED_MARGIN` points of its floor (:meth:`Runs.floor`: the larger of the test
+split's majority-label rate and the length-only rate, both recorded by the sweep -- a distance
+model that learned nothing of positions still reads the example's length) learned nothing, and
+its ablation drops and deposit indices are noise.  Such a PE leaves the "max over additive PEs" of 12 (and is named in the part's note);
 a deposit statistic (12, 13a and the negative controls of :mod:`.measured`) whose RoPE or MLA run
 did not learn is ``inconclusive``, saying which PE did not learn.  Accuracy orderings (10, 11,
 13b, 14) keep every PE: a PE at chance is a result there.
@@ -173,11 +174,12 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
 
 
 def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]]]:
-    """task -> role -> {mean, low, high, values, test_se, pe, chance, learned} of test accuracy
+    """task -> role -> {mean, low, high, values, test_se, pe, chance, floor, learned} of test accuracy
     in points: the mean over seeds with a logit-scale 95% interval inside [0, 100]
     (:func:`~.verdict.bounded_interval`), ``test_se``, the mean over seeds of one run's
-    test-set binomial standard error (:func:`~.verdict.binomial_se`), the chance rate in points
-    (None when not recorded) and whether the PE learned the task (:meth:`Runs.learned`)."""
+    test-set binomial standard error (:func:`~.verdict.binomial_se`), the chance rate and the
+    floor in points (:meth:`Runs.floor`; None when not recorded) and whether the PE learned the
+    task (:meth:`Runs.learned`)."""
     runs = Runs(results)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (task, role), by_seed in sorted(runs.by.items()):
@@ -190,7 +192,8 @@ def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]
                              "test_se": None if any(math.isnan(x) for x in ses)
                              else sum(ses) / len(ses),
                              "pe": next(iter(by_seed.values())).pe,
-                             "chance": runs.chance(task, role), "learned": runs.learned(task, role)}
+                             "chance": runs.chance(task, role), "floor": runs.floor(task, role),
+                             "learned": runs.learned(task, role)}
     return dict(table)
 
 

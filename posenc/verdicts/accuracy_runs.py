@@ -1,7 +1,7 @@
 """The runs of a sweep read as accuracies and deposits, and the parts judged on them.
 
 :class:`Runs` indexes results by (task, role) -> {seed: result} (a :class:`~.runs.SeedRuns`) and
-reads a run's test accuracy, its task's chance rate, whether the PE learned the task and the
+reads a run's test accuracy, its task's chance rate and floor, whether the PE learned the task and the
 deposit of its ablation table; :func:`judged_part` is :func:`~.runs.judge_part` with the ceiling
 rule for an ordering of accuracies (:func:`ordering_at_ceiling`), and :func:`learned_part` refuses
 a deposit statistic whose models did not learn.  Shared by the claims 10-14
@@ -17,8 +17,8 @@ from .runs import SeedRuns, judge_part
 from .verdict import at_ceiling
 
 POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
-#: points above chance a PE's mean test accuracy must reach for the PE to count as having learned
-#: a task (see :meth:`Runs.learned`)
+#: points above its floor (chance, or what the length alone gives) a PE's mean test accuracy must
+#: reach for the PE to count as having learned a task (see :meth:`Runs.learned`)
 LEARNED_MARGIN = 5.0
 
 
@@ -36,16 +36,35 @@ class Runs(SeedRuns):
             return None
         return 100.0 * sum(vals) / len(vals)
 
+    def length_rate(self, task: str, role: str) -> Optional[float]:
+        """The best accuracy (percent) from an example's length alone on the role's runs
+        (:func:`~posenc.empirical.bayes_ceiling.length_only_rate` of their task configuration,
+        recorded by the sweep); None when a run did not record it (runs from before it was)."""
+        vals = [r.summary.get("length_rate") for r in self.by.get((task, role), {}).values()]
+        if not vals or any(not isinstance(v, (int, float)) for v in vals):
+            return None
+        return 100.0 * sum(vals) / len(vals)
+
+    def floor(self, task: str, role: str) -> Optional[float]:
+        """The accuracy (percent) a model reaches without learning what the task is about: the
+        larger of the chance rate and the length-only rate (a distance model that has not learned
+        positions still reads the example's length; on the count task the two are equal); the
+        chance rate alone for runs that did not record the length-only rate; None without
+        either."""
+        rates = [r for r in (self.chance(task, role), self.length_rate(task, role))
+                 if r is not None]
+        return max(rates) if rates else None
+
     def learned(self, task: str, role: str) -> bool:
         """Whether the role's mean test accuracy on ``task`` is at least :data:`LEARNED_MARGIN`
-        points above its chance rate (True when the chance rate is not recorded: nothing is then
+        points above its :meth:`floor` (True when no floor is recorded: nothing is then
         excluded)."""
-        chance = self.chance(task, role)
+        floor = self.floor(task, role)
         by_seed = self.by.get((task, role), {})
-        if chance is None or not by_seed:
+        if floor is None or not by_seed:
             return True
         mean = sum(self.acc(task, role, s) for s in by_seed) / len(by_seed)
-        return mean >= chance + LEARNED_MARGIN
+        return mean >= floor + LEARNED_MARGIN
 
     def not_learned(self, task: str, roles: Iterable[str]) -> list[str]:
         """The roles of ``roles`` with runs on ``task`` that did not learn it."""
@@ -110,7 +129,8 @@ def ordering_at_ceiling(runs: Runs, task: str, role: str, others: Iterable[str],
 
 def unlearned_note(roles: Iterable[str]) -> str:
     return (f"{', '.join(roles)} did not learn the task (mean accuracy within {LEARNED_MARGIN:g} "
-            "points of chance): its ablations are noise")
+            "points of its floor: chance, or what the length alone gives): its ablations are "
+            "noise")
 
 
 def learned_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],

@@ -9,8 +9,10 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
     a better validation accuracy, or a perfect one), before the maximum number of epochs or at
     it -- rather than running out of epochs while still improving; and no such run *stopped
     before learning*: its own accuracy within
-    :data:`~.accuracy_deposit.LEARNED_MARGIN` points of chance while the PE's mean is not (the
-    stopping rule fired on the slow start, a plateau of noise on a small validation split);
+    :data:`~.accuracy_deposit.LEARNED_MARGIN` points of its floor while the PE's mean is not
+    (:meth:`~.accuracy_runs.Runs.floor`: chance, or on the distance task what the example's
+    length alone gives -- the level a run stuck before its transition sits at; the stopping rule
+    fired on the slow start, a plateau of noise on a small validation split);
 (b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE`;
 (b') **ceiling**: no distance PE's mean is at the ceiling (>= :data:`~.verdict.CEILING`, where
     an accuracy cannot show a lead).  This part is reported on its own: on the clean distance
@@ -117,7 +119,8 @@ def _mean_acc(runs: Runs, task: str, role: str) -> float:
 def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criterion:
     rule = "every run of a PE that learned its task reached its validation plateau (its " \
            "stopping rule fired) rather than running out of epochs, and none stopped before " \
-           f"learning (within {LEARNED_MARGIN:g} points of chance)"
+           f"learning (within {LEARNED_MARGIN:g} points of its floor: chance, or the " \
+           "length-only rate)"
     learned = [k for k in stops if runs.learned(*k)]
     unknown = [k for k in learned if stops[k]["early"] is None]
     if not learned or unknown:
@@ -130,7 +133,7 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
                 for t, r in learned if stops[(t, r)][key]]
     missed, diverged = seeds("at_max"), seeds("diverged")
     unlearned = [f"{r} ({t}) seed{'s' if len(ss) > 1 else ''} " + ", ".join(str(s) for s in ss)
-                 for t, r in learned if (ss := _at_chance(runs, t, r))]
+                 for t, r in learned if (ss := _at_floor(runs, t, r))]
     n = sum(stops[k]["runs"] for k in learned)
     early = sum(stops[k]["early"] for k in learned)
     measured = f"{early} of {n} runs of learned PEs stopped early" + \
@@ -140,13 +143,13 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
     return Criterion("(a) plateau", rule, measured, not (missed or diverged or unlearned))
 
 
-def _at_chance(runs: Runs, task: str, role: str) -> list[int]:
-    """Seeds of a learned PE whose own accuracy is within LEARNED_MARGIN points of chance."""
-    chance = runs.chance(task, role)
-    if chance is None:
+def _at_floor(runs: Runs, task: str, role: str) -> list[int]:
+    """Seeds of a learned PE whose own accuracy is within LEARNED_MARGIN points of its floor."""
+    floor = runs.floor(task, role)
+    if floor is None:
         return []
     return [s for s in sorted(runs.by[(task, role)])
-            if runs.acc(task, role, s) < chance + LEARNED_MARGIN]
+            if runs.acc(task, role, s) < floor + LEARNED_MARGIN]
 
 
 def _means(runs: Runs, task: str) -> dict[str, float]:

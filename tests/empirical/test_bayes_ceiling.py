@@ -6,12 +6,13 @@ per segment ``random.sample`` of its length from the whole vocabulary)."""
 import itertools
 import math
 import random
+from collections import Counter
 
 import pytest
 import torch
 from scipy.stats import chisquare
 
-from posenc.empirical.bayes_ceiling import bayes_ceiling, distance_posterior
+from posenc.empirical.bayes_ceiling import bayes_ceiling, distance_posterior, length_only_rate
 from posenc.empirical.config import TaskConfig, preset
 from posenc.empirical.tasks import TRIGGER_A, TRIGGER_B, generate
 from posenc.errors import PosencError
@@ -148,3 +149,47 @@ def test_clean_ceiling_is_exact_and_the_option_is_checked():
         paper_task(40, 25, 70, 25)
     with pytest.raises(PosencError, match="task.sampler must be one of clean, paper"):
         TaskConfig(sampler="code")
+
+
+# --- the floor of an order-blind model: the best accuracy from the example's length alone ---
+
+def held_out_length_rule(task, n=60_000, seed=5):
+    """The length -> most frequent label rule fitted on one sample of ``task``'s own sampler and
+    scored on a second (an unbiased estimate of that rule's accuracy), with its standard error."""
+    def draw(s):
+        d = generate(task, n, torch.Generator().manual_seed(s))
+        return list(zip(d.lengths.tolist(), d.labels.tolist()))
+    fit, score = draw(seed), draw(seed + 1)
+    by_length = {}
+    for length, label in fit:
+        by_length.setdefault(length, Counter())[label] += 1
+    rule = {length: c.most_common(1)[0][0] for length, c in by_length.items()}
+    acc = sum(rule.get(length) == label for length, label in score) / n
+    return acc, math.sqrt(acc * (1 - acc) / n)
+
+
+@pytest.mark.parametrize("task", [
+    TaskConfig(name="distance", max_left=3, max_gap=8, max_right=3),
+    TaskConfig(name="distance", max_left=1, max_gap=5, max_right=4),
+    TaskConfig(name="distance", max_left=8, max_gap=40, max_right=8, vocab_size=32),
+    paper_task(12, 4, 6, 2),
+    TaskConfig(name="count", n_triggers=4, max_count=10, seq_len=16, vocab_size=16)],
+    ids=["smoke-size", "left-1", "quick-size", "paper-sampler", "count"])
+def test_length_only_rate_is_what_the_best_length_rule_scores(task):
+    """Exact value against the task's own sampler: a length rule fitted on one sample scores it on
+    another (within 4 standard errors).  Fails for the chance rate, for the last gap's ways in
+    place of the most frequent one's, or for left and right counted as one segment."""
+    exact = length_only_rate(task)
+    acc, se = held_out_length_rule(task)
+    assert abs(acc - exact) < 4 * se + 0.002, (acc, exact)
+    if task.name == "distance":
+        chance = 1 / task.max_gap
+        assert exact > chance + 0.02  # the length tells something: the floor is not chance
+
+
+def test_length_only_rate_by_hand():
+    """The quick size by hand: a length L holds the gap L - 11 in 8 of its (left, right) ways
+    for L = 12..51 (the most frequent sum left + right = 9), and 28 more ways at each end."""
+    quick = preset("quick", task="distance").task
+    assert length_only_rate(quick) == pytest.approx((40 * 8 + 2 * 28) / (8 * 40 * 8))
+    assert length_only_rate(preset("quick", task="count").task) == pytest.approx(1 / 31)

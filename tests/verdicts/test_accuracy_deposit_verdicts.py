@@ -97,6 +97,27 @@ def test_within_the_margin_of_chance_is_not_learned():
     assert runs.not_learned(D, ("alibi", "relative", "absolute", "mla")) == ["alibi"]
 
 
+def test_the_floor_is_the_larger_of_chance_and_the_length_only_rate():
+    """A distance PE at 11% with chance 3.6% learned something by chance's measure but nothing
+    of positions: the example's length alone gives 14.7% at the quick size."""
+    from posenc.verdicts.accuracy_deposit import Runs
+    runs = Runs([result(D, "relative", s, 0.11, chance=0.036, length_rate=0.147) for s in range(3)]
+                + [result(D, "alibi", s, 0.11, chance=0.036) for s in range(3)]
+                + [result(D, "rope", s, 0.25, chance=0.036, length_rate=0.147) for s in range(3)]
+                + [result("count", "nope", s, 0.06, chance=0.04, length_rate=0.03)
+                   for s in range(3)])
+    assert runs.floor(D, "relative") == pytest.approx(14.7)
+    assert runs.floor(D, "alibi") == pytest.approx(3.6)  # not recorded: chance alone
+    assert runs.floor("count", "nope") == pytest.approx(4.0)  # the larger of the two
+    assert not runs.learned(D, "relative") and runs.learned(D, "alibi")
+    assert runs.learned(D, "rope") and not runs.learned("count", "nope")
+    # the accuracy table shows it
+    from posenc.verdicts.accuracy_deposit import accuracy_table
+    table = accuracy_table([result(D, "relative", 0, 0.11, chance=0.036, length_rate=0.147)])
+    row = table[D]["relative"]
+    assert row["floor"] == pytest.approx(14.7) and row["learned"] is False
+
+
 def test_a_deposit_claim_whose_rope_did_not_learn_is_inconclusive():
     runs = _deposit_runs(0.5, 0.014, rope_acc=0.02)
     runs += [result(D, "mla", s, 0.5, drop=0.1, index=0.3, chance=0.014) for s in range(4)]

@@ -10,15 +10,16 @@ from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
 CHANCE = 0.05
 
 
-def runs(accs, stops=None):
+def runs(accs, stops=None, length_rate=None):
     """(task, role) -> accuracies per seed; stops: (task, role) -> (stopped, best, max) per seed
     (default: every run stopped early at epoch 6 of 20, keeping epoch 4)."""
     out = []
     for (task, role), vals in accs.items():
         for s, a in enumerate(vals):
             stop = (stops or {}).get((task, role), [(6, 4, 20)] * len(vals))[s]
-            out.append(ExperimentResult.from_stored(result(task, role, s, a, chance=CHANCE,
-                                                           stop=stop)))
+            out.append(ExperimentResult.from_stored(result(
+                task, role, s, a, chance=CHANCE, stop=stop,
+                length_rate=(length_rate or {}).get(task))))
     return out
 
 
@@ -66,6 +67,20 @@ def test_a_seed_stopped_at_chance_fails_the_plateau_part():
     # just outside the margin it learned something: not flagged
     accs = {**GOOD, ("distance", "rope"): [0.95, CHANCE + 0.06, 0.94]}
     assert by_name(runs(accs))["(a) plateau"].met is True
+
+
+def test_a_seed_stopped_at_the_length_only_level_fails_the_plateau_part():
+    """On the distance task a run stuck before its transition sits where the example's length
+    alone puts it (the quick size: 14.7%), far above chance: the floor is the larger of the two,
+    so that seed is flagged -- a floor at chance alone would let it pass."""
+    accs = {**GOOD, ("distance", "rope"): [0.95, 0.12, 0.94]}
+    assert by_name(runs(accs))["(a) plateau"].met is True  # chance (5%) + 5 points < 12%
+    crit = by_name(runs(accs, length_rate={"distance": 0.147}))["(a) plateau"]
+    assert crit.met is False
+    assert crit.measured.endswith("stopped before learning: rope (distance) seed 1")
+    # a seed that learned a little beyond the length-only rate is not flagged
+    accs = {**GOOD, ("distance", "rope"): [0.95, 0.147 + 0.06, 0.94]}
+    assert by_name(runs(accs, length_rate={"distance": 0.147}))["(a) plateau"].met is True
 
 
 def test_a_pe_that_did_not_learn_may_run_to_the_maximum():

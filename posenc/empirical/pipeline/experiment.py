@@ -122,6 +122,7 @@ def chance_rate(data: Any) -> float:
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """Train, ablate every head in every layer, probe position; see the module doc."""
     from ..analysis.ablation import ablate
+    from ..bayes_ceiling import length_only_rate
     from ..analysis.plots import ablation_strip_plot
     from ..analysis.probe import position_probe
     from ..training.runs import load_run
@@ -165,7 +166,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     summary = {"task": cfg.task.name, "pe": cfg.model.pe, "seed": cfg.seed, "preset": cfg.preset,
                "code": cfg.model.code,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
-               "n_test": len(test), "chance": chance_rate(test),
+               "n_test": len(test), "chance": chance_rate(test), "length_rate": length_only_rate(cfg.task),
                "epochs": len(res.metrics), "batch_size": cfg.batch_size, "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags,
