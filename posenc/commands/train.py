@@ -32,6 +32,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--val-frac", type=float,
                    help="early stopping: fraction of the training split held out for validation "
                         "(default 0.1)")
+    p.add_argument("--stop-on", choices=("accuracy", "accuracy_or_loss"),
+                   help="early stopping: what counts as progress -- a better validation accuracy "
+                        "(default), or also a lower validation loss")
     p.add_argument("--restart", action="store_true", help="start over instead of resuming")
     p.set_defaults(func=run)
 
@@ -39,8 +42,8 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api.experiments import train
 
-    stopping = {k: v for k, v in (("patience", args.patience), ("val_frac", args.val_frac))
-                if v is not None}
+    stopping = {k: v for k, v in (("patience", args.patience), ("val_frac", args.val_frac),
+                                  ("stop_on", args.stop_on)) if v is not None}
     run = train(args.task, args.pe, preset=args.preset, seed=args.seed, out=args.out,
                 config=args.config, epochs=args.epochs, samples=args.samples,
                 threads=args.threads, device=args.device, precision=args.precision,

@@ -36,6 +36,7 @@ TASKS = ("distance", "count")
 SAMPLERS = ("clean", "paper")
 PRECISIONS = ("float32", "bfloat16")
 STEPS = ("fast", "reference")  # TrainConfig.step: posenc.empirical.fast, or the model's own forward
+STOP_ON = ("accuracy", "accuracy_or_loss")  # TrainConfig.stop_on: what counts as progress
 PRESET_NAMES = ("smoke", "quick", "paper")
 
 
@@ -258,6 +259,9 @@ class TrainConfig:
     is never read for it); after every epoch the model is evaluated on it, and training stops once
     ``patience`` evaluations in a row have not raised the best validation accuracy, at once when
     it is perfect (nothing can replace those weights), or after ``epochs`` (then a maximum).
+    ``stop_on = "accuracy_or_loss"``: an evaluation that lowered the best validation loss
+    counts as progress too (training stops once ``patience`` evaluations have improved neither);
+    the kept weights are still the best-accuracy ones.
     The final model is the best-validation one (earliest on ties): its weights are what the
     finished checkpoint holds and its test accuracy is the run's.  Like
     ``precision``, both fields are left out of the config dict at their defaults.
@@ -287,6 +291,7 @@ class TrainConfig:
     patience: Optional[int] = None
     val_frac: float = 0.1
     step: str = "fast"
+    stop_on: str = "accuracy"
 
     def __post_init__(self) -> None:
         _check(is_int(self.seed)
@@ -313,6 +318,8 @@ class TrainConfig:
         _check(isinstance(self.val_frac, (int, float)) and 0 < self.val_frac < 1,
                f"val_frac must be in (0, 1); got {self.val_frac!r}")
         _check(self.step in STEPS, f"step must be {' or '.join(STEPS)}; got {self.step!r}")
+        _check(self.stop_on in STOP_ON,
+               f"stop_on must be {' or '.join(STOP_ON)}; got {self.stop_on!r}")
         # refused here, when the config is made (a sweep validates every config before it runs
         # one), not first when the model is built (the Transformer checks it too)
         _check(self.model.code != "paper" or self.task.n_classes <= self.task.vocab_size,
@@ -358,7 +365,8 @@ class TrainConfig:
 
 #: Fields written into the config dict only when they differ from their default, so that run ids
 #: and stores written before the field existed stay valid.
-_LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1, "step": "fast"}
+_LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1, "step": "fast",
+                        "stop_on": "accuracy"}
 
 NOTES = {
     "paper": "from the paper's code: distance vocab_size 574, count 50,000 examples, MLA "

@@ -61,10 +61,14 @@ def _stop(result: Any) -> Optional[dict[str, Any]]:
 
 def plateaued(stop: dict[str, Any]) -> bool:
     """Whether a run's stopping rule fired (:func:`posenc.empirical.training.train.should_stop` on its
-    validation history), read from its ``early_stopping`` summary: its best validation accuracy
-    is perfect, or ``patience`` evaluations followed the kept one.  True also for a run whose
+    validation history), read from its ``early_stopping`` summary: its ``fired`` where recorded
+    (under ``stop_on = "accuracy_or_loss"`` a run may go on past ``patience`` epochs after its
+    kept one while its loss still falls), else its best validation accuracy is perfect, or
+    ``patience`` evaluations followed the kept one.  True also for a run whose
     plateau came exactly at the maximum epoch, which ``stopped_early`` (the rule fired *before*
     the maximum) leaves out."""
+    if isinstance(stop.get("fired"), bool):  # recorded by the run (any stop_on)
+        return stop["fired"]
     best, stopped = int(stop["best_epoch"]), int(stop["stopped_epoch"])
     return float(stop["best_val_acc"]) >= 1.0 or stopped - best >= int(stop["patience"])
 

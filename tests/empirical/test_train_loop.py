@@ -22,6 +22,7 @@ from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import CHECKPOINT, RESULT, dataset_for
 from posenc.empirical.tasks import Split, TaskData, carve_validation
 from posenc.empirical.training.train import best_index, lr_factor, should_stop
+from posenc.errors import PosencError
 
 train_mod = importlib.import_module("posenc.empirical.training.train")  # the package re-exports train()
 
@@ -165,6 +166,63 @@ def test_should_stop_matches_a_reference_loop(curve, patience):
     assert curve[best_index(curve)] == max(curve) and max(curve) not in curve[:best_index(curve)]
 
 
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=30),
+       st.integers(1, 6))
+def test_should_stop_on_accuracy_or_loss_matches_a_reference_loop(curve, patience):
+    """stop_on = accuracy_or_loss: the count of evaluations without progress restarts when the
+    accuracy rises above its best or the loss falls below its lowest (ties are no progress)."""
+    accs = [a / 5 for a, _ in curve]  # 0 .. 0.8: never perfect
+    losses = [float(v) for _, v in curve]
+    best, low, since = accs[0], losses[0], 0
+    expected = []
+    for a, v in zip(accs[1:], losses[1:]):
+        if a > best or v < low:
+            since = 0
+        else:
+            since += 1
+        best, low = max(best, a), min(low, v)
+        expected.append(since >= patience)
+    got = [should_stop(accs[:i + 1], patience, losses[:i + 1]) for i in range(1, len(accs))]
+    assert got == expected
+    # the accuracy-only rule never stops later: its count of no progress is never smaller
+    for i in range(1, len(accs)):
+        assert should_stop(accs[:i + 1], patience) or not should_stop(accs[:i + 1], patience,
+                                                                       losses[:i + 1])
+
+
+def test_stop_on_loss_trains_on_while_the_loss_falls_and_keeps_the_best_accuracy(tmp_path,
+                                                                                 monkeypatch):
+    """The slow start of the quick preset's calibration: the accuracy stalls on a small
+    validation split while the loss falls.  Stopping on accuracy alone ends the run after
+    epoch 5; stopping on accuracy or loss goes on until epoch 9 (the loss's last fall was at
+    epoch 6), and both keep the weights of the best accuracy."""
+    curve = [0.1, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]
+    losses = [3.0, 2.9, 2.8, 2.7, 2.6, 2.5, 2.6, 2.6, 2.5, 2.7]
+    out, unscripted = {}, train_mod.evaluate
+    for stop_on in ("accuracy", "accuracy_or_loss"):
+        monkeypatch.setattr(train_mod, "evaluate", unscripted)
+        cfg = tiny(epochs=10, patience=3, stop_on=stop_on)
+        _, val = carve_validation(dataset_for(cfg).train, cfg.val_frac, cfg.seed)
+        snaps = []
+        scripted_val(monkeypatch, len(val), curve, snaps, losses)
+        res = train(cfg, tmp_path / stop_on)
+        out[stop_on] = res.early_stopping
+        final = load_run(tmp_path / stop_on).model.state_dict()
+        assert all(torch.equal(final[k], snaps[1][k]) for k in final)  # epoch 2: best accuracy
+    assert out["accuracy"]["stopped_epoch"] == 5 and out["accuracy"]["fired"]
+    assert out["accuracy_or_loss"]["stopped_epoch"] == 9 and out["accuracy_or_loss"]["fired"]
+    assert out["accuracy_or_loss"]["stop_on"] == "accuracy_or_loss" and "stop_on" not in out["accuracy"]
+    assert out["accuracy"]["best_epoch"] == out["accuracy_or_loss"]["best_epoch"] == 2
+
+
+def test_stop_on_is_checked_and_left_out_of_the_config_at_its_default():
+    with pytest.raises(PosencError, match="stop_on must be accuracy or accuracy_or_loss"):
+        tiny(stop_on="loss")
+    assert "stop_on" not in tiny().to_dict()
+    assert tiny(stop_on="accuracy_or_loss").to_dict()["stop_on"] == "accuracy_or_loss"
+    assert tiny(stop_on="accuracy_or_loss").run_id() != tiny().run_id()
+
+
 def test_a_perfect_validation_accuracy_stops_at_once_with_the_same_model(tmp_path, monkeypatch):
     """Waiting ``patience`` epochs after a perfect validation accuracy keeps the same weights
     (only a strictly higher accuracy replaces them): the run stops at once, with the model and
@@ -178,7 +236,7 @@ def test_a_perfect_validation_accuracy_stops_at_once_with_the_same_model(tmp_pat
     fast = train(cfg, tmp_path / "fast")
     assert fast.early_stopping["stopped_epoch"] == fast.early_stopping["best_epoch"] == 3
     assert fast.early_stopping["stopped_early"]
-    monkeypatch.setattr(train_mod, "should_stop", lambda v, p: bool(v) and
+    monkeypatch.setattr(train_mod, "should_stop", lambda v, p, losses=None: bool(v) and
                         len(v) - 1 - best_index(v) >= p)  # the rule without the perfect stop
     monkeypatch.setattr(train_mod, "evaluate", unscripted)
     scripted_val(monkeypatch, len(val), curve, [])
@@ -189,16 +247,18 @@ def test_a_perfect_validation_accuracy_stops_at_once_with_the_same_model(tmp_pat
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def scripted_val(monkeypatch, n_val, curve, snapshots):
+def scripted_val(monkeypatch, n_val, curve, snapshots, losses=None):
     """Replace the validation accuracy train() sees (the evaluation on ``n_val`` examples) by
-    ``curve`` (one value per epoch) and keep a copy of the weights at each validation."""
+    ``curve`` (one value per epoch), and its loss by ``losses`` where given, and keep a copy of
+    the weights at each validation."""
     real = train_mod.evaluate
 
     def evaluate(model, data, *a, **k):
         loss, acc = real(model, data, *a, **k)
         if len(data) == n_val:
             snapshots.append({k2: v.clone() for k2, v in model.state_dict().items()})
-            return loss, curve[len(snapshots) - 1]
+            i = len(snapshots) - 1
+            return (loss if losses is None else losses[i]), curve[i]
         return loss, acc
     monkeypatch.setattr(train_mod, "evaluate", evaluate)
 

@@ -516,7 +516,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     losses (S,))`` after every group step.  ``num_threads`` of the configs is not applied here (the
     caller sets torch's threads)."""
     from .train import (_divergence, _early_stopping_summary, best_index, lr_factor,
-                        resolve_device, should_stop)
+                        resolve_device, stop_now)
 
     configs = list(configs)
     clip = clip_per_seed if clip is None else clip  # looked up now: a test can replace it
@@ -547,8 +547,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     diverged_at: list[Optional[int]] = [None] * S  # the step whose loss was not finite
     for epoch in range(cfg0.epochs):
         running = [diverged_at[s] is None and
-                   not (vals[s] is not None and should_stop([m["val_acc"] for m in metrics[s]],
-                                                            cfg0.patience)) for s in range(S)]
+                   not (vals[s] is not None and stop_now(cfg0, metrics[s])) for s in range(S)]
         if not any(running):
             break
         group.train()

@@ -21,8 +21,9 @@ forward of :mod:`.model` -- and torch's default AdamW.
 Early stopping (``config.patience`` set, see :class:`~posenc.empirical.config.TrainConfig`):
 a validation split carved from the training split (:func:`~posenc.empirical.tasks.carve_validation`)
 is evaluated after every epoch; :func:`should_stop` ends training once ``patience`` evaluations
-have not beaten the best one (or at once when the best is a perfect validation accuracy, which
-nothing can beat), and the best-validation weights (earliest on ties) become the run's
+have not beaten the best one (with ``stop_on = "accuracy_or_loss"``: have raised neither the
+best accuracy nor lowered the best loss; at once when the best is a perfect validation accuracy,
+which nothing can beat), and the best-validation weights (earliest on ties) become the run's
 final model -- the finished checkpoint holds them, and the run's test accuracy is theirs.  The
 decision reads validation accuracies only, never the test split, and the test split is
 evaluated once, for the kept weights, after the last epoch (its accuracy and loss go into the
@@ -132,15 +133,34 @@ def best_index(val_accs: Sequence[float]) -> int:
     return best
 
 
-def should_stop(val_accs: Sequence[float], patience: int) -> bool:
+def should_stop(val_accs: Sequence[float], patience: int,
+                val_losses: Optional[Sequence[float]] = None) -> bool:
     """True once the last ``patience`` evaluations have not improved on the best before them, or
     as soon as the best is a perfect 1.0: only a strictly higher accuracy counts as better, so
     nothing can replace that epoch's weights -- the ``patience`` more epochs would keep the same
-    model and the same test accuracy, and only cost compute."""
+    model and the same test accuracy, and only cost compute.
+
+    With ``val_losses`` (``stop_on = "accuracy_or_loss"``) an evaluation that lowered the best
+    validation loss also counts as progress: training stops once ``patience`` evaluations have
+    raised neither the best accuracy nor the lowest loss.  On a small validation split the
+    accuracy of a model still learning is noisy, and its loss keeps falling (the calibration of
+    the quick preset, docs/reproduction.md); the kept weights are still the best-accuracy ones."""
     if not val_accs:
         return False
     best = best_index(val_accs)
-    return val_accs[best] >= 1.0 or len(val_accs) - 1 - best >= patience
+    if val_accs[best] >= 1.0:
+        return True
+    since = len(val_accs) - 1 - best
+    if val_losses is not None:
+        since = min(since, len(val_losses) - 1 - best_index([-v for v in val_losses]))
+    return since >= patience
+
+
+def stop_now(config: TrainConfig, metrics: Sequence[dict[str, Any]]) -> bool:
+    """:func:`should_stop` on a run's validation history with the config's rule (``patience``,
+    ``stop_on``)."""
+    losses = [m["val_loss"] for m in metrics] if config.stop_on == "accuracy_or_loss" else None
+    return should_stop([m["val_acc"] for m in metrics], config.patience, losses)
 
 
 def autocast(precision: str, device: torch.device) -> torch.autocast:
@@ -278,8 +298,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         for epoch in range(start_epoch, config.epochs):
             if metrics and "diverged_step" in metrics[-1]:  # (a resumed run that diverged)
                 break
-            if val_data is not None and should_stop([m["val_acc"] for m in metrics],
-                                                    config.patience):
+            if val_data is not None and stop_now(config, metrics):
                 break
             t0 = time.perf_counter()
             model.train()
@@ -406,10 +425,12 @@ def _early_stopping_summary(config: TrainConfig, metrics: list[dict[str, Any]],
     """Where training stopped and which epoch's weights it kept (from the validation history)."""
     vals = [m["val_acc"] for m in metrics]
     best = best_index(vals)
+    fired = stop_now(config, metrics)
     return {"patience": config.patience, "val_frac": config.val_frac, "val_examples": n_val,
+            **({"stop_on": config.stop_on} if config.stop_on != "accuracy" else {}),
             "max_epochs": config.epochs, "stopped_epoch": len(metrics),
-            "stopped_step": metrics[-1]["step"], "stopped_early": should_stop(vals, config.patience)
-            and len(metrics) < config.epochs, "best_epoch": best + 1,
+            "stopped_step": metrics[-1]["step"], "fired": fired,
+            "stopped_early": fired and len(metrics) < config.epochs, "best_epoch": best + 1,
             "best_step": metrics[best]["step"], "best_val_acc": vals[best]}
 
 
