@@ -38,6 +38,17 @@ RA   A relative PE "attenuates its bias toward zero" on the count task: with
      the claim is confirmed when the table shrinks on count by more than one run-to-run sd on
      average (interval of delta below -1), refuted when it does not (interval above -1: it
      grows, or shrinks by less than its noise).  Shown: (b) ``A(count) - A(distance)``.
+AD   The deposit's size as the paper states it ("ablating the deposit head costs about 60
+     points, any other head almost nothing"), RoPE on distance at convergence (zero ablation):
+     **(a)** the deposit head's drop - 30 points > 0 (at least half the paper's ~60; our models
+     are smaller, and a drop is capped by accuracy minus chance); shown: (b) the largest drop of
+     any other head, in any layer, - 5 points < 0 ("almost nothing": about two binomial standard
+     errors of a 300-example ablation).  Both thresholds come from the paper's wording, fixed
+     before the runs they judge were trained.
+AL1  ALiBi fails on the distance task: ``acc(alibi) - min over the other PEs that carry
+     position (absolute, relative, rope, mla)`` < 0 -- below every one of them.
+AL2  ALiBi is the worst PE on the count task: ``acc(alibi) - min over the other count PEs``
+     < 0.
 """
 
 from __future__ import annotations
@@ -45,8 +56,8 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..roles import ADDITIVE
-from .accuracy_runs import NO_ABLATION, UNIT, Runs, learned_part
+from ..roles import ADDITIVE, default_roles
+from .accuracy_runs import NO_ABLATION, POINTS, UNIT, Runs, learned_part
 from .accuracy_runs import judged_part as _part
 from .verdict import Verdict, verdict_from_parts
 
@@ -83,6 +94,31 @@ def _layer_drops(result: ExperimentResult, mode: str) -> Optional[list[float]]:
     """Each layer's largest single-head drop (points); None without the ablation table."""
     table = result.ablation.get(mode)
     return None if table is None else [100.0 * la["largest_drop"] for la in table["layers"]]
+
+
+def _other_heads_top_drop(result: ExperimentResult, mode: str) -> Optional[float]:
+    """The largest single-head drop (points) of any head but the deposit head (the head of the
+    largest drop, first layer on ties), over every layer; None without the ablation table."""
+    table = result.ablation.get(mode)
+    if table is None or any("drops" not in la for la in table["layers"]):
+        return None
+    layers = table["layers"]
+    dep = max(layers, key=lambda la: (la["largest_drop"], -la["layer"]))
+    others = [100.0 * d for la in layers for h, d in enumerate(la["drops"])
+              if not (la["layer"] == dep["layer"] and h == dep["deposit_head"])]
+    return max(others) if others else None
+
+
+#: AD's thresholds (points), from the paper's wording: half its "about 60", and "almost nothing"
+DEPOSIT_DROP, OTHER_HEADS = 30.0, 5.0
+#: AL1: the PEs that carry position, against which ALiBi "fails" on the distance task
+POSITIONAL = ("absolute", "relative", "rope", "mla")
+
+
+def _alibi_below(runs: Runs, task: str, others: tuple[str, ...]):
+    def stat(s: int) -> float:
+        return runs.acc(task, "alibi", s) - min(runs.acc(task, r, s) for r in others)
+    return stat
 
 
 def _distance_minus_count(name: str, runs: Runs, key: str, bounds: tuple[float, float],
@@ -189,5 +225,39 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
          _part("A(count) - A(distance)", runs, C, ("relative",), contrast, 0.0, "below",
                bounds=None, configs=[(C, "relative"), (D, "relative")], missing_note=no_table)],
         primary=0))
+
+    def deposit_drop(s: int) -> Optional[float]:
+        dep = runs.deposit(D, "rope", s, mode)
+        return None if dep is None else dep["drop"]
+
+    def other_heads(s: int) -> Optional[float]:
+        return _other_heads_top_drop(by[(D, "rope")][s], mode)
+    out.append(_v(
+        "AD", "Ablating RoPE's deposit head costs about 60 accuracy points, any other head "
+              "almost nothing (distance)",
+        f"primary (a) the deposit head's drop > {DEPOSIT_DROP:g} points (half the paper's ~60); "
+        f"shown (b) the largest drop of any other head < {OTHER_HEADS:g} points; RoPE, "
+        "distance, zero ablation",
+        "ablating the deposit head costs ~60 points, other heads ~0",
+        [learned_part(name, runs, D, ("rope",),
+                      lambda name=name, stat=stat, t=t, side=side: _part(
+                          name, runs, D, ("rope",), stat, t, side, bounds=POINTS,
+                          missing_note=NO_ABLATION))
+         for name, stat, t, side in (("deposit head's drop", deposit_drop, DEPOSIT_DROP, "above"),
+                                     ("other heads' top drop", other_heads, OTHER_HEADS,
+                                      "below"))],
+        digits=1, primary=0))
+
+    for claim, task, others, statement, paper in (
+            ("AL1", D, POSITIONAL,
+             "ALiBi fails on the distance task (below every other PE that carries position)",
+             "ALiBi fails on the distance task"),
+            ("AL2", C, tuple(r for r in default_roles(C) if r != "alibi"),
+             "ALiBi is the worst PE on the count task", "ALiBi performs worst on the count task")):
+        name = f"acc: alibi - min({', '.join(others)})"
+        out.append(_v(
+            claim, statement, f"acc(alibi) - min over {', '.join(others)} (points), {task}",
+            paper, [_part(name, runs, task, ("alibi",) + others, _alibi_below(runs, task, others),
+                          0.0, "below")], digits=1))
     return out
 

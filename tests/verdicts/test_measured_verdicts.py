@@ -217,3 +217,72 @@ def test_relative_table_change_within_its_run_to_run_noise_is_not_attenuation():
     assert v.parts[0]["estimate"] == pytest.approx(-1.0) and v.verdict == "inconclusive"
     from posenc.verdicts.verdict import judge
     assert judge(counts, 0.0, "below")["verdict"] == "confirmed"  # what comparing with 0 said
+
+
+# --- AD, AL1, AL2: claims of the paper that had no verdict row (issue 26, item 13) ---
+
+def ablated(seed, drops_by_layer, acc=0.95):
+    """A RoPE distance run whose zero ablation gives these per-head drops (fractions)."""
+    layers = []
+    for l, drops in enumerate(drops_by_layer):
+        head = max(range(len(drops)), key=lambda h: (drops[h], -h))
+        rest = sorted(drops, reverse=True)
+        layers.append({"layer": l, "largest_drop": drops[head], "deposit_index": 0.5,
+                       "runner_up_gap": rest[0] - rest[1], "deposit_head": head,
+                       "baseline_acc": acc, "drops": list(drops), "head_acc": []})
+    return ExperimentResult.from_stored({
+        "summary": {"task": "distance", "pe": "rope", "seed": seed, "preset": "quick",
+                    "test_acc": acc, "n_test": 900, "tags": {"role": "rope"}},
+        "ablation": {"zero": {"layers": layers}}})
+
+
+@pytest.mark.parametrize("top,second,expected,shown", [
+    (0.60, 0.01, "confirmed", "below"),   # the paper's picture
+    (0.12, 0.01, "refuted", "below"),     # a deposit head, but small
+    (0.60, 0.20, "confirmed", "above")])  # large, but another head matters too: shown, not judged
+def test_ad_judges_the_deposit_heads_drop_and_shows_the_other_heads(top, second, expected, shown):
+    results = [ablated(s, [[0.0, top + 0.01 * s, second, 0.0], [0.0, second / 2, 0.0, 0.0]])
+               for s in range(4)]
+    v = verdicts(results)["AD"]
+    assert v.verdict == expected
+    drop, others = v.parts
+    assert drop["values"] == pytest.approx([100 * (top + 0.01 * s) for s in range(4)])
+    # the other heads: the second head of the deposit layer and every head of the other layers
+    assert others["values"] == pytest.approx([100 * second] * 4)
+    assert others["verdict"] == "shown" and others["primary"] is False
+    iv = others["interval"]
+    assert (iv[1] < 5.0) if shown == "below" else (iv[0] > 5.0)
+
+
+def test_ad_needs_the_per_head_drops_and_a_learned_model():
+    old = [run("distance", "rope", s, drops=(0.5, 0.1)) for s in range(3)]  # no per-head drops
+    v = verdicts(old)["AD"]
+    assert v.verdict == "confirmed"  # the deposit drop is in every table
+    assert v.parts[1]["n"] == 0
+    unlearned = [ablated(s, [[0.6, 0.0], [0.0, 0.0]], acc=0.03) for s in range(3)]
+    for r in unlearned:
+        r.summary["chance"] = 0.025
+    v = verdicts(unlearned)["AD"]
+    assert v.verdict == "inconclusive" and "rope did not learn" in v.parts[0]["note"]
+
+
+@pytest.mark.parametrize("alibi,expected", [(0.40, "confirmed"), (0.97, "refuted")])
+def test_al1_alibi_below_every_positional_pe_on_distance(alibi, expected):
+    accs = {"absolute": 0.90, "relative": 0.95, "rope": 0.99, "mla": 0.98, "nope": 0.11}
+    results = [run("distance", r, s, acc=a + 0.01 * s) for r, a in accs.items() for s in range(4)]
+    results += [run("distance", "alibi", s, acc=alibi) for s in range(4)]
+    v = verdicts(results)["AL1"]
+    assert v.verdict == expected
+    # against the weakest positional PE (absolute), never NoPE, which carries no position
+    assert v.parts[0]["values"] == pytest.approx([100 * (alibi - 0.90 - 0.01 * s) for s in range(4)])
+
+
+def test_al2_alibi_worst_on_count_and_missing_runs_are_named():
+    roles = {"nope": 0.8, "absolute": 0.9, "relative": 0.92, "rope": 0.85, "mla": 0.95}
+    results = [run("count", r, s, acc=a + 0.01 * s) for r, a in roles.items() for s in range(4)]
+    worst = results + [run("count", "alibi", s, acc=0.5 + 0.02 * s) for s in range(4)]
+    assert verdicts(worst)["AL2"].verdict == "confirmed"
+    middle = results + [run("count", "alibi", s, acc=0.9) for s in range(4)]
+    assert verdicts(middle)["AL2"].verdict == "refuted"
+    v = verdicts([r for r in worst if r.role != "mla"])["AL2"]
+    assert v.verdict == "inconclusive" and "mla" in v.parts[0]["note"]
