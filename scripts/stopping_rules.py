@@ -36,12 +36,13 @@ def best_index(vals: Sequence[float]) -> int:
     return best
 
 
-def replay(curve: Curve, stop: Callable[[Curve], bool]) -> int:
-    """The number of epochs a rule trains: the first prefix on which ``stop`` fires (else all)."""
+def replay(curve: Curve, stop: Callable[[Curve], bool]) -> tuple[int, bool]:
+    """The number of epochs a rule trains (the first prefix on which ``stop`` fires, else all)
+    and whether it fired."""
     for n in range(1, len(curve) + 1):
         if stop(curve[:n]):
-            return n
-    return len(curve)
+            return n, True
+    return len(curve), False
 
 
 def patience_rule(p: int, min_epochs: int = 0, loss: bool = False) -> Callable[[Curve], bool]:
@@ -96,11 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         val = [100 * m["val_acc"] for m in curve]
         print(f"  {name}: {len(curve)} epochs, best validation {max(val):.1f}% at epoch "
               f"{1 + best_index(val)}")
-    print(f"\n{'rule':28s} {'stopped before learning':>24s} {'epochs':>7s} {'mean points lost':>22s}")
+    print(f"\n{'rule':28s} {'stopped before learning':>24s} {'at the maximum':>15s} "
+          f"{'epochs':>7s} {'mean points lost':>17s}")
     for rule_name, rule in RULES.items():
-        misses, epochs, lost = [], 0, 0.0
+        misses, epochs, lost, at_max = [], 0, 0.0, 0
         for name, (cfg, curve) in runs.items():
-            n = replay(curve, rule)
+            n, fired = replay(curve, rule)
+            at_max += not fired
             kept = best_index([m["val_acc"] for m in curve[:n]])
             acc = 100 * curve[kept]["val_acc"]
             top = max(100 * m["val_acc"] for m in curve)
@@ -108,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             lost += top - acc
             if top - acc > args.miss:
                 misses.append(f"{name} ({acc:.0f} vs {top:.0f})")
-        print(f"{rule_name:28s} {len(misses):>24d} {epochs:>7d} {lost / len(runs):>22.2f}")
+        print(f"{rule_name:28s} {len(misses):>24d} {at_max:>15d} {epochs:>7d} "
+              f"{lost / len(runs):>17.2f}")
         if args.verbose and misses:
             print("      " + "; ".join(misses))
     return 0

@@ -41,7 +41,7 @@ def test_standard_mode_is_unchanged():
     quick = configs("quick")
     assert {c.task.sampler for c in quick.values()} == {"clean"}
     assert {(c.epochs, c.batch_size) for c in quick.values()} == {(60, 16)}
-    assert quick[("distance", "nope")].run_id() == "distance_nope_quick_s0_78afc8111f"
+    assert quick[("distance", "nope")].run_id() == "distance_nope_quick_s0_283edb633d"
     assert paper_budget("quick", "mla") == {} and paper_budget("paper", "rope") == {}
 
 
