@@ -47,6 +47,10 @@ AD   The deposit's size as the paper states it ("ablating the deposit head costs
      before the runs they judge were trained.
 AL1  ALiBi fails on the distance task: ``acc(alibi) - min over the other PEs that carry
      position (absolute, relative, rope, mla)`` < 0 -- below every one of them.
+MX   The deposit is inherent in multiplicative encodings, beyond RoPE and MLA: xPos (the extra
+     role ``xpos``, ``posenc reproduce --roles ...,xpos``) concentrates like RoPE, ``DI(xpos) -
+     max over additive PEs of DI`` > 0 on distance (both sides must have learned); without xPos
+     runs (the default sweep) the row says so.
 AL2  ALiBi is the worst PE on the count task: ``acc(alibi) - min over the other count PEs``
      < 0.
 """
@@ -247,6 +251,19 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
                                      ("other heads' top drop", other_heads, OTHER_HEADS,
                                       "below"))],
         digits=1, primary=0))
+
+    additive = tuple(r for r in ADDITIVE if (D, r) in by) or ADDITIVE
+    out.append(_v(
+        "MX", "The single-head deposit is inherent in multiplicative PEs beyond RoPE and MLA: "
+              "xPos concentrates like RoPE",
+        "DI(xpos) - max over additive PEs of DI; distance, zero ablation (xPos: an extra role)",
+        "the deposit pattern is inherent in multiplicative encodings",
+        [learned_part("DI: xpos - max additive", runs, D, ("xpos",) + additive,
+                      lambda: _part("DI: xpos - max additive", runs, D, ("xpos",) + additive,
+                                    lambda s: runs.deposit_contrast(D, "xpos", additive, s,
+                                                                    "index", mode),
+                                    0.0, "above", bounds=UNIT, missing_note=NO_ABLATION))],
+        digits=2))
 
     for claim, task, others, statement, paper in (
             ("AL1", D, POSITIONAL,

@@ -49,7 +49,7 @@ def test_smoke_report_is_complete(smoke_store):
     data = json.loads((smoke_store / "report" / "report.json").read_text())
     claims = {v["claim"] for v in data["verdicts"]}
     assert claims == {"E10", "E11", "E12", "E13", "E14", "EH", "Prop 6.1", "Prop 6.2", "Thm 6.1",
-                      "NC1", "NC2", "NC3", "S", "RA", "AD", "AL1", "AL2"}
+                      "NC1", "NC2", "NC3", "S", "RA", "AD", "MX", "AL1", "AL2"}
     for v in data["verdicts"]:
         assert v["verdict"] in VERDICTS
         assert f"**{v['verdict']}**" in report

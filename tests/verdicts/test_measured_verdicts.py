@@ -286,3 +286,15 @@ def test_al2_alibi_worst_on_count_and_missing_runs_are_named():
     assert verdicts(middle)["AL2"].verdict == "refuted"
     v = verdicts([r for r in worst if r.role != "mla"])["AL2"]
     assert v.verdict == "inconclusive" and "mla" in v.parts[0]["note"]
+
+
+@pytest.mark.parametrize("xpos_index,expected", [(0.9, "confirmed"), (0.2, "refuted")])
+def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
+    results = [run("distance", r, s, index=0.4 + 0.01 * s) for r in ("absolute", "relative", "alibi")
+               for s in range(4)]
+    v = verdicts(results)["MX"]
+    assert v.verdict == "inconclusive" and "xpos" in v.parts[0]["note"]  # no xPos runs
+    results += [run("distance", "xpos", s, index=xpos_index) for s in range(4)]
+    v = verdicts(results)["MX"]
+    assert v.verdict == expected
+    assert v.parts[0]["values"] == pytest.approx([xpos_index - 0.4 - 0.01 * s for s in range(4)])
