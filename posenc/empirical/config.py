@@ -79,6 +79,13 @@ class TaskConfig:
     words (``posenc import-checkpoint --trigger-ids``).  Distance takes two (A, B), count
     ``n_triggers``; the filler is every other non-PAD id, in increasing order, so the default
     gives exactly the data it gave before the field existed.
+
+    ``pad_to`` (count only; default ``None``: no padding): every count example's ``seq_len``
+    tokens are followed by PAD up to ``pad_to`` positions, as the paper's code pads every
+    example to 128 (``count_gen/partialrope.py``; paper-code mode at the ``paper`` preset).  The
+    label and the tokens are those of the unpadded example; a model whose padding is masked
+    sees the same input, the paper code's model (which pools every position unmasked) does not.
+    Left out of the config dict at ``None``.
     """
 
     name: str = "distance"
@@ -94,6 +101,7 @@ class TaskConfig:
     data_seed: Optional[int] = None
     sampler: str = "clean"
     trigger_ids: Optional[tuple[int, ...]] = None
+    pad_to: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
@@ -112,6 +120,13 @@ class TaskConfig:
                f"task.train_frac must be in (0, 1); got {self.train_frac!r}")
         if self.seq_len is not None:
             _pos_int("task.seq_len", self.seq_len)
+        if self.pad_to is not None:
+            _check(self.name == "count", "task.pad_to is a count-task option (a distance "
+                                         "example is padded to task.seq_len)")
+            _pos_int("task.pad_to", self.pad_to)
+            _check(self.pad_to >= self.content_length,
+                   f"task.pad_to {self.pad_to} is shorter than the count example's "
+                   f"{self.content_length} tokens (task.seq_len)")
         if self.name == "distance":
             _check(self.vocab_size >= 4, "task.vocab_size must be >= 4 for distance "
                                          "(pad, A, B and at least one filler token)")
@@ -126,12 +141,21 @@ class TaskConfig:
         else:
             _check(self.vocab_size >= self.n_triggers + 2,
                    f"task.vocab_size must be >= n_triggers + 2 = {self.n_triggers + 2} for count")
-            _check(self.max_count <= self.length,
-                   f"task.max_count {self.max_count} exceeds the sequence length {self.length}")
+            _check(self.max_count <= self.content_length,
+                   f"task.max_count {self.max_count} exceeds the sequence length "
+                   f"{self.content_length}")
 
     @property
     def length(self) -> int:
         """The padded sequence length of every example."""
+        if self.pad_to is not None:
+            return self.pad_to
+        return self.content_length
+
+    @property
+    def content_length(self) -> int:
+        """The tokens of a count example before its padding (``length`` without ``pad_to``; for
+        distance, the padded length)."""
         if self.seq_len is not None:
             return self.seq_len
         if self.name == "distance":
@@ -341,6 +365,8 @@ class TrainConfig:
             del data["model"]["code"]
         if data["task"]["sampler"] == "clean":  # (as code)
             del data["task"]["sampler"]
+        if data["task"]["pad_to"] is None:  # (as code and sampler)
+            del data["task"]["pad_to"]
         if data["task"]["trigger_ids"] is None:  # (as code and sampler)
             del data["task"]["trigger_ids"]
         else:

@@ -107,9 +107,10 @@ def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:
     the number of classes where smaller (the quick distance task: 42 classes).  The distance
     task's data come from the paper's sampler (``task.sampler = paper``: triggers among the
     fillers, no repeat inside a segment, which needs a vocabulary of at least the longest
-    segment + 1); at the ``paper`` preset its examples are padded to
-    :data:`PAPER_CODE_LENGTH`.  The count task keeps its data (its padding to 128 needs a
-    padded-length field the count task does not have: a documented deviation)."""
+    segment + 1).  At the ``paper`` preset the examples of both tasks are padded to
+    :data:`PAPER_CODE_LENGTH` as the code pads them (distance: ``task.seq_len``; count:
+    ``task.pad_to``, its 120 tokens then 8 PAD), and the paper code's model pools every
+    position, padding included."""
     need = task.n_classes
     fields: dict[str, Any] = {}
     if task.name == "distance":
@@ -117,6 +118,8 @@ def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:
         fields["task.sampler"] = "paper"
         if preset == "paper":
             fields["task.seq_len"] = max(PAPER_CODE_LENGTH, task.length)
+    elif preset == "paper" and task.length < PAPER_CODE_LENGTH:
+        fields["task.pad_to"] = PAPER_CODE_LENGTH
     if task.vocab_size < need:
         fields["task.vocab_size"] = need
     return fields

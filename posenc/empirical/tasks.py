@@ -162,7 +162,7 @@ def _paper_fillers(task: TaskConfig, pos_a: torch.Tensor, pos_b: torch.Tensor,
 
 
 def _count(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
-    T = task.length
+    T = task.content_length
     k = torch.randint(0, task.max_count + 1, (n,), generator=gen)
     # A uniformly random set of k positions per row: the k smallest of random keys.
     keys = torch.randint(0, 2 ** 30, (n, T), generator=gen, dtype=torch.int32)
@@ -178,4 +178,6 @@ def _count(task: TaskConfig, n: int, gen: torch.Generator) -> TaskData:
     else:
         trig, filler = torch.tensor(task.triggers)[trig], torch.tensor(task.fillers)[filler]
     tokens = torch.where(is_trigger, trig, filler)
+    if task.length > T:  # task.pad_to: PAD after the example, as the paper's code pads to 128
+        tokens = torch.cat([tokens, torch.full((n, task.length - T), PAD, dtype=tokens.dtype)], 1)
     return TaskData(tokens, k, torch.full((n,), T), task.n_classes)

@@ -28,6 +28,11 @@ def test_paper_code_mode_draws_the_papers_data():
     t = paper[("distance", "rope")].task
     assert (t.sampler, t.length) == ("paper", PAPER_CODE_LENGTH)
     assert paper[("count", "rope")].task.sampler == "clean"
+    # count_gen/partialrope.py pads every example to max_len 128 and pools all 128 positions:
+    # the count examples' 120 tokens then 8 PAD
+    count = paper[("count", "rope")].task
+    assert (count.content_length, count.length, count.pad_to) == (120, 128, 128)
+    assert configs("paper", False)[("count", "rope")].task.pad_to is None  # standard mode
     # the quick preset in paper-code mode: 42 classes over the vocabulary (it raised before:
     # vocab 32 < 42 classes), the paper sampler, and its own length (no padding to 128)
     quick = configs("quick", True)

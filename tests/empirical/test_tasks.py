@@ -84,3 +84,34 @@ def test_large_split_is_close_to_the_fraction():
 def test_bad_task_configs(kw, match):
     with pytest.raises(PosencError, match=match):
         TaskConfig(**kw)
+
+
+# --- count examples padded as the paper's code pads them (task.pad_to) ---
+
+@given(st.integers(1, 6), st.integers(0, 10), st.integers(10, 20), st.integers(0, 8),
+       st.integers(0, 99))
+def test_count_padding_appends_pad_and_keeps_the_example(n_trig, K, T, extra, seed):
+    """pad_to: the example's T tokens, then PAD up to pad_to; labels, lengths and the tokens
+    are those of the unpadded task drawn with the same seed (the padding draws nothing)."""
+    base = TaskConfig(name="count", n_triggers=n_trig, max_count=K, seq_len=T, vocab_size=n_trig + 5)
+    padded = TaskConfig(**{**base.__dict__, "pad_to": T + extra})
+    a = generate(base, 40, torch.Generator().manual_seed(seed))
+    b = generate(padded, 40, torch.Generator().manual_seed(seed))
+    assert b.tokens.shape == (40, T + extra) and padded.length == T + extra
+    assert torch.equal(b.tokens[:, :T], a.tokens) and bool((b.tokens[:, T:] == PAD).all())
+    assert not bool((b.tokens[:, :T] == PAD).any())  # PAD is never a count token
+    assert torch.equal(b.labels, a.labels) and torch.equal(b.lengths, a.lengths)
+    assert bool((b.lengths == T).all())
+
+
+def test_pad_to_is_checked_and_left_out_at_its_default():
+    with pytest.raises(PosencError, match="task.pad_to is a count-task option"):
+        TaskConfig(name="distance", pad_to=64)
+    with pytest.raises(PosencError, match="task.pad_to 10 is shorter than the count example's 16"):
+        TaskConfig(name="count", seq_len=16, pad_to=10)
+    with pytest.raises(PosencError, match="task.pad_to must be"):
+        TaskConfig(name="count", seq_len=16, pad_to=0)
+    from posenc.empirical.config import TrainConfig
+    assert "pad_to" not in TrainConfig(task=TaskConfig(name="count")).to_dict()["task"]
+    assert TrainConfig(task=TaskConfig(name="count", seq_len=16, pad_to=20)).to_dict()["task"][
+        "pad_to"] == 20
