@@ -433,7 +433,8 @@ def _falcon(cfg: _Config, seq_len: Optional[int]) -> tuple[PESpec, dict]:
     if not alibi:
         return _llama_like(cfg, seq_len)
     cfg.get("rope_theta")             # unused with ALiBi; a scaling would be a contradiction
-    if _rope_dict(cfg).get("rope_type", "default") != "default":
+    rope = _rope_dict(cfg)
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
         raise cfg.refuse("alibi, rope_parameters", "ALiBi and a RoPE scaling together")
     cfg.notes.append("Falcon computes its ALiBi in bfloat16")
     return _alibi(cfg, heads, head_dim)
