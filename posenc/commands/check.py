@@ -75,6 +75,6 @@ def _check_hf(args: argparse.Namespace):
         raise PosencError(f"check --from-hf: {', '.join(given)} not taken: the config sets the "
                           f"kind, head dim and probe length, and transformers' code runs in this "
                           f"process")
-    hf_option.resolve(args.impl, args.from_hf, "check", "IMPL")      # one IMPL or CONFIG
+    hf_option.resolve(args.impl, args.from_hf, "check", "an IMPL")      # one IMPL or CONFIG
     report, _, _ = check_hf(args.from_hf, expect=args.expect)
     return report

@@ -24,7 +24,7 @@ def add(p: argparse.ArgumentParser, extra: str = "") -> None:
 
 
 def resolve(spec: Optional[str], config: Optional[str], what: str,
-            spec_name: str = "SPEC") -> tuple[Optional[str], Optional[dict]]:
+            spec_name: str = "a SPEC") -> tuple[Optional[str], Optional[dict]]:
     """(spec text, info) from a positional spec or ``--from-hf`` (exactly one of them, or
     neither: (None, None)); the mapping is said on stderr."""
     from ..encodings.hf_config import spec_from_hf_config
@@ -32,7 +32,7 @@ def resolve(spec: Optional[str], config: Optional[str], what: str,
     if config is None:
         return spec, None
     if spec is not None:
-        raise PosencError(f"{what}: give a {spec_name} or --from-hf CONFIG, not both")
+        raise PosencError(f"{what}: give {spec_name} or --from-hf CONFIG, not both")
     text, info = spec_from_hf_config(config)
     say(text, info)
     return text, info

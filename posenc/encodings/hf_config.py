@@ -131,6 +131,11 @@ class _Config:
         value = self.data.get(key)
         return self.defaults.get(key, default) if value is None else value
 
+    def raw(self, key: str) -> Any:
+        """The value the file gives (no class default): for keys with several names."""
+        self.read.add(key)
+        return self.data.get(key)
+
     def given(self, key: str) -> bool:
         return self.data.get(key) is not None
 
@@ -281,7 +286,9 @@ def _rope(cfg: _Config, seq_len: Optional[int], *, head_dim: int, rotary_dims: O
         factor = _one_of(cfg, {"rope_parameters.partial_rotary_factor":
                                rope.get("partial_rotary_factor"), **fraction_keys},
                          "partial rotary factor")
-        factor = 1.0 if factor is None else cfg.number("partial_rotary_factor", factor)
+        if factor is None:
+            factor = cfg.defaults.get("partial_rotary_factor", 1.0)
+        factor = cfg.number("partial_rotary_factor", factor)
         if factor > 1:
             raise cfg.refuse("partial_rotary_factor", f"must be in (0, 1]; got {factor}")
         rotary_dims = int(head_dim * factor)
@@ -391,8 +398,8 @@ def _llama_like(cfg: _Config, seq_len: Optional[int]) -> tuple[PESpec, dict]:
     transformers' rope dict; a partial rotary factor only where the model's code reads it."""
     head_dim, heads = _head_dim(cfg)
     spec, info = _rope(cfg, seq_len, head_dim=head_dim, rotary_dims=None,
-                       fraction_keys={"partial_rotary_factor": cfg.get("partial_rotary_factor")},
-                       theta_keys={"rope_theta": cfg.get("rope_theta")})
+                       fraction_keys={"partial_rotary_factor": cfg.raw("partial_rotary_factor")},
+                       theta_keys={"rope_theta": cfg.raw("rope_theta")})
     if info["rotary_dims"] != head_dim and cfg.model_type not in PARTIAL:
         raise cfg.refuse("partial_rotary_factor", f"transformers' {cfg.model_type} rotates the "
                                                   f"whole head (its default RoPE ignores the "
@@ -405,10 +412,10 @@ def _llama_like(cfg: _Config, seq_len: Optional[int]) -> tuple[PESpec, dict]:
 def _gpt_neox(cfg: _Config, seq_len: Optional[int]) -> tuple[PESpec, dict]:
     head_dim, heads = _head_dim(cfg)
     spec, info = _rope(cfg, seq_len, head_dim=head_dim, rotary_dims=None,
-                       fraction_keys={"partial_rotary_factor": cfg.get("partial_rotary_factor"),
-                                      "rotary_pct": cfg.get("rotary_pct")},
-                       theta_keys={"rope_theta": cfg.get("rope_theta"),
-                                   "rotary_emb_base": cfg.get("rotary_emb_base")})
+                       fraction_keys={"partial_rotary_factor": cfg.raw("partial_rotary_factor"),
+                                      "rotary_pct": cfg.raw("rotary_pct")},
+                       theta_keys={"rope_theta": cfg.raw("rope_theta"),
+                                   "rotary_emb_base": cfg.raw("rotary_emb_base")})
     return spec, {"head_dim": head_dim, "heads": heads, **info,
                   "max_position_embeddings": cfg.get("max_position_embeddings")}
 
