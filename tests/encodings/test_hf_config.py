@@ -60,6 +60,13 @@ CASES = {
                       RoPE(pairing="half", scaling="longrope", factor=32.0, original=4096,
                            short_factor=tuple(LONG),
                            long_factor=tuple(2 * f for f in LONG)).to_string(), 64, 4),
+    "phi3 class default original": (
+        {"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4,
+         "max_position_embeddings": 16384,
+         "rope_scaling": {"type": "longrope", "short_factor": LONG, "long_factor": LONG,
+                          "original_max_position_embeddings": 2048}},
+        RoPE(pairing="half", scaling="longrope", factor=4.0, original=4096,  # Phi3Config's 4096
+             short_factor=tuple(LONG), long_factor=tuple(LONG)).to_string(), 64, 4),
     "gptj": ({"model_type": "gptj", "n_embd": 256, "n_head": 4, "rotary_dim": 16,
               "n_positions": 512},
              "rope:fraction=0.25", 64, 4),

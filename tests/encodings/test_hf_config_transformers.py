@@ -69,6 +69,7 @@ def test_the_spec_has_the_frequencies_of_transformers_own_rotary_embedding(name)
     ("llama3.1", "llama3", None), ("qwen2 yarn", "yarn", None),
     ("llama rope_parameters (transformers 5)", "linear", None),
     ("phi3 longrope", "longrope", None), ("phi3 longrope", "longrope", 5000),
+    ("phi3 class default original", "longrope", 5000),
     ("llama dynamic", "dynamic", 2048), ("llama dynamic", "dynamic", 9000)])
 def test_scaled_specs_equal_rope_init_functions(name, kind, seq_len):
     """ROPE_INIT_FUNCTIONS at the length the spec states (longrope past its original length:
