@@ -14,7 +14,9 @@ config                                 spec
 ``rope_theta``, ``rotary_emb_base``    refused)
 ``partial_rotary_factor``,             ``rope:fraction`` (transformers rotates the first
 ``rotary_pct`` (GPT-NeoX),             ``int(head_dim * factor)`` dims, GPT-J the first
-``rotary_dim`` (GPT-J)                 ``rotary_dim``; an odd count is refused)
+``rotary_dim`` (GPT-J)                 ``rotary_dim``; an odd count is refused, and so is a
+                                       factor < 1 for a model whose code rotates the whole
+                                       head: all but Phi, Phi-3, GPT-NeoX, GPT-J)
 ``head_dim``, else ``hidden_size //``  the head dimension (``info["head_dim"]``: the
 ``num_attention_heads``                spec is per head, the commands take it as --dim /
                                        --head-dim)
@@ -277,8 +279,9 @@ def _rope(cfg: _Config, seq_len: Optional[int], *, head_dim: int, rotary_dims: O
     extra = sorted(k for k in rope if k not in ROPE_COMMON + ROPE_KEYS[kind])
     if extra:
         raise cfg.refuse(", ".join(f"rope_parameters.{k}" for k in extra),
-                         f"not read by transformers' rope_type={kind!r}; no catalogue spec "
-                         f"states it")
+                         f"not a key of rope_type={kind!r} (it takes "
+                         f"{', '.join(ROPE_KEYS[kind]) or 'rope_theta and partial_rotary_factor only'}"
+                         f"); no catalogue spec states it")
     base = _one_of(cfg, {"rope_parameters.rope_theta": rope.get("rope_theta"), **theta_keys},
                    "RoPE base")
     base = cfg.number("rope_theta", DEFAULT_THETA if base is None else base)
