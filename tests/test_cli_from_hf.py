@@ -93,6 +93,17 @@ def test_a_bad_config_is_one_line_status_2_and_nothing_written(tmp_path, capsys,
     assert stdout == "" and not list(out.iterdir())
 
 
+def test_train_refuses_a_spec_the_presets_head_does_not_fit_before_writing(tmp_path, capsys):
+    phi3 = {"model_type": "phi3", "hidden_size": 128, "num_attention_heads": 4,
+            "original_max_position_embeddings": 1024, "max_position_embeddings": 8192,
+            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 16,
+                             "long_factor": [4.0] * 16}}
+    code, _, err = run(capsys, "train", "--from-hf", write(tmp_path, phi3), "--preset", "smoke",
+                       "--out", tmp_path / "run")
+    assert code == 2 and "the preset 'smoke' has head dim 8" in err and "16 entries" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("args, words", [
     (["derive", "rope", "--from-hf", "CONFIG"], "give a SPEC or --from-hf CONFIG, not both"),
     (["derive", "--all", "--from-hf", "CONFIG"], "give --all or --from-hf CONFIG, not both"),

@@ -50,8 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.from_hf is not None and args.config is not None:
         raise PosencError("train: --config holds its own PE; give --config or --from-hf, not both")
-    pe, _ = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC")
+    pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC")
     pe = "rope" if pe is None else pe
+    if info is not None:
+        _fits_preset(pe, args)
     stopping = {k: v for k, v in (("patience", args.patience), ("val_frac", args.val_frac),
                                   ("stop_on", args.stop_on)) if v is not None}
     run = train(args.task, pe, preset=args.preset, seed=args.seed, out=args.out,
@@ -68,3 +70,20 @@ def run(args: argparse.Namespace) -> int:
           f"{result.final_test_acc:.4f} after {last['epoch']} epochs{kept}, {result.n_params} "
           f"parameters, {state} -> {result.run_dir}")
     return 0
+
+
+def _fits_preset(pe: str, args: argparse.Namespace) -> None:
+    """A config's RoPE at the preset's head dim (a LongRoPE factor list is per plane of the
+    config's head), refused before the run folder is written."""
+    from ..empirical.config import preset
+    from ..encodings import parse_spec
+
+    spec = parse_spec(pe)
+    if not hasattr(spec, "rotary_dims"):
+        return
+    head_dim = preset(args.preset, task=args.task, pe=pe, seed=args.seed).model.head_dim
+    try:
+        spec.rotary_dims(head_dim)
+    except PosencError as exc:
+        raise PosencError(f"train --from-hf: the preset {args.preset!r} has head dim {head_dim}: "
+                          f"{exc}") from None
