@@ -42,6 +42,9 @@ CASES = {
                     "rope_scaling": {"type": "yarn", "factor": 4.0,
                                      "original_max_position_embeddings": 32768}},
                    "rope:base=1000000,pairing=half,scaling=yarn,factor=4,original=32768", 64, 4),
+    "qwen3 default head_dim": ({"model_type": "qwen3", "hidden_size": 256,
+                                "num_attention_heads": 4, "rope_theta": 1000000.0},
+                               "rope:base=1000000,pairing=half", 128, 4),     # not 256 / 4
     "gemma default head_dim": ({"model_type": "gemma", "hidden_size": 2048,
                                 "num_attention_heads": 8},
                                "rope:pairing=half", 256, 8),
@@ -101,7 +104,7 @@ def test_each_architecture_maps_to_its_exact_spec(name):
 
 
 def test_every_supported_model_type_has_a_case():
-    assert {c[0]["model_type"] for c in CASES.values()} == set(MAPPERS) - {"qwen3"}
+    assert {c[0]["model_type"] for c in CASES.values()} == set(MAPPERS)
 
 
 def test_a_file_and_its_folder_give_the_same_spec(tmp_path):
