@@ -104,6 +104,23 @@ def test_train_refuses_a_spec_the_presets_head_does_not_fit_before_writing(tmp_p
     assert not (tmp_path / "run").exists()
 
 
+def test_derive_refuses_a_spec_no_symbolic_head_fits(tmp_path, capsys):
+    phi3 = {"model_type": "phi3", "hidden_size": 128, "num_attention_heads": 4,
+            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 16,
+                             "long_factor": [4.0] * 16}}
+    code, out, err = run(capsys, "derive", "--from-hf", write(tmp_path, phi3))
+    line = err.splitlines()[-1]
+    assert code == 2 and out == "" and "no symbolic head dim up to 8 fits" in line
+    assert "16 entries" in line
+
+
+def test_check_from_hf_json_names_the_config_and_its_spec(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    code, out, _ = run(capsys, "check", "--from-hf", write(tmp_path, BLOOM), "--json")
+    summary = json.loads(out)["summary"]["from_hf"]
+    assert code == 0 and summary["spec"] == "alibi:direction=causal" and summary["heads"] == 6
+
+
 @pytest.mark.parametrize("args, words", [
     (["derive", "rope", "--from-hf", "CONFIG"], "give a SPEC or --from-hf CONFIG, not both"),
     (["derive", "--all", "--from-hf", "CONFIG"], "give --all or --from-hf CONFIG, not both"),

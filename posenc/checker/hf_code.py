@@ -204,6 +204,9 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
         report = check_callable(alibi_function(data), "bias", expect=expected)
     else:
         report = check_callable(t5_function(data), "t5", expect=expected)
+    report.summary["from_hf"] = {"spec": spec_text, "model_type": info["model_type"],
+                                 "head_dim": info["head_dim"], "heads": info["heads"],
+                                 "source": info["source"]}
     return report, spec_text, info
 
 

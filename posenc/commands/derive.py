@@ -36,8 +36,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 def symbolic_head_dim(spec, given: int | None) -> int | None:
     """The head dim to derive a config's RoPE at: ``given``, else the smallest even one from 4
-    up to the symbolic limit with a rotary pair (``fraction=0.25`` needs 8), else None (the
-    default, whose error then says why)."""
+    up to the symbolic limit that the spec fits (``fraction=0.25`` needs 8); none: refused."""
     from ..errors import PosencError
     from ..limits import MAX_SYMBOLIC_DIM
 
@@ -46,10 +45,12 @@ def symbolic_head_dim(spec, given: int | None) -> int | None:
     for d in range(4, MAX_SYMBOLIC_DIM + 1, 2):
         try:
             spec.rotary_dims(d)
-        except PosencError:
+        except PosencError as exc:
+            why = str(exc)
             continue
         return d
-    return None
+    raise PosencError(f"derive --from-hf: no symbolic head dim up to {MAX_SYMBOLIC_DIM} fits "
+                      f"{spec.to_string()[:80]}: {why} (bound --from-hf takes the config's)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     entries = list(derivable_entries()) if args.all else [(spec_text, parse_spec(spec_text))]
     if info is not None:
         args.head_dim = symbolic_head_dim(entries[0][1], args.head_dim)
-        print(f"  derived at head dim {args.head_dim or 'default'}, {args.heads} heads (symbolic "
+        print(f"  derived at head dim {args.head_dim or 4}, {args.heads} heads (symbolic "
               f"sizes; --head-dim, --heads)", file=sys.stderr)
     skipped = [name for name, spec in all_entries() if not spec.has_toeplitz_form] if args.all else []
     forms = [(name, derive(spec, head_dim=args.head_dim, model_dim=args.model_dim,
