@@ -133,3 +133,12 @@ def test_from_hf_and_a_spec_exclude_each_other(tmp_path, capsys, args, words):
     path = write(tmp_path, NEOX)
     code, stdout, err = run(capsys, *[path if a == "CONFIG" else a for a in args])
     assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_check_from_hf_without_transformers_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "transformers", None)        # import transformers fails
+    code, out, err = run(capsys, "check", "--from-hf", write(tmp_path, BLOOM))
+    assert code == 2 and out == "" and err.splitlines()[-1].startswith("posenc: error: check "
+                                                                       "--from-hf checks "
+                                                                       "transformers' own code")

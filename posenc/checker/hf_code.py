@@ -61,6 +61,7 @@ def hf_config_object(data: dict) -> Any:
 
 
 def _module(model_type: str):
+    _transformers()
     return importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
 
 
