@@ -113,3 +113,5 @@ def test_the_assumed_class_defaults_are_transformers_own(model_type):
     head_dim = getattr(config, "head_dim", None) or getattr(config, "d_kv", None) \
         or config.hidden_size // heads
     assert (bare[1]["head_dim"], bare[1]["heads"]) == (head_dim, heads)
+    if bare[0].startswith("rope"):          # the length dynamic NTK and YaRN/LongRoPE read
+        assert bare[1]["max_position_embeddings"] == config.max_position_embeddings
