@@ -151,8 +151,8 @@ class _Config:
         return float(value)
 
     def integer(self, key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
-                or value < 1:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value != int(value) or value < 1:
             raise self.refuse(key, f"must be a positive integer; got {value!r}")
         return int(value)
 
@@ -193,8 +193,9 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
     source : str, os.PathLike or dict
         A local ``config.json`` (or the folder holding it), or its contents as a dict.
     seq_len : int, optional
-        The sequence length a length-dependent scaling (dynamic NTK, LongRoPE) is stated for;
-        default ``max_position_embeddings``.
+        The sequence length a length-dependent scaling is stated for; default the length up to
+        which transformers uses its unscaled (dynamic NTK: ``max_position_embeddings``) or short
+        (LongRoPE: ``original_max_position_embeddings``) frequencies.
 
     Returns
     -------

@@ -176,6 +176,11 @@ REFUSED = {
                                 "rope_scaling": {"type": "linear", "factor": 2.0}},
                                "alibi, rope_parameters"),
     "bad theta": ({"model_type": "llama", "rope_theta": "big"}, "rope_theta"),
+    "infinite length": ({"model_type": "llama", "max_position_embeddings": float("inf"),
+                         "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+                        "max_position_embeddings"),
+    "indivisible width": ({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3},
+                          "hidden_size, num_attention_heads"),
 }
 
 
