@@ -17,6 +17,7 @@ The library's front door (each name is imported on first use, so ``import posenc
     posenc.import_checkpoint(file, pe=, task=, out=) -> Run  the paper code's state_dict, as a run
     posenc.ablate(run, mode="zero") -> AblationResult       single-head ablations
     posenc.reproduce(preset="quick", out=None) -> Path      the paper's experiments + report
+    posenc.spec_from_hf_config(path) -> (spec, info)        a local HF config.json as a spec
 
 Bad input raises :class:`PosencError` (a :class:`ValueError`) with one line of text.  See
 ``docs/api.md``.
@@ -46,6 +47,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ConformanceReport": ("posenc.api.conformance", "ConformanceReport"),
     "train": ("posenc.api.experiments", "train"),
     "load_run": ("posenc.api.experiments", "load_run"),
+    "spec_from_hf_config": ("posenc.encodings.hf_config", "spec_from_hf_config"),
     "import_checkpoint": ("posenc.api.experiments", "import_checkpoint"),
     "ablate": ("posenc.api.experiments", "ablate"),
     "reproduce": ("posenc.api.experiments", "reproduce"),

@@ -19,6 +19,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
+from . import hf_option
 
 if TYPE_CHECKING:
     from ..numerics.bound_rows import BoundReport
@@ -28,11 +29,13 @@ if TYPE_CHECKING:
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("bound", help="spectra and spectral bounds of a PE's positional matrix",
                         description=__doc__.splitlines()[0])
-    p.add_argument("spec", help="PE spec, e.g. alibi, rope:base=500000, "
-                                "'custom:kernel=exp(-0.1*abs(k))'")
+    p.add_argument("spec", nargs="?", help="PE spec, e.g. alibi, rope:base=500000, "
+                                           "'custom:kernel=exp(-0.1*abs(k))'")
     p.add_argument("--n", required=True, help="sequence length(s), e.g. 1024 or 64,256,1024,4096")
-    p.add_argument("--head-dim", type=int, default=64, help="head dimension d (default 64)")
-    p.add_argument("--heads", type=int, default=8, help="number of heads H (default 8)")
+    p.add_argument("--head-dim", type=int, default=None,
+                   help="head dimension d (default 64; with --from-hf the config's)")
+    p.add_argument("--heads", type=int, default=None,
+                   help="number of heads H (default 8; with --from-hf the config's)")
     p.add_argument("--head", type=int, default=0, help="which head, 0-based (default 0)")
     p.add_argument("--d-model", type=int, default=None,
                    help="model width for absolute PEs (default head-dim * heads)")
@@ -54,6 +57,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--plane-seeds", type=int, default=5,
                    help="content seeds of RoPE's per-plane logit ratio ||L_RoPE||/||L_NoPE|| "
                         "(default 5; 0 leaves it out)")
+    hf_option.add(p, "; --head-dim and --heads default to the config's")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw norms, bounds and contraction ratios against n")
@@ -271,7 +275,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plot is not None:                        # suffix and folder, before any work
         check_figure_path(args.plot, ("png",))
-    spec = parse_spec(args.spec)
+    spec_text, info = hf_option.resolve(args.spec, args.from_hf, "bound")
+    if spec_text is None:
+        raise PosencError("bound: give a SPEC or --from-hf CONFIG")
+    if args.head_dim is None:
+        args.head_dim = info["head_dim"] if info else 64
+    if args.heads is None:
+        args.heads = info["heads"] if info else 8
+    spec = parse_spec(spec_text)
     ns = parse_ns(args.n)
     content = parse_content(args.content)
     values = _load_values(args.values)

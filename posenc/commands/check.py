@@ -15,17 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..errors import PosencError
+from . import hf_option
+
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("check", help="check a RoPE or bias implementation (module:function or "
                                       "file.py:function) for conformance")
-    p.add_argument("impl", metavar="IMPL", help="module:function, module.function or "
-                                                "path/to/file.py:function")
+    p.add_argument("impl", metavar="IMPL", nargs="?",
+                   help="module:function, module.function or path/to/file.py:function")
     p.add_argument("--kind", default=None,
                    help="rope: f(x, positions); bias: g(n_heads, n); xpos: f(q, k, positions) -> "
                         "(q, k); rope-qk: RoPE as f(q, k, positions) -> (q, k); t5: b(n) -> "
                         "(n, n) T5 buckets of query i, key j (default: detect rope or bias)")
-    p.add_argument("--dim", type=int, default=64,
+    p.add_argument("--dim", type=int, default=None,
                    help="head dimension given to a rotary function (default 64)")
     p.add_argument("--expect", default=None, metavar="K=V,...",
                    help="the conventions you meant, checked against posenc's reference: "
@@ -34,8 +37,11 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "r1=R1,r2=R2 (KERPLE-log), dtype=bfloat16|float16 (a bias computed in "
                         "that precision); xpos base=B,gamma=G,scale_base=S; t5 "
                         "bidirectional=true|false,num_buckets=N,max_distance=M")
-    p.add_argument("--timeout", type=float, default=60.0,
+    p.add_argument("--timeout", type=float, default=None,
                    help="seconds the child process running IMPL may take (default 60)")
+    hf_option.add(p, "; checks transformers' own rotary, ALiBi or T5 code for that "
+                     "architecture, built from the config, against that spec (--expect keys "
+                     "replace the spec's)")
     p.add_argument("--max-positions", type=int, default=None, metavar="N",
                    help="probe a rotary function only at positions below N (its position "
                         "table's size; default: detected as the first position that raises)")
@@ -46,10 +52,29 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api.conformance import check
 
-    report = check(args.impl, kind=args.kind, dim=args.dim, expect=args.expect,
-                   timeout=args.timeout, max_positions=args.max_positions)
+    if args.from_hf is not None:
+        report = _check_hf(args)
+    elif args.impl is None:
+        raise PosencError("check: give an IMPL or --from-hf CONFIG")
+    else:
+        report = check(args.impl, kind=args.kind, dim=64 if args.dim is None else args.dim,
+                       expect=args.expect, timeout=args.timeout, max_positions=args.max_positions)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(report.text())
     return 0 if report.ok else 1
+
+
+def _check_hf(args: argparse.Namespace):
+    from ..checker.hf_code import check_hf
+
+    given = [f"--{k.replace('_', '-')}" for k in ("kind", "dim", "timeout", "max_positions")
+             if getattr(args, k) is not None]
+    if given:
+        raise PosencError(f"check --from-hf: {', '.join(given)} not taken: the config sets the "
+                          f"kind, head dim and probe length, and transformers' code runs in this "
+                          f"process")
+    hf_option.resolve(args.impl, args.from_hf, "check", "an IMPL")      # one IMPL or CONFIG
+    report, _, _ = check_hf(args.from_hf, expect=args.expect)
+    return report

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from . import hf_option
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -26,7 +29,28 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--model-dim", type=int, default=None, metavar="D",
                    help="model (input) width (default: the head dimension)")
     p.add_argument("--heads", type=int, default=4, metavar="H", help="number of heads (default 4)")
+    hf_option.add(p, "; derived at the symbolic sizes (--head-dim, --heads), the smallest head "
+                     "dim that has a rotary pair by default")
     p.set_defaults(func=run)
+
+
+def symbolic_head_dim(spec, given: int | None) -> int | None:
+    """The head dim to derive a config's RoPE at: ``given``, else the smallest even one from 4
+    up to the symbolic limit that the spec fits (``fraction=0.25`` needs 8); none: refused."""
+    from ..errors import PosencError
+    from ..limits import MAX_SYMBOLIC_DIM
+
+    if given is not None or not hasattr(spec, "rotary_dims"):
+        return given
+    for d in range(4, MAX_SYMBOLIC_DIM + 1, 2):
+        try:
+            spec.rotary_dims(d)
+        except PosencError as exc:
+            why = str(exc)
+            continue
+        return d
+    raise PosencError(f"derive --from-hf: no symbolic head dim up to {MAX_SYMBOLIC_DIM} fits "
+                      f"{spec.to_string()[:80]}: {why} (bound --from-hf takes the config's)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,11 +58,18 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import PosencError
     from ..theory import derive
 
-    if args.all == (args.spec is not None):
-        raise PosencError("derive: give either a SPEC or --all")
+    if args.from_hf is not None and args.all:
+        raise PosencError("derive: give --all or --from-hf CONFIG, not both")
     if args.latex and args.json:
         raise PosencError("derive: --latex and --json are exclusive")
-    entries = list(derivable_entries()) if args.all else [(args.spec, parse_spec(args.spec))]
+    spec_text, info = hf_option.resolve(args.spec, args.from_hf, "derive")
+    if args.all == (spec_text is not None):
+        raise PosencError("derive: give either a SPEC, --from-hf CONFIG or --all")
+    entries = list(derivable_entries()) if args.all else [(spec_text, parse_spec(spec_text))]
+    if info is not None:
+        args.head_dim = symbolic_head_dim(entries[0][1], args.head_dim)
+        print(f"  derived at head dim {args.head_dim or 4}, {args.heads} heads (symbolic "
+              f"sizes; --head-dim, --heads)", file=sys.stderr)
     skipped = [name for name, spec in all_entries() if not spec.has_toeplitz_form] if args.all else []
     forms = [(name, derive(spec, head_dim=args.head_dim, model_dim=args.model_dim,
                            n_heads=args.heads)) for name, spec in entries]

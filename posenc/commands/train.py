@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import PosencError
+from . import hf_option
+
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("train", help="train a small Transformer with a PE on a synthetic task",
                         description="Train a pre-LN encoder with the given PE on the distance "
                                     "(position-sensitive) or count (position-agnostic) task.")
     p.add_argument("--task", default="distance", help="distance or count (default distance)")
-    p.add_argument("--pe", default="rope", help="PE spec, e.g. rope, alibi:slopes=exp, paper-rope")
+    p.add_argument("--pe", default=None,
+                   help="PE spec, e.g. rope, alibi:slopes=exp, paper-rope (default rope)")
+    hf_option.add(p, " in place of --pe; the model keeps the preset's sizes (its head dim, not "
+                     "the config's)")
     p.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="run folder (default runs/<task>_<pe>_<preset>_s<seed>_<hash>)")
@@ -42,9 +48,15 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api.experiments import train
 
+    if args.from_hf is not None and args.config is not None:
+        raise PosencError("train: --config holds its own PE; give --config or --from-hf, not both")
+    pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC")
+    pe = "rope" if pe is None else pe
+    if info is not None:
+        _fits_preset(pe, args)
     stopping = {k: v for k, v in (("patience", args.patience), ("val_frac", args.val_frac),
                                   ("stop_on", args.stop_on)) if v is not None}
-    run = train(args.task, args.pe, preset=args.preset, seed=args.seed, out=args.out,
+    run = train(args.task, pe, preset=args.preset, seed=args.seed, out=args.out,
                 config=args.config, epochs=args.epochs, samples=args.samples,
                 threads=args.threads, device=args.device, precision=args.precision,
                 paper_code=args.paper_code, overrides=stopping or None, resume=not args.restart)
@@ -58,3 +70,20 @@ def run(args: argparse.Namespace) -> int:
           f"{result.final_test_acc:.4f} after {last['epoch']} epochs{kept}, {result.n_params} "
           f"parameters, {state} -> {result.run_dir}")
     return 0
+
+
+def _fits_preset(pe: str, args: argparse.Namespace) -> None:
+    """A config's RoPE at the preset's head dim (a LongRoPE factor list is per plane of the
+    config's head), refused before the run folder is written."""
+    from ..empirical.config import preset
+    from ..encodings import parse_spec
+
+    spec = parse_spec(pe)
+    if not hasattr(spec, "rotary_dims"):
+        return
+    head_dim = preset(args.preset, task=args.task, pe=pe, seed=args.seed).model.head_dim
+    try:
+        spec.rotary_dims(head_dim)
+    except PosencError as exc:
+        raise PosencError(f"train --from-hf: the preset {args.preset!r} has head dim {head_dim}: "
+                          f"{exc}") from None

@@ -1,0 +1,221 @@
+"""``posenc check --from-hf config.json``: transformers' own position code for that config,
+checked against the spec the config maps to (:func:`posenc.encodings.hf_config.spec_from_hf_config`).
+
+The code checked, built from the config (no weights, nothing from the hub):
+
+* rotary models -- the model module's ``<Model>RotaryEmbedding(config)`` and its
+  ``apply_rotary_pos_emb`` (GPT-J: ``GPTJRotaryEmbedding`` and its interleaved
+  ``apply_rotary_pos_emb`` on the first ``rotary_dim`` dims, as ``GPTJAttention`` slices; Phi:
+  the first ``int(head_dim * partial_rotary_factor)`` dims, as ``PhiAttention`` slices), as
+  ``f(x, positions)`` with x of shape (..., seq, head_dim);
+* Bloom and Falcon with ALiBi -- ``build_alibi_tensor``; MPT -- ``build_mpt_alibi_tensor``; each
+  is slope * key position, given here with the causal mask the model adds, as
+  ``g(n_heads, n)``;
+* T5 -- ``T5Attention.compute_bias`` of an encoder attention whose bias table holds the bucket
+  index (one head, ``weight[b] = b``), so it returns T5's buckets of query i, key j as
+  ``b(n)``.
+
+The expectation is the spec's conventions (base, pairing, fraction and the scaling keys; ALiBi
+press slopes, causal, and ``dtype=bfloat16`` for Falcon, whose bias is bfloat16 on purpose;
+T5 two-sided buckets with the config's num_buckets and max_distance); ``expect`` overrides
+keys of it.  Dynamic NTK and LongRoPE change their frequencies past a length: the rotary
+function is probed only below it (``max_positions``).  transformers is imported here only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any, Callable, Optional
+
+from ..encodings import parse_spec
+from ..encodings.hf_config import read_hf_config, spec_from_hf_config
+from ..errors import PosencError
+from .expect import ROPE_KEYS, SCALING_KEYS, parse_expect
+from .report import ConformanceReport
+
+#: model types whose attention rotates a slice it takes itself (``apply_rotary_pos_emb`` sees
+#: only the rotary dims); the others' ``apply_rotary_pos_emb`` gets the whole head.
+SLICED_BY_ATTENTION = ("phi", "gptj")
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise PosencError("check --from-hf checks transformers' own code: install transformers "
+                          "(pip install 'posenc[thirdparty]')") from None
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    return transformers
+
+
+def hf_config_object(data: dict) -> Any:
+    """The transformers config object of a config dict (its own class, its own defaults)."""
+    transformers = _transformers()
+    kw = {k: v for k, v in data.items() if k != "model_type"}
+    try:
+        return transformers.AutoConfig.for_model(data["model_type"], **kw)
+    except Exception as exc:
+        raise PosencError(f"transformers refused the config: {type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())[:200]}") from None
+
+
+def _module(model_type: str):
+    _transformers()
+    return importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+
+
+def rotary_function(data: dict, rotary_dims: int) -> Callable:
+    """transformers' rotary embedding and ``apply_rotary_pos_emb`` of this config as
+    ``f(x, positions)``."""
+    import torch
+
+    config = hf_config_object(data)
+    mod, model_type = _module(data["model_type"]), data["model_type"]
+    names = [n for n in dir(mod) if n.endswith("RotaryEmbedding")]
+    if len(names) != 1:
+        raise PosencError(f"transformers' {model_type} has {len(names)} rotary embedding classes; "
+                          f"expected one")
+    embedding = getattr(mod, names[0])(config)
+    apply = mod.apply_rotary_pos_emb
+    sliced = model_type in SLICED_BY_ATTENTION
+
+    def f(x, positions):
+        x, positions = torch.as_tensor(x), torch.as_tensor(positions)
+        shape = x.shape
+        if model_type == "gptj":                     # (batch, seq, heads, dim)
+            x4 = x.reshape(-1, shape[-2], 1, shape[-1])
+            sin, cos = embedding(x4, positions[None])
+            out = apply(x4[..., :rotary_dims], sin, cos)
+            return torch.cat([out, x4[..., rotary_dims:]], -1).reshape(shape)
+        x4 = x.reshape(-1, 1, shape[-2], shape[-1])  # (batch, heads, seq, dim)
+        cos, sin = embedding(x4, positions[None])
+        if sliced:
+            out = apply(x4[..., :rotary_dims], x4[..., :rotary_dims], cos, sin)[0]
+            return torch.cat([out, x4[..., rotary_dims:]], -1).reshape(shape)
+        return apply(x4, x4, cos, sin)[0].reshape(shape)
+    f.__qualname__ = f"transformers {model_type} {names[0]} + apply_rotary_pos_emb"
+    return f
+
+
+def alibi_function(data: dict) -> Callable:
+    """transformers' ALiBi of this model type, with the causal mask, as ``g(n_heads, n)``."""
+    import torch
+
+    model_type = data["model_type"]
+    mod = _module(model_type)
+
+    def g(n_heads, n):
+        if model_type == "mpt":
+            bias = mod.build_mpt_alibi_tensor(n_heads, n)                      # (H, 1, n)
+        else:
+            bias = mod.build_alibi_tensor(torch.ones(1, n, dtype=torch.long), n_heads,
+                                          torch.float32)                     # (H, 1, n)
+        mask = torch.full((n, n), float("-inf")).triu(1)
+        return bias.reshape(n_heads, 1, n).float() + mask
+    g.__qualname__ = f"transformers {model_type} " + ("build_mpt_alibi_tensor" if model_type == "mpt"
+                                                     else "build_alibi_tensor")
+    return g
+
+
+def t5_function(data: dict) -> Callable:
+    """transformers' ``T5Attention.compute_bias`` (encoder) returning the bucket index."""
+    import torch
+
+    config = hf_config_object({**data, "num_heads": 1})
+    attention = _module("t5").T5Attention(config, has_relative_attention_bias=True)
+    with torch.no_grad():
+        attention.relative_attention_bias.weight.copy_(
+            torch.arange(config.relative_attention_num_buckets, dtype=torch.float32)[:, None])
+
+    def b(n):
+        with torch.no_grad():
+            return attention.compute_bias(n, n, device="cpu")[0, 0]
+    b.__qualname__ = "transformers T5Attention.compute_bias (encoder)"
+    return b
+
+
+def expectation(spec_text: str, model_type: str) -> dict:
+    """The ``--expect`` dict stating the spec's conventions."""
+    spec = parse_spec(spec_text)
+    if spec.name == "rope":
+        out = {k: getattr(spec, k) for k in ROPE_KEYS}
+        if spec.scaled:
+            from ..encodings.rope_scaling import USES
+            out["scaling"] = spec.scaling
+            out.update({k: getattr(spec, k) for k in USES[spec.scaling]
+                        if getattr(spec, k) is not None})
+        return out
+    if spec.name == "alibi":
+        out = {"slopes": spec.slopes, "direction": spec.direction}
+        return {**out, "dtype": "bfloat16"} if model_type == "falcon" else out
+    if spec.name == "relative_bias" and spec.mode == "t5":
+        return {"bidirectional": "true", "num_buckets": spec.num_buckets,
+                "max_distance": spec.max_distance}
+    raise PosencError(f"check --from-hf: no transformers code to check for {spec_text}")
+
+
+def _merge(derived: dict, expect: Any, kind: str) -> dict:
+    """``expect`` (string or dict) overriding keys of the derived expectation."""
+    if expect is None or expect == "" or expect == {}:
+        return derived
+    given = parse_expect(expect, kind)
+    given.pop("kind", None)
+    if kind == "rope" and any(k in SCALING_KEYS for k in given):    # a new scaling replaces all
+        derived = {k: v for k, v in derived.items() if k not in SCALING_KEYS}
+    return {**derived, **given}
+
+
+def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
+             code: Any = None) -> tuple[ConformanceReport, str, dict]:
+    """Check transformers' code for the config ``source`` against the spec it maps to.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or dict
+        The config the spec comes from (a local config.json or its dict).
+    expect : str or dict, optional
+        ``--expect`` keys that replace the spec's (e.g. ``"base=20000"``).
+    seq_len : int, optional
+        As :func:`~posenc.encodings.hf_config.spec_from_hf_config`.
+    code : str, os.PathLike or dict, optional
+        Build transformers' code from this config instead (default ``source``): a test of the
+        check itself, code and expectation from two different configs.
+
+    Returns
+    -------
+    (report, spec, info) : the :class:`ConformanceReport`, the spec string and its info.
+    """
+    from . import check_callable
+
+    spec_text, info = spec_from_hf_config(source, seq_len=seq_len)
+    data = read_hf_config(code if code is not None else source)[0]
+    if code is not None and data.get("model_type") != info["model_type"]:
+        raise PosencError("check --from-hf: the code's config is another model type")
+    name = spec_text.partition(":")[0]
+    kind = {"rope": "rope", "alibi": "bias", "relative_bias": "t5"}[name]
+    expected = _merge(expectation(spec_text, info["model_type"]), expect, kind)
+    if kind == "rope":
+        code_info = spec_from_hf_config(data, seq_len=seq_len)[1] if code is not None else info
+        fn = rotary_function(data, code_info["rotary_dims"])
+        limit = _probe_limit(parse_spec(spec_text), info)
+        report = check_callable(fn, "rope", dim=info["head_dim"], expect=expected,
+                                max_positions=limit)
+    elif kind == "bias":
+        report = check_callable(alibi_function(data), "bias", expect=expected)
+    else:
+        report = check_callable(t5_function(data), "t5", expect=expected)
+    report.summary["from_hf"] = {"spec": spec_text, "model_type": info["model_type"],
+                                 "head_dim": info["head_dim"], "heads": info["heads"],
+                                 "source": info["source"]}
+    return report, spec_text, info
+
+
+def _probe_limit(spec: Any, info: dict) -> Optional[int]:
+    """Positions the rotary function is probed below: a length-dependent scaling changes its
+    frequencies past its length; GPT-J's table ends at n_positions (the check finds that)."""
+    if spec.scaling == "dynamic":
+        return spec.original
+    if spec.scaling == "longrope":
+        return spec.original
+    return None

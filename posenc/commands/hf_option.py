@@ -1,0 +1,46 @@
+"""``--from-hf CONFIG``, shared by derive, bound, check and train: a local Hugging Face
+config.json in place of a spec (:mod:`posenc.encodings.hf_config`).
+
+The spec it maps to, with the model's head dim and heads, is said on stderr (stdout stays the
+command's own output, JSON included); a bad file or a config with a position field the
+catalogue cannot state is one line and exit status 2 before anything runs or is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from ..errors import PosencError
+
+HELP = ("a local Hugging Face config.json (or its folder) instead of a spec: its positional "
+        "encoding as the exact catalogue spec (no hub access)")
+
+
+def add(p: argparse.ArgumentParser, extra: str = "") -> None:
+    """Add ``--from-hf CONFIG`` to a command's parser."""
+    p.add_argument("--from-hf", metavar="CONFIG", default=None, help=HELP + extra)
+
+
+def resolve(spec: Optional[str], config: Optional[str], what: str,
+            spec_name: str = "a SPEC") -> tuple[Optional[str], Optional[dict]]:
+    """(spec text, info) from a positional spec or ``--from-hf`` (exactly one of them, or
+    neither: (None, None)); the mapping is said on stderr."""
+    from ..encodings.hf_config import spec_from_hf_config
+
+    if config is None:
+        return spec, None
+    if spec is not None:
+        raise PosencError(f"{what}: give {spec_name} or --from-hf CONFIG, not both")
+    text, info = spec_from_hf_config(config)
+    say(text, info)
+    return text, info
+
+
+def say(text: str, info: dict, note: str = "") -> None:
+    """``--from-hf CONFIG: SPEC (model_type, head dim D, H heads)`` and the notes, on stderr."""
+    print(f"--from-hf {info['source']}: {text} ({info['model_type']}, head dim "
+          f"{info['head_dim']}, {info['heads']} heads){note}", file=sys.stderr)
+    for line in info["notes"]:
+        print(f"  note: {line}", file=sys.stderr)
