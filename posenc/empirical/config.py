@@ -344,6 +344,8 @@ class TrainConfig:
         _check(self.step in STEPS, f"step must be {' or '.join(STEPS)}; got {self.step!r}")
         _check(self.stop_on in STOP_ON,
                f"stop_on must be {' or '.join(STOP_ON)}; got {self.stop_on!r}")
+        _check(self.stop_on == "accuracy" or self.patience is not None,
+               f"stop_on {self.stop_on} is an early-stopping rule: give patience too")
         # refused here, when the config is made (a sweep validates every config before it runs
         # one), not first when the model is built (the Transformer checks it too)
         _check(self.model.code != "paper" or self.task.n_classes <= self.task.vocab_size,
@@ -424,8 +426,8 @@ def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
         # batch 16 (lr 1e-3, 6% warm-up then cosine over the maximum), stopping once 8 epochs
         # have raised neither the best validation accuracy nor lowered the best validation loss
         # (stop_on accuracy_or_loss).  The earlier rule, patience 5 on accuracy alone (candidate
-        # E), stopped 10 of 30 full-length calibration runs more than 10 points below what they
-        # reached (every ALiBi distance seed; 2 of 12 relative-table seeds at the length-only
+        # E), stopped 10 of 32 full-length calibration runs more than 10 points below what they
+        # reached (5 of 6 ALiBi distance seeds; 2 of 12 relative-table seeds at the length-only
         # level); this one stopped none, at 1.5x the epochs (scripts/stopping_rules.py).  The
         # distance task has gaps 1..40 in 42-58 tokens (chance 1/40), 3,000 examples; the count
         # task k = 0..30 of 32 tokens (the paper: 0..100 of 120), 3,000 examples.  Candidate D

@@ -184,10 +184,12 @@ def _training(inp: ReportInputs) -> list[str]:
     lines = ["", SECTIONS[2], "",
              "Early stopping: after every epoch the model is evaluated on a validation split "
              "carved from the training data (the test split is never read for it); a run stops "
-             "once its validation accuracy has not improved for the preset's patience, or at "
-             "its maximum epochs, and keeps its best-validation weights. *stopped early*: runs "
-             "whose early stop fired before the maximum; *at the maximum*: seeds that ran out of "
-             "epochs while still improving (their models may not have finished learning).", "",
+             f"once {_stop_rule(inp.results)}, or at its maximum epochs, and keeps its "
+             "best-validation-accuracy weights. *stopped early*: runs whose early stop fired "
+             "before the maximum; *at the maximum*: seeds whose rule had not fired when their "
+             "epochs ran out (still improving by the rule's measure -- under a rule that reads "
+             "the loss, perhaps only the loss; their models may not have finished learning).",
+             "",
              "| task | PE (role) | runs | stopped early | epochs trained | epoch kept | "
              "max epochs | batch | at the maximum | diverged |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -311,6 +313,25 @@ def _spectra(inp: ReportInputs) -> list[str]:
     return lines
 
 
+def _stop_rule(results: list[Any]) -> str:
+    """The stopping rule of the runs' summaries, in words (the patience and what counts as
+    progress: ``stop_on``, accuracy when not recorded)."""
+    stops = [s for r in results if isinstance(s := r.summary.get("early_stopping"), dict)]
+    if not stops:
+        return "the preset's patience epochs have not improved its validation accuracy"
+    patience = _span(sorted({int(s["patience"]) for s in stops}))
+    on = sorted({s.get("stop_on", "accuracy") for s in stops})
+    what = {"accuracy": "raised its best validation accuracy",
+            "accuracy_or_loss": "raised its best validation accuracy nor lowered its best "
+                                "validation loss"}
+    if on == ["accuracy"]:
+        return f"{patience} epochs in a row have not {what['accuracy']}"
+    if on == ["accuracy_or_loss"]:
+        return f"{patience} epochs in a row have neither {what['accuracy_or_loss']}"
+    return f"its rule fired ({patience} epochs without progress; runs differ in stop_on: " \
+           f"{', '.join(on)})"
+
+
 def _epochs(results: list[Any]) -> str:
     """The epochs the runs trained: a fixed count, or under early stopping the maximum and the
     span actually trained (one run's count is not the preset's)."""
@@ -318,8 +339,11 @@ def _epochs(results: list[Any]) -> str:
     stops = [r.summary.get("early_stopping") for r in results]
     if not stops or not all(isinstance(s, dict) for s in stops):
         return f"{_span(trained)} epochs"
-    return (f"early stopping (patience {_span(sorted({int(s['patience']) for s in stops}))}) "
-            f"at most {_span(sorted({int(s['max_epochs']) for s in stops}))} epochs, "
+    on = " / ".join(o.replace("_", " ") for o in sorted({s.get("stop_on", "accuracy")
+                                                          for s in stops}))
+    patience = _span(sorted({int(s["patience"]) for s in stops}))
+    return (f"early stopping (patience {patience} on validation {on}) at most "
+            f"{_span(sorted({int(s['max_epochs']) for s in stops}))} epochs, "
             f"{_span(trained)} trained")
 
 

@@ -1,9 +1,10 @@
 """The report's section on the claims measured as the paper states them (issue 14, section 2).
 
-The verdicts EH, NC1-NC3, S, RA, AD, AL1 and AL2 (:mod:`posenc.verdicts.measured`) join the
-verdict table (AD, AL1 and AL2 read the ablation tables and accuracies the other sections show); this section shows the numbers behind them, means over seeds per PE role: the PE-span
-share of the positional energy per residual site (EH), the training-trace statistics (S) and
-the learned relative table's head-centred RMS over training (RA).  Runs trained before these
+The verdicts EH, NC1-NC3, S, RA, AD, MX, AL1 and AL2 (:mod:`posenc.verdicts.measured`) join
+the verdict table (AD, MX, AL1 and AL2 read the ablation tables and accuracies the other
+sections show); this section shows the numbers behind them, means over seeds per PE role: the
+PE-span share of the positional energy per residual site (EH), the training-trace statistics
+(S) and the learned relative table's head-centred RMS over training (RA).  Runs trained before these
 were recorded have none and are left out of the tables.
 """
 

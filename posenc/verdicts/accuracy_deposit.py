@@ -33,9 +33,10 @@ Judged only where the models learned (:meth:`Runs.learned`): a PE whose mean tes
 within :data:`LEARNED_MARGIN` points of its floor (:meth:`Runs.floor`: the larger of the test
 split's majority-label rate and the length-only rate, both recorded by the sweep -- a distance
 model that learned nothing of positions still reads the example's length) learned nothing, and
-its ablation drops and deposit indices are noise.  Such a PE leaves the "max over additive PEs" of 12 (and is named in the part's note);
-a deposit statistic (12, 13a and the negative controls of :mod:`.measured`) whose RoPE or MLA run
-did not learn is ``inconclusive``, saying which PE did not learn.  Accuracy orderings (10, 11,
+its ablation drops and deposit indices are noise.  Such a PE leaves the "max over additive
+PEs" of 12 and MX (and is named in the part's note); a deposit statistic (12, 13a and the
+negative controls of :mod:`.measured`) whose RoPE or MLA run did not learn is
+``inconclusive``, saying which PE did not learn.  Accuracy orderings (10, 11,
 13b, 14) keep every PE: a PE at chance is a result there.
 
 Then the claims measured as the paper states them (:mod:`.measured`: the
@@ -54,35 +55,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from ..roles import ADDITIVE, PARTIAL_ROPE
 from .accuracy_runs import (LEARNED_MARGIN, NO_ABLATION, POINTS, UNIT, Runs,  # noqa: F401
-                            learned_part, ordering_at_ceiling, unlearned_note)
+                            learned_part, ordering_at_ceiling, unlearned_note, versus_additive)
 from .accuracy_runs import judged_part as _part
 from .measured import evaluate_measured
 from .verdict import Verdict, bounded_interval, binomial_se, verdict_from_parts
-
-def _versus_additive(name: str, runs: Runs, task: str,
-                     stat: Callable[[int, tuple[str, ...]], Optional[float]],
-                     bounds: tuple[float, float]) -> dict[str, Any]:
-    """A deposit part RoPE vs the max over the additive PEs that learned ``task``."""
-    learned = tuple(r for r in ADDITIVE if r not in runs.not_learned(task, ADDITIVE))
-    left_out = [r for r in ADDITIVE if r not in learned]
-    if not learned:
-        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
-                "interval": None, "note": unlearned_note(left_out), "task": task,
-                "roles": ["rope", *ADDITIVE]}
-    out = learned_part(name, runs, task, ("rope",) + learned,
-                       lambda: _part(name, runs, task, ("rope",) + learned,
-                                     lambda s: stat(s, learned), 0.0, "above", bounds=bounds,
-                                     missing_note=NO_ABLATION),
-                       configs=[(task, "rope")])
-    if left_out:
-        extra = "left out of the max: " + unlearned_note(left_out)
-        out["note"] = f"{out['note']}; {extra}" if out.get("note") else extra
-    return out
-
 
 #: the paper code's own ``rope`` model (dis_gen/trans.py: RoPE in attention plus its cat[sin, cos]
 #: table on the embeddings), posenc's ``absolute+rope`` role in paper-code mode
@@ -137,10 +117,10 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
         "primary (b) deposit index(rope) - max over additive; shown (a) top single-head "
         "drop(rope) - max over additive; distance, zero ablation",
         "ablating the deposit head costs ~60 points; other heads ~0",
-        [_versus_additive("top drop: rope - additive", runs, D,
+        [versus_additive("top drop: rope - additive", runs, D,
                           lambda s, add: runs.deposit_contrast(D, "rope", add, s, "drop", mode),
                           POINTS),
-         _versus_additive("deposit index: rope - additive", runs, D,
+         versus_additive("deposit index: rope - additive", runs, D,
                           lambda s, add: runs.deposit_contrast(D, "rope", add, s, "index", mode),
                           UNIT)], primary=1))
 

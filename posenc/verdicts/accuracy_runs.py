@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
+from ..roles import ADDITIVE
 from .runs import SeedRuns, judge_part
 from .verdict import at_ceiling
 
@@ -144,3 +145,25 @@ def learned_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
         return part()
     return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None, "interval": None,
             "note": unlearned_note(bad), "task": task, "roles": list(roles)}
+
+
+def versus_additive(name: str, runs: Runs, task: str,
+                    stat: Callable[[int, tuple[str, ...]], Optional[float]],
+                    bounds: tuple[float, float], role: str = "rope") -> dict[str, Any]:
+    """A deposit part ``role`` (RoPE; xPos for MX) vs the max over the additive PEs that learned
+    ``task``: one that did not leaves the max (named in the note); ``role`` must have learned."""
+    learned = tuple(r for r in ADDITIVE if r not in runs.not_learned(task, ADDITIVE))
+    left_out = [r for r in ADDITIVE if r not in learned]
+    if not learned:
+        return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
+                "interval": None, "note": unlearned_note(left_out), "task": task,
+                "roles": [role, *ADDITIVE]}
+    out = learned_part(name, runs, task, (role,) + learned,
+                       lambda: judged_part(name, runs, task, (role,) + learned,
+                                           lambda s: stat(s, learned), 0.0, "above", bounds=bounds,
+                                           missing_note=NO_ABLATION),
+                       configs=[(task, role)])
+    if left_out:
+        extra = "left out of the max: " + unlearned_note(left_out)
+        out["note"] = f"{out['note']}; {extra}" if out.get("note") else extra
+    return out

@@ -85,3 +85,17 @@ def test_a_real_runs_stored_result_round_trips(tmp_path):
     # the same stored result under another run's config is refused
     with pytest.raises(PosencError, match="does not match its config"):
         ExperimentResult.from_stored(data, id=rid, config={**rec.config, "tags": {"role": "rope"}})
+
+
+def test_a_result_stored_before_the_length_only_rate_gets_it_from_its_config():
+    """Stores written before runs recorded summary.length_rate keep the floor of their task:
+    it is a function of the task configuration alone (exact), read from the run's config."""
+    from posenc.empirical.bayes_ceiling import length_only_rate
+    cfg = preset("quick", task="distance", pe="rope", seed=3)
+    config = ExperimentConfig(train=cfg, tags={"role": "rope"}).to_dict()
+    res = ExperimentResult.from_stored(stored(), config=config)
+    assert res.summary["length_rate"] == pytest.approx(length_only_rate(cfg.task)) \
+        == pytest.approx(0.146875)
+    kept = ExperimentResult.from_stored(stored(length_rate=0.5), config=config)
+    assert kept.summary["length_rate"] == 0.5  # a recorded one is never replaced
+    assert "length_rate" not in ExperimentResult.from_stored(stored()).summary  # no config

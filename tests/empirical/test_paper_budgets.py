@@ -33,6 +33,11 @@ def test_paper_code_mode_draws_the_papers_data():
     count = paper[("count", "rope")].task
     assert (count.content_length, count.length, count.pad_to) == (120, 128, 128)
     assert configs("paper", False)[("count", "rope")].task.pad_to is None  # standard mode
+    # a longer count example of the user's own is not padded (nor refused as longer than 128)
+    long = ReproductionPlan(preset="paper", seeds=1, overrides={"task.seq_len": 200})
+    long_count = {e.tags["role"]: e.train for e in long.experiments()
+                  if e.train.task.name == "count"}["rope"].task
+    assert (long_count.content_length, long_count.length, long_count.pad_to) == (200, 200, None)
     # the quick preset in paper-code mode: 42 classes over the vocabulary (it raised before:
     # vocab 32 < 42 classes), the paper sampler, and its own length (no padding to 128)
     quick = configs("quick", True)

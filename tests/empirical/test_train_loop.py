@@ -217,10 +217,25 @@ def test_stop_on_loss_trains_on_while_the_loss_falls_and_keeps_the_best_accuracy
 
 def test_stop_on_is_checked_and_left_out_of_the_config_at_its_default():
     with pytest.raises(PosencError, match="stop_on must be accuracy or accuracy_or_loss"):
-        tiny(stop_on="loss")
+        tiny(stop_on="loss", patience=2)
+    with pytest.raises(PosencError, match="stop_on accuracy_or_loss is an early-stopping rule"):
+        tiny(stop_on="accuracy_or_loss")  # without patience it would change the id, not training
     assert "stop_on" not in tiny().to_dict()
-    assert tiny(stop_on="accuracy_or_loss").to_dict()["stop_on"] == "accuracy_or_loss"
-    assert tiny(stop_on="accuracy_or_loss").run_id() != tiny().run_id()
+    lossy = tiny(stop_on="accuracy_or_loss", patience=2)
+    assert lossy.to_dict()["stop_on"] == "accuracy_or_loss"
+    assert lossy.run_id() != tiny(patience=2).run_id()
+
+
+def test_a_non_finite_validation_loss_is_no_progress():
+    """A NaN or infinite loss never counts as the best: a NaN first loss must not switch the
+    loss arm off (it did: every later loss compared with NaN is not lower)."""
+    nan, inf = float("nan"), float("inf")
+    accs = [0.1, 0.2, 0.2, 0.2]
+    assert not should_stop(accs, 2, [nan, 3.0, 2.0, 1.0])  # the loss still falls
+    assert not should_stop(accs, 2, [4.0, 3.0, 2.0, 1.0])
+    assert should_stop(accs, 2, [1.0, nan, nan, nan])  # non-finite after the best: no progress
+    assert should_stop(accs, 2, [1.0, 2.0, inf, nan])
+    assert should_stop(accs, 2, [nan] * 4) == should_stop(accs, 2)  # the accuracy arm alone
 
 
 def test_a_perfect_validation_accuracy_stops_at_once_with_the_same_model(tmp_path, monkeypatch):

@@ -298,3 +298,12 @@ def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
     v = verdicts(results)["MX"]
     assert v.verdict == expected
     assert v.parts[0]["values"] == pytest.approx([xpos_index - 0.4 - 0.01 * s for s in range(4)])
+    # an additive PE at its floor leaves the max (as in claim 12) instead of voiding the row:
+    # ALiBi at 12% with the quick distance size's length-only rate 14.7%, its index extreme
+    for r in results:
+        r.summary["length_rate"] = 0.147
+        if r.role == "alibi":
+            r.summary["test_acc"] = 0.12
+            r.ablation["zero"]["layers"][0]["deposit_index"] = 0.99
+    v = verdicts(results)["MX"]
+    assert v.verdict == expected and "left out of the max: alibi" in v.parts[0]["note"]

@@ -24,6 +24,18 @@ _MEASUREMENTS = {"ablation": dict, "probe": dict, "trace": dict, "dynamics": dic
 _KIND_NAMES = {dict: "object", list: "array"}
 
 
+def _length_rate(config: dict[str, Any], where: str) -> float:
+    """The length-only rate of a run's task (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`,
+    a function of the task configuration alone), for results stored before runs recorded it."""
+    from ..bayes_ceiling import length_only_rate
+    from ..config import config_from_dict
+    train = config.get("train", config)
+    try:
+        return length_only_rate(config_from_dict(train).task)
+    except PosencError as e:
+        raise PosencError(f"{where}: its config is not a training config ({e})") from None
+
+
 @dataclass(frozen=True)
 class ExperimentResult:
     """One finished run: its (task, role, seed), the worker's ``summary`` (test_acc, pe,
@@ -88,6 +100,8 @@ class ExperimentResult:
                   **{**fields, "ablation": fields["ablation"] or {}}, id=id, run_dir=run_dir)
         if config is not None:
             out._check_against(config, where)
+            if "length_rate" not in s:  # a run stored before it was recorded: from its config
+                s["length_rate"] = _length_rate(config, where)
         return out
 
     def to_stored(self) -> dict[str, Any]:

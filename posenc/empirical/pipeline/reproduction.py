@@ -38,7 +38,7 @@ from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
 from ..config import PRESET_NAMES, apply_overrides, check_overrides, preset as train_preset
-from ..paper_specs import paper_budget, paper_code_fields, paper_code_task_fields
+from ..paper_specs import paper_budget, paper_code_fields, paper_code_task_fields_for
 from .experiment import ExperimentConfig
 from .sweep import Job
 
@@ -170,7 +170,7 @@ class ReproductionPlan:
         # the paper code's fields for the spec the config holds (parsed once, when it was made)
         # and for its task
         fields = {**paper_code_fields(cfg.model.spec),
-                  **paper_code_task_fields(self.preset, cfg.task)}
+                  **paper_code_task_fields_for(self.preset, cfg, self.overrides)}
         return apply_overrides(cfg, {**budget, **fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:

@@ -152,7 +152,11 @@ def should_stop(val_accs: Sequence[float], patience: int,
         return True
     since = len(val_accs) - 1 - best
     if val_losses is not None:
-        since = min(since, len(val_losses) - 1 - best_index([-v for v in val_losses]))
+        # a non-finite loss is no progress (and never the best: a NaN first loss must not
+        # switch the loss arm off for the rest of the run)
+        finite = [-v if math.isfinite(v) else -math.inf for v in val_losses]
+        if any(math.isfinite(v) for v in finite):
+            since = min(since, len(finite) - 1 - best_index(finite))
     return since >= patience
 
 
