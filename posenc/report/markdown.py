@@ -200,7 +200,7 @@ def _training(inp: ReportInputs) -> list[str]:
                      f"{_span(row['best'])} | {_span(row['max_epochs'])} | "
                      f"{_span(row['batch'])} | {at_max} | {diverged} |")
     lines += ["", "The trained criterion (say nothing about which claim comes out; "
-              "docs/reproduction.md, \"Calibration\"):", "",
+              "docs/reproduction.md, \"The stopping rule, recalibrated\"):", "",
               "| part | rule | measured | met |", "|---|---|---|---|"]
     for c in trained_criterion(inp.results):
         met = "n/a" if c.met is None else "yes" if c.met else "**no**"
