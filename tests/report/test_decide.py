@@ -25,12 +25,14 @@ DEPOSIT = {"rope": (0.6, 0.9)}  # (largest drop, deposit index); every other PE 
 
 def world(task, role, seed):
     """Constructed results: everything clear-cut except E11(a) on the count task."""
+    # ALiBi 10 points below the other PEs on both tasks (AL1 and AL2 decided)
     if task == "distance":
-        acc = {"rope": 0.9, "mla": 0.88, "rope-1head": 0.9, "rope-2heads": 0.9}.get(role, 0.5)
+        acc = {"rope": 0.9, "mla": 0.88, "rope-1head": 0.9, "rope-2heads": 0.9,
+               "alibi": 0.4}.get(role, 0.5)
         acc += 0.001 * seed
     else:
         lift = NOPE_MINUS_ROPE[seed] / 100  # MLA keeps a steady 25-point lead over NoPE
-        acc = {"nope": 0.70 + lift, "rope": 0.70, "mla": 0.95 + lift}.get(role, 0.5)
+        acc = {"nope": 0.70 + lift, "rope": 0.70, "mla": 0.95 + lift, "alibi": 0.4}.get(role, 0.5)
     # no deposit on the count task (negative control NC1 decided)
     drop, index = DEPOSIT.get(role, (0.1, 0.3)) if task == "distance" else (0.1, 0.3)
     return result(task, role, seed, acc, drop=drop, index=index)
