@@ -241,8 +241,13 @@ def test_the_setup_line_gives_the_epoch_maximum_and_span_not_one_runs_count():
         data["summary"]["epochs"] = stop[0] if stop else 8
         return ExperimentResult.from_stored(data)
     stopped = [run(0, (7, 5, 60, 2)), run(1, (19, 17, 60, 2)), run(2, (60, 60, 60, 2))]
-    assert _epochs(stopped) == "early stopping (patience 2) at most 60 epochs, 7-60 trained"
+    assert _epochs(stopped) == ("early stopping (patience 2 on validation accuracy) at most 60 "
+                                "epochs, 7-60 trained")
     assert _epochs([run(0, None), run(1, None)]) == "8 epochs"
+    # the rule's measure is read from the runs: stop_on recorded (the quick preset's rule)
+    for r in stopped:
+        r.summary["early_stopping"]["stop_on"] = "accuracy_or_loss"
+    assert _epochs(stopped).startswith("early stopping (patience 2 on validation accuracy or loss)")
 
 
 def test_task_ceilings_read_each_runs_config_and_check_its_task(tmp_path):
