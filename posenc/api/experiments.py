@@ -65,7 +65,8 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
         if value is not None:
             changes[key] = value
     if paper_code:  # the paper code's model and data for this PE (posenc.empirical.paper_specs)
-        from ..empirical.paper_specs import paper_code_fields, paper_code_task_fields_for
+        from ..empirical.config import paper_code_task_fields_for
+        from ..empirical.paper_specs import paper_code_fields
         changes = {**paper_code_task_fields_for(cfg.preset, cfg, changes), **changes,
                    **paper_code_fields(cfg.model.spec)}
     if changes:

@@ -29,7 +29,7 @@ from ..coerce import coerce, field_hints, is_int
 from ..encodings import PRESETS, PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
-from .paper_specs import CODES, check_paper_config
+from .paper_specs import CODES, check_paper_config, paper_code_task_fields
 
 TASKS = ("distance", "count")
 #: the distance task's filler samplers (TaskConfig.sampler)
@@ -457,6 +457,17 @@ def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
         cfg = TrainConfig(task=t, model=m, seed=seed, epochs=100, batch_size=512, lr=1e-4,
                           weight_decay=1e-5, betas=(0.98, 0.9), warmup_frac=0.06, preset=name)
     return apply_overrides(cfg, overrides) if overrides else cfg
+
+
+def paper_code_task_fields_for(preset: str, cfg: Any, overrides: dict[str, Any]) -> dict[str, Any]:
+    """:func:`paper_code_task_fields` of ``cfg``'s task as the user's ``overrides`` leave it
+    (a ``task.seq_len`` of the user's own decides the padding: a count task of 200 tokens is
+    not padded to 128), or of ``cfg``'s task where those overrides alone do not make a config."""
+    try:
+        task = apply_overrides(cfg, overrides).task if overrides else cfg.task
+    except PosencError:
+        task = cfg.task
+    return paper_code_task_fields(preset, task)
 
 
 def apply_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:

@@ -101,18 +101,6 @@ def paper_budget(preset: str, role: str) -> dict[str, Any]:
     return dict(PAPER_BUDGETS.get(role, {})) if preset == "paper" else {}
 
 
-def paper_code_task_fields_for(preset: str, cfg: Any, overrides: dict[str, Any]) -> dict[str, Any]:
-    """:func:`paper_code_task_fields` of ``cfg``'s task as the user's ``overrides`` leave it
-    (a ``task.seq_len`` of the user's own decides the padding: a count task of 200 tokens is
-    not padded to 128), or of ``cfg``'s task where those overrides alone do not make a config."""
-    from .config import apply_overrides
-    try:
-        task = apply_overrides(cfg, overrides).task if overrides else cfg.task
-    except PosencError:
-        task = cfg.task
-    return paper_code_task_fields(preset, task)
-
-
 def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:
     """The task fields (dotted keys) paper-code mode sets on ``task`` (a TaskConfig of
     ``preset``).  Its models classify over the vocabulary, so ``task.vocab_size`` is raised to

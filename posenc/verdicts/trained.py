@@ -8,8 +8,8 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
     reached its validation plateau -- its stopping rule fired (``patience`` evaluations without
     a better validation accuracy -- under ``stop_on = accuracy_or_loss`` without a better
     accuracy or a lower loss -- or a perfect one), before the maximum number of epochs or at
-    it -- rather than running out of epochs while still improving by the rule's measure; and no such run *stopped
-    before learning*: its own accuracy within
+    it -- rather than running out of epochs while still improving by the rule's measure; and
+    no such run *stopped before learning*: its own accuracy within
     :data:`~.accuracy_deposit.LEARNED_MARGIN` points of its floor while the PE's mean is not
     (:meth:`~.accuracy_runs.Runs.floor`: chance, or on the distance task what the example's
     length alone gives -- the level a run stuck before its transition sits at; the stopping rule

@@ -37,8 +37,9 @@ from ...coerce import is_int
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from ..config import PRESET_NAMES, apply_overrides, check_overrides, preset as train_preset
-from ..paper_specs import paper_budget, paper_code_fields, paper_code_task_fields_for
+from ..config import PRESET_NAMES, apply_overrides, check_overrides, paper_code_task_fields_for, \
+    preset as train_preset
+from ..paper_specs import paper_budget, paper_code_fields
 from .experiment import ExperimentConfig
 from .sweep import Job
 
