@@ -32,16 +32,18 @@ class Runs(SeedRuns):
     def chance(self, task: str, role: str) -> Optional[float]:
         """The chance rate (percent) of the role's runs on ``task``: the mean over its seeds of
         the test split's majority-label rate; None when a run did not record it (older runs)."""
-        vals = [r.summary.get("chance") for r in self.by.get((task, role), {}).values()]
-        if not vals or any(not isinstance(v, (int, float)) for v in vals):
-            return None
-        return 100.0 * sum(vals) / len(vals)
+        return self._summary_percent(task, role, "chance")
 
     def length_rate(self, task: str, role: str) -> Optional[float]:
         """The best accuracy (percent) from an example's length alone on the role's runs
         (:func:`~posenc.empirical.bayes_ceiling.length_only_rate` of their task configuration,
         recorded by the sweep); None when a run did not record it (runs from before it was)."""
-        vals = [r.summary.get("length_rate") for r in self.by.get((task, role), {}).values()]
+        return self._summary_percent(task, role, "length_rate")
+
+    def _summary_percent(self, task: str, role: str, key: str) -> Optional[float]:
+        """The mean over the role's seeds of the summary's fraction ``key``, in percent; None
+        when a run did not record it."""
+        vals = [r.summary.get(key) for r in self.by.get((task, role), {}).values()]
         if not vals or any(not isinstance(v, (int, float)) for v in vals):
             return None
         return 100.0 * sum(vals) / len(vals)

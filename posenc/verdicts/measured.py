@@ -101,16 +101,15 @@ def _layer_drops(result: ExperimentResult, mode: str) -> Optional[list[float]]:
     return None if table is None else [100.0 * la["largest_drop"] for la in table["layers"]]
 
 
-def _other_heads_top_drop(result: ExperimentResult, mode: str) -> Optional[float]:
-    """The largest single-head drop (points) of any head but the deposit head (the head of the
-    largest drop, first layer on ties), over every layer; None without the ablation table."""
-    table = result.ablation.get(mode)
-    if table is None or any("drops" not in la for la in table["layers"]):
+def _other_heads_top_drop(result: ExperimentResult, mode: str, dep: dict[str, Any]
+                          ) -> Optional[float]:
+    """The largest single-head drop (points) of any head but the deposit head ``dep`` (the
+    layer and head of :meth:`Runs.deposit`), over every layer; None without per-head drops."""
+    layers = result.ablation[mode]["layers"]
+    if any("drops" not in la for la in layers):
         return None
-    layers = table["layers"]
-    dep = max(layers, key=lambda la: (la["largest_drop"], -la["layer"]))
     others = [100.0 * d for la in layers for h, d in enumerate(la["drops"])
-              if not (la["layer"] == dep["layer"] and h == dep["deposit_head"])]
+              if (la["layer"], h) != (dep["layer"], dep["head"])]
     return max(others) if others else None
 
 
@@ -236,7 +235,8 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
         return None if dep is None else dep["drop"]
 
     def other_heads(s: int) -> Optional[float]:
-        return _other_heads_top_drop(by[(D, "rope")][s], mode)
+        dep = runs.deposit(D, "rope", s, mode)
+        return None if dep is None else _other_heads_top_drop(by[(D, "rope")][s], mode, dep)
     out.append(_v(
         "AD", "Ablating RoPE's deposit head costs about 60 accuracy points, any other head "
               "almost nothing (distance)",
