@@ -121,18 +121,13 @@ def chance_rate(data: Any) -> float:
 
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """Train, ablate every head in every layer, probe position; see the module doc."""
-    from ..analysis.ablation import ablate
-    from ..bayes_ceiling import length_only_rate
-    from ..analysis.plots import ablation_strip_plot
-    from ..analysis.probe import position_probe
-    from ..training.runs import load_run
-    from ..training.train import resolve_device, train
+    from ..training.train import train
 
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
     dyn = None
     if exp.dynamics is not None:
-        from ..analysis.dynamics import DynamicsConfig, read_dynamics_file
+        from ..analysis.dynamics import DynamicsConfig
         dyn = DynamicsConfig.from_dict(exp.dynamics)
         # a finished run whose dynamics file is missing or incomplete cannot be re-recorded by
         # resuming: start over (the sweep's run folder belongs to this config alone)
@@ -141,6 +136,53 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
             res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
     else:
         res = train(cfg, folder, progress=False)
+    return measure(exp, cfg, folder, res, dyn)
+
+
+def experiment_group_worker(configs: list[dict[str, Any]], folders: list[str],
+                            threads: int) -> list[dict[str, Any]]:
+    """The seeds of one configuration (``configs``: :class:`ExperimentConfig` dicts equal but for
+    the training seed) trained as one seed-batched group
+    (:func:`~posenc.empirical.training.seed_group.train_group`), each written into its own
+    ``folders[i]`` as an ordinary run (:mod:`~posenc.empirical.training.group_folders`), then
+    ablated and probed as :func:`experiment_worker` does; one result per config, in order.  A
+    config that records training dynamics is refused (the recorder follows one model)."""
+    import torch
+
+    from ..training.group_folders import write_group_run
+    from ..training.seed_group import train_group
+    from ..training.train import resolve_device
+
+    exps = [ExperimentConfig.from_dict(c) for c in configs]
+    if len(folders) != len(exps):
+        raise PosencError(f"one folder per config: {len(folders)} for {len(exps)}")
+    if any(e.dynamics is not None for e in exps):
+        raise PosencError("a run that records training dynamics trains alone, not in a seed group")
+    if any(e.replace(train=e.train.replace(seed=0)) != exps[0].replace(train=exps[0].train.replace(seed=0))
+           for e in exps):
+        raise PosencError("the experiments of a seed group must differ only in their seed")
+    cfgs = [e.train.replace(num_threads=threads) if threads > 0 else e.train for e in exps]
+    device = resolve_device(cfgs[0].device)
+    t0 = time.perf_counter()
+    runs = train_group(cfgs, device=device, trace_dirs=folders)
+    seconds = time.perf_counter() - t0
+    torch.manual_seed(0)  # (the RNG state a checkpoint records; nothing draws from it later)
+    results = [write_group_run(run, folder, seconds, len(runs), str(device))
+               for run, folder in zip(runs, folders)]
+    return [measure(e, c, f, r, None) for e, c, f, r in zip(exps, cfgs, folders, results)]
+
+
+def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
+            dyn: Any = None) -> dict[str, Any]:
+    """Ablate and probe the run trained into ``folder`` (``res``: its
+    :class:`~posenc.empirical.training.train.RunResult`); the worker's result (module doc)."""
+    from ..analysis.ablation import ablate
+    from ..bayes_ceiling import length_only_rate
+    from ..analysis.plots import ablation_strip_plot
+    from ..analysis.probe import position_probe
+    from ..training.runs import load_run, read_summary
+    from ..training.train import resolve_device
+
     # ablate and probe where it trained; the checkpoint must be of the config just trained
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
     split = run.data()
@@ -179,6 +221,9 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
                                  "probe": round(t_end - t_probe, 3)}}
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
+    group = (read_summary(folder) or {}).get("seed_group")
+    if group is not None:  # trained in a seed group: its size and wall seconds
+        summary["seed_group"] = group
     if run.diverged:
         summary["diverged"] = run.diverged
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
@@ -188,6 +233,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
         kept = None if res.early_stopping is None else int(res.early_stopping["best_epoch"])
         out["trace"] = summarize_trace(*trace, kept_epoch=kept)
     if dyn is not None and not broken:
+        from ..analysis.dynamics import read_dynamics_file
         from ..analysis.dynamics_summary import summarize
         header, records = read_dynamics_file(Path(folder))
         out["dynamics"] = summarize(header, records, ablation=ablations["zero"])

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -492,6 +493,9 @@ class GroupRun:
     n_test: int = 0
     norms: list[float] = field(default_factory=list)  # the gradient norm before clipping, per step
     diverged: Optional[dict[str, Any]] = None  # train.py's {step, epoch, kept_finite}; None if not
+    #: the seed's AdamW state at the end: its rows of the group's moments (P,) in the order of
+    #: ``named_parameters``, its step count and last learning rate
+    optimizer: dict[str, Any] = field(default_factory=dict)
 
     @property
     def final(self) -> dict[str, Any]:
@@ -504,7 +508,8 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
                 dtype: torch.dtype = torch.float32,
                 clip: Optional[Callable[[torch.Tensor, float], torch.Tensor]] = None,
                 on_step: Optional[Callable[[int, torch.Tensor], None]] = None,
-                record_norms: bool = False) -> list[GroupRun]:
+                record_norms: bool = False,
+                trace_dirs: Optional[Sequence[str | Path]] = None) -> list[GroupRun]:
     """Train the seeds of one configuration as one :class:`SeedGroup` (module doc) and return one
     :class:`GroupRun` per config, in order.
 
@@ -514,9 +519,12 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     optimiser step), and a stopped seed sits out every step.  ``device``: None reads the configs'
     ``device``.  ``clip``: the clipping function (default :func:`clip_per_seed`).  ``on_step(step,
     losses (S,))`` after every group step.  ``num_threads`` of the configs is not applied here (the
-    caller sets torch's threads)."""
+    caller sets torch's threads).  ``trace_dirs``: one run folder per config, into which each
+    seed's training trace (:mod:`.trace`: train.py's ``trace.jsonl``, the same records) is
+    written; None: no trace, nothing written."""
     from .train import (_divergence, _early_stopping_summary, best_index, lr_factor,
                         resolve_device, stop_now)
+    from .trace import TraceRecorder
 
     configs = list(configs)
     clip = clip_per_seed if clip is None else clip  # looked up now: a test can replace it
@@ -545,6 +553,14 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
     lrs = [0.0] * S
     step_counter = 0
     diverged_at: list[Optional[int]] = [None] * S  # the step whose loss was not finite
+    traces: list[Any] = []
+    if trace_dirs is not None:
+        if len(trace_dirs) != S:
+            raise PosencError(f"one trace folder per config: {len(trace_dirs)} for {S}")
+        for s, (c, folder) in enumerate(zip(configs, trace_dirs)):
+            traces.append(TraceRecorder(Path(folder), c.run_id(), spe[s],
+                                        int(trains[s].tokens.shape[1])))
+            traces[s].start(group.single_model(s), 0)
     for epoch in range(cfg0.epochs):
         running = [diverged_at[s] is None and
                    not (vals[s] is not None and stop_now(cfg0, metrics[s])) for s in range(S)]
@@ -571,6 +587,8 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
                     correct[s] += int(hits[s])
                     if record_norms:
                         norms_log[s].append(float(norms[s]))
+                    if traces:  # train.py's trace.step: loss, norm before clipping, batch accuracy
+                        traces[s].step(det[s], norms[s], int(hits[s]) / len(index[s]))
             if on_step is not None:
                 on_step(step_counter, det)
             step_counter += 1
@@ -596,6 +614,8 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
             metrics[s].append(m)
             if val_res is not None and best_index([x["val_acc"] for x in metrics[s]]) == len(metrics[s]) - 1:
                 best[s] = group.unstack(s)
+            if traces:
+                traces[s].end_epoch(epoch + 1, group.single_model(s))
     stops: list[Optional[dict[str, Any]]] = [None] * S
     if vals[0] is not None:  # every seed's kept weights, then one test pass over all seeds
         for s, c in enumerate(configs):
@@ -610,6 +630,9 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
         state = group.unstack(s) if stop is None else best[s]
         run = GroupRun(c, metrics[s], state, group.n_params, stop, ns[s], len(tests[s]),
                        norms_log[s])
+        run.optimizer = {"exp_avg": group.exp_avg[s].detach().clone(),
+                         "exp_avg_sq": group.exp_avg_sq[s].detach().clone(),
+                         "steps": int(group.steps[s]), "lr": lrs[s]}
         # train.py's summary record, from the kept weights' parameters
         run.diverged = _divergence(metrics[s], run.final, (state[n] for n in group.names))
         out.append(run)
