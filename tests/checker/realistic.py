@@ -92,8 +92,10 @@ def gptj_wrapped(x, positions):            # positions taken modulo the table: a
 
 
 def transformer_lens(x, positions, n_ctx=2048, rotary_dim=None):
-    """transformer-lens' calculate_sin_cos_rotary (n_ctx rows) + apply_rotary, interleaved,
-    rotating the first rotary_dim dims."""
+    """transformer-lens' calculate_sin_cos_rotary (n_ctx rows) + apply_rotary, rotating the
+    first rotary_dim dims, interleaved: its GPT-J configuration (rotary_adjacent_pairs=True; the
+    config's default is half pairing).  test_check_transformer_lens_torchtune.py holds this equal
+    to transformer-lens 3.9.0's own code."""
     d = x.shape[-1]
     r = rotary_dim or d
     key = ("tl", n_ctx, r)
@@ -116,7 +118,8 @@ def transformer_lens_partial(x, positions):
 
 def torchtune(x, positions, max_seq_len=4096, base=10000.0):
     """torchtune's RotaryPositionalEmbeddings: a cache of max_seq_len rows [cos, sin], x
-    reshaped to (..., d/2, 2), indexed by input_pos."""
+    reshaped to (..., d/2, 2), indexed by input_pos (held equal to torchtune 0.6.1's own in
+    test_check_transformer_lens_torchtune.py)."""
     d = x.shape[-1]
     key = ("tt", max_seq_len, d)
     if key not in _TABLES:
