@@ -9,6 +9,10 @@ Arms, each in fresh worker processes (spawn), interleaved A/B/C per round, ``--r
 * ``group6``: one 6-seed :class:`SeedGroup` (``train_step``: forward, backward, per-seed clip,
   AdamW) in one process with 2 threads.
 * ``group3x2``: two 3-seed groups on 2 single-thread workers at once (the sweep's layout).
+* ``wide3x2`` (the bound): two single-thread workers, each training ONE model at batch 3 x 16
+  -- the arithmetic of a 3-seed group with none of the per-seed cost (one set of weights).  A
+  seed group does the same FLOPs plus its bookkeeping, so on this machine no group of 3 seeds
+  per worker can beat ``wide3x2``: its ratio to ``single`` bounds what seed batching can gain.
 
 Every arm times ``--steps`` training steps per run (after ``--warmup`` untimed steps) on the
 first batches of each seed's own epoch-0 order; the batches are built before timing, so data
@@ -82,6 +86,35 @@ def single_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tupl
     return examples, seconds
 
 
+def wide_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
+    """One model of seed ``seeds[0]`` at batch len(seeds) x 16 (train.py's step); (examples, s)."""
+    import torch
+    import torch.nn.functional as F
+
+    from posenc.empirical.training.runs import model_for
+    from posenc.empirical.training.train import make_optimizer, step_forward
+    torch.set_num_threads(threads)
+    config = _configs(pe, seeds[:1])[0]
+    config = config.replace(batch_size=config.batch_size * len(seeds))
+    batches = _batches(config, warmup + steps)
+    torch.manual_seed(config.seed)
+    model = model_for(config)
+    opt = make_optimizer(model, config)
+    forward = step_forward(config.step)
+    model.train()
+    for i, (tok, lab) in enumerate(batches):
+        if i == warmup:
+            t0 = time.perf_counter()
+        logits = forward(model, tok).float()
+        loss = F.cross_entropy(logits, lab)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        opt.step()
+        float(loss.detach())
+    return steps * config.batch_size, time.perf_counter() - t0
+
+
 def group_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
     """One group of ``seeds`` for warmup + steps steps (SeedGroup.train_step); (examples, s)."""
     import torch
@@ -129,28 +162,34 @@ def main() -> None:
     seeds = list(range(6))
     summary = {}
     for pe in args.pe.split(","):
-        rows = {"single": [], "group6": [], "group3x2": []}
+        rows = {"single": [], "group6": [], "group3x2": [], "wide3x2": []}
         for r in range(args.rounds):
             a = run_arm(single_worker, [(pe, seeds[0::2], args.steps, args.warmup, 1),
                                         (pe, seeds[1::2], args.steps, args.warmup, 1)])
             b = run_arm(group_worker, [(pe, seeds, args.steps, args.warmup, 2)])
             c = run_arm(group_worker, [(pe, seeds[:3], args.steps, args.warmup, 1),
                                        (pe, seeds[3:], args.steps, args.warmup, 1)])
+            d = run_arm(wide_worker, [(pe, seeds[:3], args.steps, args.warmup, 1),
+                                      (pe, seeds[3:], args.steps, args.warmup, 1)])
             rows["single"].append(a)
             rows["group6"].append(b)
             rows["group3x2"].append(c)
+            rows["wide3x2"].append(d)
             print(f"{pe} round {r + 1}: six single runs on 2 workers {a:7.0f} ex/s | one 6-seed "
                   f"group, 2 threads {b:7.0f} ex/s ({b / a:.2f}x) | two 3-seed groups on 2 "
-                  f"workers {c:7.0f} ex/s ({c / a:.2f}x)", flush=True)
+                  f"workers {c:7.0f} ex/s ({c / a:.2f}x) | bound: two models at batch 48 "
+                  f"{d:7.0f} ex/s ({d / a:.2f}x)", flush=True)
         med = {k: statistics.median(v) for k, v in rows.items()}
         summary[pe] = med
         print(f"{pe} median: single {med['single']:.0f} ex/s, group6 {med['group6']:.0f} "
               f"({med['group6'] / med['single']:.2f}x), group3x2 {med['group3x2']:.0f} "
-              f"({med['group3x2'] / med['single']:.2f}x)", flush=True)
+              f"({med['group3x2'] / med['single']:.2f}x), bound wide3x2 {med['wide3x2']:.0f} "
+              f"({med['wide3x2'] / med['single']:.2f}x)", flush=True)
     print("ratio group / six single runs (median over rounds; target >= 2.00):")
     for pe, med in summary.items():
         print(f"  {pe:8s} group6 {med['group6'] / med['single']:.2f}x  "
-              f"group3x2 {med['group3x2'] / med['single']:.2f}x")
+              f"group3x2 {med['group3x2'] / med['single']:.2f}x  "
+              f"bound wide3x2 {med['wide3x2'] / med['single']:.2f}x")
     print(f"load average at the end {os.getloadavg()}")
 
 

@@ -33,7 +33,7 @@ XPOS_KEYS = ("base", "gamma", "scale_base")
 T5_KEYS = ("bidirectional", "num_buckets", "max_distance")
 #: kind -> the --expect keys it takes ("base" is rotary's unless the kind is xpos).
 KEYS = {"rope": ROPE_KEYS + SCALING_KEYS, "bias": BIAS_KEYS, "xpos": XPOS_KEYS, "t5": T5_KEYS,
-        "rope-qk": ROPE_KEYS}
+        "rope-qk": ROPE_KEYS + SCALING_KEYS}
 MAX_LIST = 4096
 
 

@@ -14,7 +14,9 @@ check of one rotary function, and show only here:
 Checks (the maps Q_p, K_p are read off the basis vectors as in :mod:`.xpos`): linear, uses
 positions, norm preservation of each side, shift invariance of the logit, the same rotation for
 q and k (with the two slips named), then pairing, frequencies and ``--expect`` on the common
-rotation as for ``--kind rope``.
+rotation as for ``--kind rope``, a stated scaling (``--expect scaling=...``) included: a
+constant scale of both sides is read as an attention factor (YaRN's, applied to cos and sin) and
+checked against the expected one, and the frequencies against the scaled ones.
 """
 
 from __future__ import annotations
@@ -87,9 +89,24 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
     if not ok:
         return report
     props, summary = report.properties, report.summary
+    from . import _expected_scaling
+    from .rope_scale import check_scale, constant_scale, scale_value
+
+    Mq_user, scaled = Mq, _expected_scaling(expected, summary)
+    scales = {}
     for side, M in (("q", Mq), ("k", Mk)):
-        p = check_norm(M, positions)
+        scale = constant_scale(M)
+        if scale is None:
+            p = check_norm(M, positions)
+        else:  # s R_p (YaRN's attention factor on cos and sin): the rotation is f / s
+            p = check_scale(scale, positions, summary.get("expected_attention_factor"), scaled)
+            summary[f"attention_factor_{side}"] = scale_value(scale)
+            scales[side] = scale
         props.append(Property(f"norm preservation ({side})", p.status, p.detail, p.counterexample))
+    if "q" in scales:
+        Mq = Mq / scales["q"][None, :, None]
+    if "k" in scales:
+        Mk = Mk / scales["k"][None, :, None]
     shift = check_shift(Mq, positions, Mk)
     props.append(Property("shift invariance (logit)", shift.status, shift.detail,
                           shift.counterexample))
@@ -101,11 +118,13 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
     big = 1000
     try:
         Mbig = probe.matrices(np.array([big]))[0]
+        if "q" in scales:
+            Mbig = Mbig / scales["q"][None, :, None]
     except PosencError:                 # a position table shorter than 1000: read θ up to 23
         Mbig, big = Mq[-1:], GRID - 1
     props.append(check_pairing(Mq, positions, Mbig, summary))
-    props.append(check_frequencies(Mq, Mbig, big, dim, summary))
+    props.append(check_frequencies(Mq, Mbig, big, dim, summary, expected))
     if expected:
         from .expect import check_rope_expectation
-        props.append(check_rope_expectation(Mq, positions, expected, dim, summary, TOL))
+        props.append(check_rope_expectation(Mq_user, positions, expected, dim, summary, TOL))
     return report

@@ -289,3 +289,66 @@ def test_transformers_scaled_rope_passes_with_its_expect(kind, params, expect):
     assert report.ok, report.text()
     wrong = check_callable(fn, "rope", dim=32, expect=expect.replace("factor=4", "factor=8"))
     assert not wrong.ok and props(wrong)["frequencies"].status == "fail", wrong.text()
+
+
+# --- rope-qk: f(q, k, positions) with a stated scaling ---------------------------------------
+
+def qk_of(init, q_offset=0, **kw):
+    """``apply_rotary_pos_emb(q, k, cos, sin)``: one scaled table for both, q at positions +
+    ``q_offset`` (0: correct; else the KV-cache offset bug)."""
+    side = rotary(init, **kw)
+
+    def f(q, k, positions):
+        p = np.asarray(positions)
+        return side(q, p + q_offset), side(k, p)
+    return f
+
+
+@pytest.mark.parametrize("init, params, expect", [
+    (hf_linear, {}, "scaling=linear,factor=4"),
+    (hf_yarn, {}, "scaling=yarn,factor=4,original=4096"),
+    (hf_llama3, {}, "base=500000,scaling=llama3,factor=8,original=8192"),
+    # (NTK changes the base: the base must be stated, or the recovered one is taken as it)
+    (hf_ntk, {}, "base=10000,scaling=ntk,factor=4"),
+])
+def test_rope_qk_takes_a_stated_scaling(init, params, expect):
+    report = check_callable(qk_of(init, **params), "rope-qk", dim=32, expect=expect)
+    assert report.ok, report.text()
+    p = props(report)
+    assert "scaled frequencies of rope:" in p["frequencies"].detail, report.text()
+    assert p["expected"].status == "pass"
+    wrong = expect.replace("factor=4", "factor=2").replace("factor=8", "factor=2")
+    bad = check_callable(qk_of(init, **params), "rope-qk", dim=32, expect=wrong)
+    assert not bad.ok and props(bad)["frequencies"].status == "fail", bad.text()
+
+
+def test_rope_qk_reads_yarns_attention_factor_on_both_sides():
+    report = check_callable(qk_of(hf_yarn), "rope-qk", dim=32,
+                            expect="scaling=yarn,factor=4,original=4096")
+    s = 0.1 * math.log(4) + 1
+    for side in ("q", "k"):
+        p = props(report)[f"norm preservation ({side})"]
+        assert p.status == "pass" and f"s = {s:.6g}" in p.detail, report.text()
+        assert report.summary[f"attention_factor_{side}"] == pytest.approx(s, rel=1e-12)
+    # without --expect the factor is a failure of norm preservation, named, not a crash
+    plain = check_callable(qk_of(hf_yarn), "rope-qk", dim=32)
+    assert props(plain)["norm preservation (q)"].status == "fail"
+    assert "not orthogonal" in props(plain)["norm preservation (q)"].detail
+
+
+def test_rope_qk_with_a_scaling_still_names_the_kv_cache_offset():
+    report = check_callable(qk_of(hf_linear, q_offset=5), "rope-qk", dim=32,
+                            expect="scaling=linear,factor=4")
+    p = props(report)["same rotation for q and k"]
+    assert p.status == "fail" and "KV-cache offset" in p.detail, report.text()
+
+
+def test_transformers_apply_rotary_pos_emb_passes_as_rope_qk_with_its_scaling():
+    side = _transformers_rotary("yarn", factor=4.0, original_max_position_embeddings=4096)
+
+    def f(q, k, positions):
+        return side(q, positions), side(k, positions)
+    report = check_callable(f, "rope-qk", dim=32, expect="scaling=yarn,factor=4,original=4096")
+    assert report.ok, report.text()
+    wrong = check_callable(f, "rope-qk", dim=32, expect="scaling=yarn,factor=8,original=4096")
+    assert not wrong.ok, wrong.text()
