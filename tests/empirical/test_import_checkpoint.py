@@ -129,3 +129,45 @@ def test_a_dangling_symlink_as_out_is_refused_and_the_folder_is_readable(tmp_pat
     assert "already exists" in err and ".link." not in err  # not a hidden temporary folder
     assert _import(tmp_path, "nope", tmp_path / "m.pth", tmp_path / "run") == 0
     assert stat.S_IMODE(os.stat(tmp_path / "run").st_mode) == 0o755  # as trained runs (was 0700)
+
+
+# --- the data the paper's code trained on: its sampler and its padding to 128 ----------------
+
+def _paper_sized(pe, vocab=128):
+    """A reference model with a vocabulary the paper preset's tasks fit (count: 101 classes)."""
+    from paper_reference import TransformerDecoder
+    torch.manual_seed(5)
+    return TransformerDecoder(vocab, 32, 4, 1, 64, 128, pe).eval()
+
+
+@pytest.mark.parametrize("task, triggers", [("count", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,"
+                                             "16,17,18,19,20,21,22,23,24,25,26,27,28,29,30"),
+                                            ("distance", "1,2")])
+def test_an_import_at_the_paper_preset_is_evaluated_on_the_codes_data(tmp_path, task, triggers):
+    ref = _paper_sized("rope")
+    torch.save(ref.state_dict(), tmp_path / "model.pth")
+    assert main(["import-checkpoint", str(tmp_path / "model.pth"), "--paper-code", "--pe", "rope",
+                 "--task", task, "--out", str(tmp_path / "run"), "--heads", "4",
+                 "--preset", "paper", "--trigger-ids", triggers]) == 0
+    run = posenc.load_run(tmp_path / "run")
+    t = run.config.task
+    assert t.length == 128  # the code pads every example to 128 and pools all of it
+    if task == "count":
+        assert t.pad_to == 128 and t.content_length == 120
+    else:
+        assert t.sampler == "paper"  # fillers from the whole vocabulary, triggers included
+    assert t.vocab_size == 128  # the checkpoint's
+    from posenc.empirical.tasks import make_split
+    tok = make_split(t, 0).test.tokens[:8]
+    assert tok.shape[1] == 128
+    with torch.no_grad():
+        assert (run.model(tok) - ref(tok)).abs().max().item() <= TOL
+
+
+def test_a_seq_len_given_to_the_import_is_kept(tmp_path):
+    ref = _paper_sized("rope", vocab=128)
+    torch.save(ref.state_dict(), tmp_path / "model.pth")
+    assert main(["import-checkpoint", str(tmp_path / "model.pth"), "--paper-code", "--pe", "rope",
+                 "--task", "distance", "--out", str(tmp_path / "run"), "--heads", "4",
+                 "--preset", "paper", "--trigger-ids", "1,2", "--seq-len", "126"]) == 0
+    assert posenc.load_run(tmp_path / "run").config.task.length == 126

@@ -216,7 +216,7 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     the words ``triggers`` looked up in the tokenizer vocabulary ``vocab``
     (:func:`~.trigger_vocab.trigger_ids`; a count checkpoint's trigger count is the number of
     ids).  Nothing is written unless everything checks out."""
-    from ..config import apply_overrides
+    from ..config import apply_overrides, paper_code_task_fields_for
     from ..config import preset as make_preset
     from ..paper_specs import paper_code_fields
     from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
@@ -246,6 +246,12 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     if seq_len is not None:
         changes["task.seq_len"] = seq_len
     changes.update(paper_code_fields(cfg.model.spec))
+    # the data as paper-code mode makes them for this task (the paper's sampler, at the paper
+    # preset the padding to 128 that the code's models were trained on: they pool every
+    # position); the vocabulary is the checkpoint's, and a seq_len given here stays
+    task_fields = paper_code_task_fields_for(preset, cfg, changes)
+    task_fields.pop("task.vocab_size", None)
+    changes.update({k: v for k, v in task_fields.items() if k not in changes})
     cfg = apply_overrides(cfg, changes)
     model = model_for(cfg)
     try:
