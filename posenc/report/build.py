@@ -78,13 +78,16 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
 
 
 def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
-    """runs.csv's early-stopping columns (empty for a run trained without early stopping) and
-    the step at which a diverged run's training loss became non-finite (empty: it did not)."""
+    """runs.csv's early-stopping columns (empty for a run trained without early stopping:
+    ``fired`` -- the stopping rule fired, also at the maximum; ``stopped_early`` -- and before
+    it), the step at which a diverged run's training loss became non-finite (empty: it did not),
+    and the size of the seed group a run trained in (empty: alone)."""
     stop = summary.get("early_stopping") or {}
     diverged = summary.get("diverged") or {}
     return {"max_epochs": stop.get("max_epochs", ""), "best_epoch": stop.get("best_epoch", ""),
-            "stopped_early": stop.get("stopped_early", ""),
-            "diverged_step": diverged.get("step", "")}
+            "fired": stop.get("fired", ""), "stopped_early": stop.get("stopped_early", ""),
+            "diverged_step": diverged.get("step", ""),
+            "seed_group": (summary.get("seed_group") or {}).get("seeds", "")}
 
 
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,

@@ -32,6 +32,12 @@ def test_seed_groups_write_ordinary_runs_that_a_plain_sweep_skips(tmp_path):
         assert summaries[("nope", seed)]["seed_group"]["seeds"] == 2
         assert "seed_group" not in summaries[("rope", seed)]  # records dynamics: alone
     assert (out / "report" / "report.md").is_file()
+    import csv
+    with open(out / "report" / "runs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {"fired", "stopped_early", "seed_group"} <= set(rows[0])
+    assert sorted((r["role"], r["seed_group"]) for r in rows) == [("nope", "2"), ("nope", "2"),
+                                                                 ("rope", ""), ("rope", "")]
     again = posenc("reproduce", *SMALL, "--out", str(out), timeout=900)
     assert again.returncode == 0, again.stderr
     assert "ran 0, skipped 4 finished" in again.stdout
