@@ -200,7 +200,9 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     each claim side by side, and a claim is decided only where they agree.
     ``seed_groups``: train the seeds of each (task, role) as one seed-batched model
     (:mod:`posenc.empirical.training.seed_group`; local backend; a run that records training
-    dynamics trains alone); each seed is still an ordinary run of the store.
+    dynamics trains alone); each seed is still an ordinary run of the store, equal to its single
+    run up to float rounding -- with dropout, a statistically equivalent run whose masks depend
+    on its group's members (``summary.seed_group.members``).
     """
     from ..report import reproduce as run_reproduction
 

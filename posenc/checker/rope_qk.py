@@ -83,6 +83,20 @@ def _same_rotation(Mq: np.ndarray, Mk: np.ndarray, dim: int, summary: dict) -> P
                     "; ".join(words) if words else "q and k are rotated differently", cex)
 
 
+def _same_factor(scales: dict) -> Property:
+    """q and k scaled by the same constant (an attention factor s multiplies cos and sin of both:
+    the logit gets s²); one side scaled, or two different scales, change the logit's scale."""
+    from .rope_scale import scale_value
+
+    s = {side: scale_value(v) for side, v in scales.items()}
+    if set(s) == {"q", "k"} and np.abs(scales["q"] - scales["k"]).max() <= TOL * max(1.0, s["q"]):
+        return Property("same factor for q and k", PASS, f"both scaled by {fmt(s['q'])}")
+    words = (f"only {next(iter(s))} is scaled (by {fmt(next(iter(s.values())))}): the logit "
+             f"gets s, not the s² of an attention factor on both") if len(s) == 1 else \
+        f"q is scaled by {fmt(s['q'])}, k by {fmt(s['k'])}"
+    return Property("same factor for q and k", FAIL, words)
+
+
 def check_rope_qk(caller: Caller, impl: str, dim: int,
                   expected: Optional[dict] = None) -> ConformanceReport:
     report, probe, positions, Mq, Mk, ok = open_pair_report(caller, impl, dim, "rope-qk")
@@ -103,6 +117,8 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
             summary[f"attention_factor_{side}"] = scale_value(scale)
             scales[side] = scale
         props.append(Property(f"norm preservation ({side})", p.status, p.detail, p.counterexample))
+    if scales:
+        props.append(_same_factor(scales))
     if "q" in scales:
         Mq = Mq / scales["q"][None, :, None]
     if "k" in scales:

@@ -46,8 +46,10 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="with --replicate: the replication's first seed (default FIRST+2000)")
     p.add_argument("--seed-groups", action="store_true",
                    help="train the seeds of each (task, PE) as one seed-batched model (local "
-                        "backend; each seed is still an ordinary run of the store). Made for "
-                        "CUDA: on a CPU it measured slower than single runs")
+                        "backend; each seed is still an ordinary run of the store, equal to its "
+                        "single run up to float rounding; with dropout its masks depend on the "
+                        "group's members, recorded in the run). Made for CUDA: on a CPU it "
+                        "measured slower than single runs")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "

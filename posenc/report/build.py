@@ -85,7 +85,9 @@ def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
     stop = summary.get("early_stopping") or {}
     diverged = summary.get("diverged") or {}
     return {"max_epochs": stop.get("max_epochs", ""), "best_epoch": stop.get("best_epoch", ""),
-            "fired": stop.get("fired", ""), "stopped_early": stop.get("stopped_early", ""),
+            # (a run stored before the rule's outcome was recorded: unknown, not "no")
+            "fired": stop.get("fired", "unknown") if stop else "",
+            "stopped_early": stop.get("stopped_early", ""),
             "diverged_step": diverged.get("step", ""),
             "seed_group": (summary.get("seed_group") or {}).get("seeds", "")}
 

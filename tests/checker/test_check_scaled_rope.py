@@ -352,3 +352,22 @@ def test_transformers_apply_rotary_pos_emb_passes_as_rope_qk_with_its_scaling():
     assert report.ok, report.text()
     wrong = check_callable(f, "rope-qk", dim=32, expect="scaling=yarn,factor=8,original=4096")
     assert not wrong.ok, wrong.text()
+
+
+@pytest.mark.parametrize("scaled_side", ["q", "k"])
+def test_rope_qk_refuses_an_attention_factor_on_one_side_only(scaled_side):
+    """transformers multiplies cos and sin of both q and k by YaRN's factor s (the logit gets s^2);
+    one side scaled gives the logit s: a bug, whatever the expected scaling."""
+    side = rotary(hf_yarn)
+    s = 0.1 * math.log(4) + 1
+
+    def f(q, k, positions):
+        q2, k2 = side(q, positions), side(k, positions)
+        return (q2, k2 / s) if scaled_side == "q" else (q2 / s, k2)
+    report = check_callable(f, "rope-qk", dim=32, expect="scaling=yarn,factor=4,original=4096")
+    assert not report.ok, report.text()
+    p = props(report)["same factor for q and k"]
+    assert p.status == "fail" and f"only {scaled_side} is scaled" in p.detail, report.text()
+    both = check_callable(qk_of(hf_yarn), "rope-qk", dim=32,
+                          expect="scaling=yarn,factor=4,original=4096")
+    assert props(both)["same factor for q and k"].status == "pass"

@@ -36,7 +36,7 @@ def pair(tmp_path_factory):
     """The group worker and the single worker on the same two experiments (with patience: the
     kept weights are the best-validation ones)."""
     root = tmp_path_factory.mktemp("group")
-    exps = _exps(patience=2)
+    exps = _exps(patience=1, epochs=5)  # seed 3 stops after epoch 2, seed 4 trains all 5
     dicts = [e.to_dict() for e in exps]
     g_dirs = [str(root / f"g{s}") for s in SEEDS]
     s_dirs = [str(root / f"s{s}") for s in SEEDS]
@@ -65,6 +65,18 @@ def test_the_group_workers_results_are_the_single_workers(pair):
             assert ga["baseline_acc"] == pytest.approx(sa["baseline_acc"], abs=TOL)
         assert g["trace"]["steps"] == s["trace"]["steps"]
         assert g["summary"]["phase_seconds"]["training"] > 0
+
+
+def test_the_seeds_stop_at_their_own_epochs_and_share_the_time_by_steps(pair):
+    exps, group, _, _, _ = pair
+    stops = [g["summary"]["early_stopping"] for g in group]
+    assert [s["stopped_epoch"] for s in stops] == [2, 5]  # one stopped early, one at the max
+    assert stops[0]["stopped_early"] and not stops[1]["stopped_early"]
+    info = [g["summary"]["seed_group"] for g in group]
+    assert all(i["members"] == list(SEEDS) and i["seeds"] == 2 for i in info)
+    shares = [g["summary"]["seconds"] for g in group]
+    assert sum(shares) == pytest.approx(info[0]["seconds"])
+    assert shares[0] / shares[1] == pytest.approx(2 / 5)  # in proportion to the steps trained
 
 
 def test_each_folder_is_a_finished_ordinary_run(pair):
@@ -136,3 +148,40 @@ def test_the_group_worker_refuses_what_it_cannot_train(tmp_path):
     dyn = exps[0].replace(dynamics=DynamicsConfig().to_dict()).to_dict()
     with pytest.raises(PosencError, match="trains alone"):
         experiment_group_worker([dyn], [str(tmp_path / "a")], 1)
+
+
+def test_recording_the_trace_does_not_change_a_dropout_group(tmp_path):
+    """The trace builds a single model per epoch (an initialisation); the group's dropout masks
+    come from torch's RNG, so the trace must not draw from it."""
+    from posenc.empirical.training.seed_group import train_group
+    cfgs = [e.train for e in _exps(**{"model.dropout": 0.1}, epochs=2)]
+    plain = train_group(cfgs)
+    traced = train_group(cfgs, trace_dirs=[str(tmp_path / "a"), str(tmp_path / "b")])
+    for a, b in zip(plain, traced):
+        for k in a.state_dict:
+            assert torch.equal(a.state_dict[k], b.state_dict[k]), k
+
+
+def test_a_seed_whose_analysis_fails_fails_alone(tmp_path, monkeypatch):
+    from posenc.empirical.pipeline import experiment
+    from posenc.empirical.pipeline.sweep import FAILED
+    real = experiment.measure
+
+    def measure(exp, cfg, folder, res, dyn=None):
+        if cfg.seed == SEEDS[0]:
+            raise RuntimeError("probe exploded")
+        return real(exp, cfg, folder, res, dyn)
+    monkeypatch.setattr(experiment, "measure", measure)
+    exps = _exps(epochs=1)
+    out = experiment_group_worker([e.to_dict() for e in exps],
+                                  [str(tmp_path / "a"), str(tmp_path / "b")], 1)
+    assert FAILED in out[0] and "probe exploded" in out[0][FAILED]
+    assert out[1]["summary"]["seed"] == SEEDS[1] and FAILED not in out[1]
+
+
+def test_a_group_that_cannot_fit_in_memory_is_refused_before_training(monkeypatch):
+    from posenc import limits
+    from posenc.empirical.training.seed_group import train_group
+    monkeypatch.setattr(limits, "available_memory", lambda: 1e6)
+    with pytest.raises(PosencError, match="a seed group of 2 runs"):
+        train_group([e.train for e in _exps()])

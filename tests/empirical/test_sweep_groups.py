@@ -31,11 +31,20 @@ def group_worker(configs, folders, threads):
     return [{"summary": {"y": c["x"] ** 2, "how": "group"}} for c in configs]
 
 
+def half_worker(configs, folders, threads):
+    """The first job's analysis failed, the others landed."""
+    from posenc.empirical.pipeline.sweep import FAILED
+    out = group_worker(configs, folders, threads)
+    out[0] = {FAILED: "RuntimeError: probe exploded"}
+    return out
+
+
 def short_worker(configs, folders, threads):
     return [{"summary": {}}]  # one result for several configs: a broken group worker
 
 
-SINGLE, GROUP, SHORT = (f"{__name__}:{n}" for n in ("single_worker", "group_worker", "short_worker"))
+SINGLE, GROUP, SHORT, HALF = (f"{__name__}:{n}" for n in ("single_worker", "group_worker",
+                                                          "short_worker", "half_worker"))
 
 
 def job(x, group=None, **extra):
@@ -104,3 +113,11 @@ def test_a_group_worker_returning_the_wrong_number_of_results_fails_the_group(tm
 def test_groups_are_refused_on_ray(tmp_path):
     with pytest.raises(PosencError, match="local backend"):
         run_jobs(RunStore(tmp_path / "s"), plan(), SINGLE, backend="ray", group_worker=GROUP)
+
+
+def test_a_failed_marker_fails_its_job_alone(tmp_path):
+    store = RunStore(tmp_path / "s")
+    s = run_jobs(store, [job(1, "a"), job(3, "a")], SINGLE, group_worker=HALF)
+    assert list(s.failed.values()) == ["RuntimeError: probe exploded"] and len(s.completed) == 1
+    states = {r.config["x"]: r.state for r in store.records()}
+    assert states == {1: "failed", 3: "done"}

@@ -146,10 +146,12 @@ def experiment_group_worker(configs: list[dict[str, Any]], folders: list[str],
     (:func:`~posenc.empirical.training.seed_group.train_group`), each written into its own
     ``folders[i]`` as an ordinary run (:mod:`~posenc.empirical.training.group_folders`), then
     ablated and probed as :func:`experiment_worker` does; one result per config, in order.  A
-    config that records training dynamics is refused (the recorder follows one model)."""
+    seed whose ablation or probe fails gets ``{FAILED: message}`` in its place (the sweep fails
+    that run alone; the others' folders are kept).  A config that records training dynamics is
+    refused (the recorder follows one model)."""
     import torch
 
-    from ..training.group_folders import write_group_run
+    from ..training.group_folders import group_shares, write_group_run
     from ..training.seed_group import train_group
     from ..training.train import resolve_device
 
@@ -167,9 +169,17 @@ def experiment_group_worker(configs: list[dict[str, Any]], folders: list[str],
     runs = train_group(cfgs, device=device, trace_dirs=folders)
     seconds = time.perf_counter() - t0
     torch.manual_seed(0)  # (the RNG state a checkpoint records; nothing draws from it later)
-    results = [write_group_run(run, folder, seconds, len(runs), str(device))
-               for run, folder in zip(runs, folders)]
-    return [measure(e, c, f, r, None) for e, c, f, r in zip(exps, cfgs, folders, results)]
+    members = [c.seed for c in cfgs]
+    results = [write_group_run(run, folder, seconds, members, share, str(device))
+               for run, folder, share in zip(runs, folders, group_shares(runs, seconds))]
+    out: list[dict[str, Any]] = []
+    for e, c, f, r in zip(exps, cfgs, folders, results):
+        try:
+            out.append(measure(e, c, f, r, None))
+        except Exception as exc:  # one seed's analysis must not lose the others' training
+            from .sweep import FAILED, _describe
+            out.append({FAILED: _describe(exc)})
+    return out
 
 
 def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,

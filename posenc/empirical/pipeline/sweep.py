@@ -51,6 +51,8 @@ from ...errors import PosencError
 from .store import RunStore
 
 BACKENDS = ("local", "ray")
+#: a group worker's result for one job that failed while the others did not: ``{FAILED: message}``
+FAILED = "posenc_failed"
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,8 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
     ``group_worker`` (``"module:function"``, local backend only): the unfinished jobs that share
     a ``group`` key run as one call ``group_worker(configs, folders, threads) -> [result, ...]``,
     one staging folder and one commit per job; when the call fails, each of its jobs fails
-    with its message (a finished job of the group was skipped before, and stays finished).
+    with its message (a finished job of the group was skipped before, and stays finished), and
+    a result ``{FAILED: message}`` fails its job alone.
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
     from ..config import check_threads
@@ -265,7 +268,10 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
             return
         results = outcome if is_group(unit) else [outcome]
         for (rid, job), staging, result in zip(unit, stagings, results):
-            commit(rid, job, staging, result)
+            if isinstance(result, dict) and FAILED in result:
+                failed(rid, job, str(result[FAILED]))
+            else:
+                commit(rid, job, staging, result)
 
     if backend == "ray":
         _run_ray(store, todo, worker, threads, ray_address, new_staging, commit, failed)

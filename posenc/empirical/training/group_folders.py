@@ -6,8 +6,9 @@ as torch's ``AdamW.state_dict()``, an RNG state, the epoch and metrics), ``metri
 ``train_summary.json`` with the same keys -- so that ``train()`` on the folder finds the run
 finished (and :func:`~.runs.load_run`, the ablation, the probe and the report read it as any
 other).  The training trace (``trace.jsonl``) is written by ``train_group`` itself
-(``trace_dirs``).  Added to the summary: ``seed_group`` -- the group's size and wall seconds;
-``seconds`` is the seed's share of them (the group's time over its seeds).
+(``trace_dirs``).  Added to the summary: ``seed_group`` -- the group's size, its members' seeds
+and wall seconds; ``seconds`` is the seed's share of them, in proportion to its optimiser steps
+(a seed that stopped early trained for fewer of the group's steps).
 """
 
 from __future__ import annotations
@@ -46,10 +47,21 @@ def optimizer_state(run: GroupRun) -> dict[str, Any]:
     return opt.state_dict()
 
 
-def write_group_run(run: GroupRun, out: str | Path, group_seconds: float, group_size: int,
-                    device: str = "cpu") -> RunResult:
-    """Write ``run`` into ``out`` as train.py's finished run (module doc); returns the
-    :class:`~.runs.RunResult` that ``train()`` would have returned."""
+def group_shares(runs: list[GroupRun], group_seconds: float) -> list[float]:
+    """Each seed's share of the group's wall seconds, in proportion to its optimiser steps."""
+    steps = [max(0, int(r.optimizer.get("steps", 0))) for r in runs]
+    total = sum(steps)
+    if total == 0:
+        return [group_seconds / len(runs)] * len(runs)
+    return [group_seconds * k / total for k in steps]
+
+
+def write_group_run(run: GroupRun, out: str | Path, group_seconds: float, members: list[int],
+                    seconds: float, device: str = "cpu") -> RunResult:
+    """Write ``run`` into ``out`` as train.py's finished run (module doc): ``members`` are the
+    seeds of its group, ``seconds`` its share of the group's ``group_seconds``
+    (:func:`group_shares`); returns the :class:`~.runs.RunResult` that ``train()`` would have
+    returned."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     config, metrics = run.config, list(run.metrics)
@@ -63,13 +75,13 @@ def write_group_run(run: GroupRun, out: str | Path, group_seconds: float, group_
     atomic_torch_save(ckpt, out / CHECKPOINT)
     write_metrics(out, metrics)
     final = run.final
-    seconds = group_seconds / group_size
     result = {"status": "finished", "run_id": config.run_id(), "final": final,
               "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
               "n_params": run.n_params, "seconds": seconds, "epoch_seconds": [],
               "device": device, "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": run.n_train, "test_examples": run.n_test,
-              "seed_group": {"seeds": group_size, "seconds": group_seconds},
+              "seed_group": {"seeds": len(members), "members": list(members),
+                             "seconds": group_seconds},
               **({"early_stopping": stop} if stop else {})}
     if run.diverged is not None:
         result["diverged"] = run.diverged

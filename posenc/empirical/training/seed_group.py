@@ -463,6 +463,14 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[to
     return torch.matmul(pattern, v)
 
 
+def _quiet_model(group: "SeedGroup", s: int) -> nn.Module:
+    """Seed ``s`` as a single model, built without drawing from torch's RNG (building a model
+    initialises it; the group's dropout masks come from that RNG, so recording the trace must not
+    change them)."""
+    with torch.random.fork_rng(devices=[]):
+        return group.single_model(s)
+
+
 def _dropout(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return module(x)  # nn.Dropout: its own p and training flag
 
@@ -526,11 +534,17 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
                         resolve_device, stop_now)
     from .trace import TraceRecorder
 
+    from ...limits import check_memory
+    from ..config import memory_estimate
+
     configs = list(configs)
     clip = clip_per_seed if clip is None else clip  # looked up now: a test can replace it
     cfg0 = configs[0]
     dev = resolve_device(cfg0.device) if device is None else torch.device(device)
     S = len(configs)
+    # train.py's guard, for S data sets, parameter sets and batches' attention maps at once
+    check_memory(S * memory_estimate(cfg0), f"a seed group of {S} runs of {cfg0.model.pe} on "
+                 f"{cfg0.task.name}")
     trains, tests, vals = [], [], []
     for c in configs:
         split = dataset_for(c)
@@ -560,7 +574,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
         for s, (c, folder) in enumerate(zip(configs, trace_dirs)):
             traces.append(TraceRecorder(Path(folder), c.run_id(), spe[s],
                                         int(trains[s].tokens.shape[1])))
-            traces[s].start(group.single_model(s), 0)
+            traces[s].start(_quiet_model(group, s), 0)
     for epoch in range(cfg0.epochs):
         running = [diverged_at[s] is None and
                    not (vals[s] is not None and stop_now(cfg0, metrics[s])) for s in range(S)]
@@ -615,7 +629,7 @@ def train_group(configs: Sequence[TrainConfig], *, device: torch.device | str | 
             if val_res is not None and best_index([x["val_acc"] for x in metrics[s]]) == len(metrics[s]) - 1:
                 best[s] = group.unstack(s)
             if traces:
-                traces[s].end_epoch(epoch + 1, group.single_model(s))
+                traces[s].end_epoch(epoch + 1, _quiet_model(group, s))
     stops: list[Optional[dict[str, Any]]] = [None] * S
     if vals[0] is not None:  # every seed's kept weights, then one test pass over all seeds
         for s, c in enumerate(configs):
