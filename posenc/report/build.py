@@ -212,8 +212,10 @@ def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float
     report's own -- beside report.md, which holds no wall-clock time (a resumed sweep writes the
     same report.md as an uninterrupted one)."""
     lines = ["# Wall time per phase", "",
-             "Summed over the stored runs (each run on one worker); a run found finished by a "
-             "resumed sweep counts its training as 0. *dynamics*: the training-dynamics "
+             "Summed over the stored runs (each run on one worker; a run trained in a seed "
+             "group counts its share of the group's time, by its optimiser steps); a run found "
+             "finished by a resumed sweep counts its training as 0. *dynamics*: the "
+             "training-dynamics "
              "recording of the runs that record it (RoPE and ALiBi on distance), apart from "
              "their training (runs stored before it was timed apart have none).", "",
              "| phase | runs | seconds | per run |", "|---|---|---|---|"]
