@@ -53,49 +53,14 @@ def _batches(config, steps: int):
             for b in range(steps)]
 
 
-def single_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
-    """Train each seed's single run for warmup + steps steps (train.py's step); (examples, s)."""
+def _time_single_run(config, steps: int, warmup: int) -> float:
+    """Seconds of ``steps`` training steps (train.py's step) of ``config``'s single run, after
+    ``warmup`` untimed ones, on the first batches of its epoch-0 order."""
     import torch
     import torch.nn.functional as F
 
     from posenc.empirical.training.runs import model_for
     from posenc.empirical.training.train import make_optimizer, step_forward
-    torch.set_num_threads(threads)
-    examples, seconds = 0, 0.0
-    for config in _configs(pe, seeds):
-        batches = _batches(config, warmup + steps)
-        torch.manual_seed(config.seed)
-        model = model_for(config)
-        opt = make_optimizer(model, config)
-        forward = step_forward(config.step)
-        model.train()
-        for i, (tok, lab) in enumerate(batches):
-            if i == warmup:
-                t0 = time.perf_counter()
-            for group in opt.param_groups:
-                group["lr"] = config.lr
-            logits = forward(model, tok).float()
-            loss = F.cross_entropy(logits, lab)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            opt.step()
-            float(loss.detach())
-        seconds += time.perf_counter() - t0
-        examples += steps * config.batch_size
-    return examples, seconds
-
-
-def wide_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
-    """One model of seed ``seeds[0]`` at batch len(seeds) x 16 (train.py's step); (examples, s)."""
-    import torch
-    import torch.nn.functional as F
-
-    from posenc.empirical.training.runs import model_for
-    from posenc.empirical.training.train import make_optimizer, step_forward
-    torch.set_num_threads(threads)
-    config = _configs(pe, seeds[:1])[0]
-    config = config.replace(batch_size=config.batch_size * len(seeds))
     batches = _batches(config, warmup + steps)
     torch.manual_seed(config.seed)
     model = model_for(config)
@@ -105,6 +70,8 @@ def wide_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[
     for i, (tok, lab) in enumerate(batches):
         if i == warmup:
             t0 = time.perf_counter()
+        for group in opt.param_groups:
+            group["lr"] = config.lr
         logits = forward(model, tok).float()
         loss = F.cross_entropy(logits, lab)
         opt.zero_grad(set_to_none=True)
@@ -112,7 +79,27 @@ def wide_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         opt.step()
         float(loss.detach())
-    return steps * config.batch_size, time.perf_counter() - t0
+    return time.perf_counter() - t0
+
+
+def single_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
+    """Train each seed's single run for warmup + steps steps (train.py's step); (examples, s)."""
+    import torch
+    torch.set_num_threads(threads)
+    examples, seconds = 0, 0.0
+    for config in _configs(pe, seeds):
+        seconds += _time_single_run(config, steps, warmup)
+        examples += steps * config.batch_size
+    return examples, seconds
+
+
+def wide_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
+    """One model of seed ``seeds[0]`` at batch len(seeds) x 16 (train.py's step); (examples, s)."""
+    import torch
+    torch.set_num_threads(threads)
+    config = _configs(pe, seeds[:1])[0]
+    config = config.replace(batch_size=config.batch_size * len(seeds))
+    return steps * config.batch_size, _time_single_run(config, steps, warmup)
 
 
 def group_worker(pe: str, seeds, steps: int, warmup: int, threads: int) -> tuple[int, float]:
