@@ -81,6 +81,7 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
     from .positions import check_positions
     from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
+    from .expect import expected_scaling
     from .rope_scale import ScaledProbe, check_scale, constant_scale, scale_value
 
     _check_dim(dim)
@@ -100,7 +101,7 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                               f"basis vectors at position {positions[s]}"))
         return report
     props.append(check_linear(probe, M, positions))
-    M_user, scaled = M, _expected_scaling(expected, summary)
+    M_user, scaled = M, expected_scaling(expected, summary)
     scale = constant_scale(M)
     if scale is None:
         props.append(check_norm(M, positions))
@@ -148,24 +149,6 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
         from .expect import check_rope_expectation
         props.append(check_rope_expectation(M_user, positions, expected, dim, summary, TOL))
     return report
-
-
-def _expected_scaling(expected: Optional[dict], summary: dict) -> str:
-    """``scaling=..,factor=..`` of an --expect with a scaling (its attention factor goes to the
-    summary), else ``""``."""
-    from .expect import SCALING_KEYS, expected_rope
-    from .report import fmt
-    from ..numerics.conventions import rope_attention_factor
-
-    if not expected or expected.get("scaling", "none") == "none":
-        return ""
-    conv = {k: v for k, v in expected.items() if k in SCALING_KEYS}
-    summary["expected_attention_factor"] = rope_attention_factor(expected_rope(conv))
-
-    def text(v) -> str:
-        return ":".join(map(fmt, v)) if isinstance(v, list) else fmt(v) if isinstance(v, float) \
-            else str(v)
-    return ",".join(f"{k}={text(v)}" for k, v in conv.items())
 
 
 def check_xpos(caller: Caller, impl: str, dim: int,

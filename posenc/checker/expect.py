@@ -206,6 +206,22 @@ def reference_rotations(conventions: dict, dim: int,
     return M, spec
 
 
+def expected_scaling(expected: Optional[dict], summary: dict) -> str:
+    """``scaling=..,factor=..`` of an --expect with a scaling (its attention factor goes to the
+    summary as ``expected_attention_factor``), else ``""``."""
+    from ..numerics.conventions import rope_attention_factor
+
+    if not expected or expected.get("scaling", "none") == "none":
+        return ""
+    conv = {k: v for k, v in expected.items() if k in SCALING_KEYS}
+    summary["expected_attention_factor"] = rope_attention_factor(expected_rope(conv))
+
+    def text(v) -> str:
+        return ":".join(map(fmt, v)) if isinstance(v, list) else fmt(v) if isinstance(v, float) \
+            else str(v)
+    return ",".join(f"{k}={text(v)}" for k, v in conv.items())
+
+
 def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
     """The conventions that differ from what the checker recovered, in words."""
     out = []

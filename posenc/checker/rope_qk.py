@@ -103,10 +103,10 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
     if not ok:
         return report
     props, summary = report.properties, report.summary
-    from . import _expected_scaling
+    from .expect import expected_scaling
     from .rope_scale import check_scale, constant_scale, scale_value
 
-    Mq_user, scaled = Mq, _expected_scaling(expected, summary)
+    Mq_user, scaled = Mq, expected_scaling(expected, summary)
     scales = {}
     for side, M in (("q", Mq), ("k", Mk)):
         scale = constant_scale(M)
