@@ -79,10 +79,10 @@ def _dim_hint(caller: Caller, dim: int) -> str:
 def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = None,
                max_positions: Optional[int] = None) -> ConformanceReport:
     from .positions import check_positions
-    from .rope import GRID, TOL, RopeProbe, check_linear, check_norm, check_pairing, check_shift
+    from .rope import GRID, TOL, RopeProbe, check_linear, check_pairing, check_shift
     from .rope_frequency import check_drift, check_frequencies
     from .expect import expected_scaling
-    from .rope_scale import ScaledProbe, check_scale, constant_scale, scale_value
+    from .rope_scale import ScaledProbe, norm_property, scale_value
 
     _check_dim(dim)
     probe = RopeProbe(caller, dim)
@@ -102,12 +102,9 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
         return report
     props.append(check_linear(probe, M, positions))
     M_user, scaled = M, expected_scaling(expected, summary)
-    scale = constant_scale(M)
-    if scale is None:
-        props.append(check_norm(M, positions))
-    else:                               # s R_p: read the rotations off f / s (see rope_scale.py)
-        props.append(check_scale(scale, positions, summary.get("expected_attention_factor"),
-                                 scaled))
+    norm, scale = norm_property(M, positions, summary, scaled)
+    props.append(norm)
+    if scale is not None:               # s R_p: read the rotations off f / s (see rope_scale.py)
         summary["attention_factor"] = scale_value(scale)
         probe, M = ScaledProbe(probe, scale), M / scale[None, :, None]
     props.append(check_shift(M_user, positions))

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import PosencError
 from .loading import Caller
 from .report import FAIL, NA, PASS, ConformanceReport, Property, fmt
-from .rope import GRID, TOL, check_norm, check_pairing, check_shift
+from .rope import GRID, TOL, check_pairing, check_shift
 from .rope_frequency import check_frequencies
 from .xpos import open_pair_report
 
@@ -104,25 +104,22 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
         return report
     props, summary = report.properties, report.summary
     from .expect import expected_scaling
-    from .rope_scale import check_scale, constant_scale, scale_value
+    from .rope_scale import norm_property, scale_value
 
     Mq_user, scaled = Mq, expected_scaling(expected, summary)
     scales = {}
     for side, M in (("q", Mq), ("k", Mk)):
-        scale = constant_scale(M)
-        if scale is None:
-            p = check_norm(M, positions)
-        else:  # s R_p (YaRN's attention factor on cos and sin): the rotation is f / s
-            p = check_scale(scale, positions, summary.get("expected_attention_factor"), scaled)
+        p, scale = norm_property(M, positions, summary, scaled)
+        if scale is not None:  # s R_p (YaRN's attention factor on cos and sin): the rotation is f / s
             summary[f"attention_factor_{side}"] = scale_value(scale)
             scales[side] = scale
         props.append(Property(f"norm preservation ({side})", p.status, p.detail, p.counterexample))
     if scales:
         props.append(_same_factor(scales))
-    if "q" in scales:
-        Mq = Mq / scales["q"][None, :, None]
-    if "k" in scales:
-        Mk = Mk / scales["k"][None, :, None]
+
+    def rotation(M: np.ndarray, side: str) -> np.ndarray:
+        return M / scales[side][None, :, None] if side in scales else M
+    Mq, Mk = rotation(Mq, "q"), rotation(Mk, "k")
     shift = check_shift(Mq, positions, Mk)
     props.append(Property("shift invariance (logit)", shift.status, shift.detail,
                           shift.counterexample))
@@ -133,9 +130,7 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
         return report
     big = 1000
     try:
-        Mbig = probe.matrices(np.array([big]))[0]
-        if "q" in scales:
-            Mbig = Mbig / scales["q"][None, :, None]
+        Mbig = rotation(probe.matrices(np.array([big]))[0], "q")
     except PosencError:                 # a position table shorter than 1000: read θ up to 23
         Mbig, big = Mq[-1:], GRID - 1
     props.append(check_pairing(Mq, positions, Mbig, summary))

@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .report import FAIL, PASS, Property, fmt
-from .rope import TOL, RopeProbe
+from .rope import TOL, RopeProbe, check_norm
 
 
 def constant_scale(M: np.ndarray) -> Optional[np.ndarray]:
@@ -65,6 +65,19 @@ def _guess(s: float) -> str:
                 f"scaling=yarn,factor={nice} if that is meant)?")
     return ("a constant scale of a rotation: an attention factor s (YaRN's 0.1 ln F + 1, "
             "LongRoPE's sqrt(1 + ln F / ln original), or given)?")
+
+
+def norm_property(M: np.ndarray, positions: np.ndarray, summary: dict,
+                  expected_spec: str = "") -> tuple[Property, Optional[np.ndarray]]:
+    """The norm property of the maps ``M`` (S, D, D) and the constant scale found (None when
+    there is none): norm preservation, or, for a rotation times a constant scale, that scale
+    against the expected attention factor (``summary["expected_attention_factor"]``, set by an
+    --expect with a scaling) -- :func:`check_scale`."""
+    scale = constant_scale(M)
+    if scale is None:
+        return check_norm(M, positions), None
+    return check_scale(scale, positions, summary.get("expected_attention_factor"),
+                       expected_spec), scale
 
 
 def check_scale(scale: np.ndarray, positions: np.ndarray,

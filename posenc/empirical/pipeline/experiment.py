@@ -149,8 +149,6 @@ def experiment_group_worker(configs: list[dict[str, Any]], folders: list[str],
     seed whose ablation or probe fails gets ``{FAILED: message}`` in its place (the sweep fails
     that run alone; the others' folders are kept).  A config that records training dynamics is
     refused (the recorder follows one model)."""
-    import torch
-
     from ..training.group_folders import group_shares, write_group_run
     from ..training.seed_group import train_group
     from ..training.train import resolve_device
@@ -168,7 +166,6 @@ def experiment_group_worker(configs: list[dict[str, Any]], folders: list[str],
     t0 = time.perf_counter()
     runs = train_group(cfgs, device=device, trace_dirs=folders)
     seconds = time.perf_counter() - t0
-    torch.manual_seed(0)  # (the RNG state a checkpoint records; nothing draws from it later)
     members = [c.seed for c in cfgs]
     results = [write_group_run(run, folder, seconds, members, share, str(device))
                for run, folder, share in zip(runs, folders, group_shares(runs, seconds))]

@@ -13,16 +13,15 @@ and wall seconds; ``seconds`` is the seed's share of them, in proportion to its 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .runs import (CHECKPOINT, CONFIG, FORMAT, RESULT, atomic_torch_save, atomic_write_text,
-                   model_for, write_metrics)
+from .runs import (CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, atomic_write_text, model_for,
+                   write_metrics)
 from .seed_group import GroupRun
-from .train import RunResult, make_optimizer
+from .train import RunResult, make_optimizer, write_summary
 
 
 def optimizer_state(run: GroupRun) -> dict[str, Any]:
@@ -75,16 +74,10 @@ def write_group_run(run: GroupRun, out: str | Path, group_seconds: float, member
     atomic_torch_save(ckpt, out / CHECKPOINT)
     write_metrics(out, metrics)
     final = run.final
-    result = {"status": "finished", "run_id": config.run_id(), "final": final,
-              "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
-              "n_params": run.n_params, "seconds": seconds, "epoch_seconds": [],
-              "device": device, "threads": torch.get_num_threads(), "torch": torch.__version__,
-              "train_examples": run.n_train, "test_examples": run.n_test,
-              "seed_group": {"seeds": len(members), "members": list(members),
-                             "seconds": group_seconds},
-              **({"early_stopping": stop} if stop else {})}
-    if run.diverged is not None:
-        result["diverged"] = run.diverged
-    atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
+    result = write_summary(out, config, metrics, final, n_params=run.n_params, seconds=seconds,
+                           epoch_seconds=[], device=device, n_train=run.n_train,
+                           n_test=run.n_test, stop=stop, diverged=run.diverged,
+                           extra={"seed_group": {"seeds": len(members), "members": list(members),
+                                                 "seconds": group_seconds}})
     return RunResult(str(out), config, tuple(metrics), final["test_acc"], result["best_test_acc"],
                      run.n_params, seconds, device, early_stopping=stop)

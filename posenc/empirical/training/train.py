@@ -391,21 +391,37 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         recorder.record(len(metrics) * steps_per_epoch if stop else total, model, final=True)
         recorder.flush()
     seconds = time.perf_counter() - t_start
-    result = {"status": "finished", "run_id": config.run_id(), "final": final,
-              "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
-              "n_params": model.n_params,
-              "seconds": seconds, "epoch_seconds": epoch_seconds, "device": str(device),
-              "threads": torch.get_num_threads(), "torch": torch.__version__,
-              "train_examples": n, "test_examples": len(test_data),
-              **({"early_stopping": stop} if stop else {})}
-    diverged = _divergence(metrics, final, model.parameters())
-    if diverged is not None:
-        result["diverged"] = diverged
-    atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
+    result = write_summary(out, config, metrics, final, n_params=model.n_params, seconds=seconds,
+                           epoch_seconds=epoch_seconds, device=str(device), n_train=n,
+                           n_test=len(test_data), stop=stop,
+                           diverged=_divergence(metrics, final, model.parameters()))
     return RunResult(str(out), config, tuple(metrics), final["test_acc"],
                      result["best_test_acc"], model.n_params, seconds, str(device),
                      early_stopping=stop,
                      dynamics_seconds=recorder.seconds if recorder is not None else 0.0)
+
+
+def write_summary(out: Path, config: TrainConfig, metrics: Sequence[dict[str, Any]],
+                  final: dict[str, Any], *, n_params: int, seconds: float,
+                  epoch_seconds: list[float], device: str, n_train: int, n_test: int,
+                  stop: Optional[dict[str, Any]], diverged: Optional[dict[str, Any]],
+                  extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Write a finished run's ``train_summary.json`` into ``out`` and return it: the kept
+    epoch's record (``final``), the best test accuracy of any epoch, sizes, times, the device
+    and torch, the early-stopping summary (``stop``) and the divergence record when there is
+    one; ``extra`` keys are added (a seed group's record)."""
+    result = {"status": "finished", "run_id": config.run_id(), "final": final,
+              "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
+              "n_params": n_params,
+              "seconds": seconds, "epoch_seconds": epoch_seconds, "device": device,
+              "threads": torch.get_num_threads(), "torch": torch.__version__,
+              "train_examples": n_train, "test_examples": n_test,
+              **(extra or {}),
+              **({"early_stopping": stop} if stop else {})}
+    if diverged is not None:
+        result["diverged"] = diverged
+    atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")
+    return result
 
 
 def _divergence(metrics: list[dict[str, Any]], final: dict[str, Any],
