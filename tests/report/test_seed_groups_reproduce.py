@@ -49,3 +49,11 @@ def test_seed_groups_on_ray_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "local backend" in proc.stderr
     assert not (tmp_path / "s").exists()
+    # the Python API refuses it with the same line
+    import posenc as api
+    from posenc.errors import PosencError
+    with pytest.raises(PosencError) as exc:
+        api.reproduce("smoke", roles="nope", tasks="distance", seeds=2, theory=False,
+                      seed_groups=True, backend="ray", out=str(tmp_path / "a"))
+    assert proc.stderr.strip().endswith(str(exc.value))
+    assert not (tmp_path / "a").exists()
