@@ -12,6 +12,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--replica", default=None,
                    help="the store of the same plan on a disjoint seed set (reproduce "
                         "--replicate writes STORE-replicate): both verdicts side by side")
+    p.add_argument("--beside", default=None,
+                   help="the report.json (or report folder) of the same preset run with the "
+                        "other model code (paper-code vs standard): both verdicts side by side")
     p.set_defaults(func=run)
 
 
@@ -25,5 +28,9 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError(f"no results store at {args.store}")
     if args.replica is not None and not Path(args.replica).is_dir():
         raise PosencError(f"no results store at {args.replica}")
-    print(f"report: {build_report(args.store, theory=not args.no_theory, replica=args.replica)}")
+    if args.beside is not None and not Path(args.beside).exists():
+        raise PosencError(f"no report at {args.beside}")
+    path = build_report(args.store, theory=not args.no_theory, replica=args.replica,
+                        beside=args.beside)
+    print(f"report: {path}")
     return 0

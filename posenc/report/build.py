@@ -93,12 +93,14 @@ def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,
-                 replica: str | Path | None = None) -> Path:
+                 replica: str | Path | None = None, beside: str | Path | None = None) -> Path:
     """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs
     (built in a private temporary folder moved into place: a failure leaves the old report).
     ``replica``: the store of the same plan on a disjoint seed set (``posenc reproduce
     --replicate``); the report then sets both verdicts of each claim side by side
-    (:mod:`.replication`)."""
+    (:mod:`.replication`).  ``beside``: the report (its ``report.json`` or folder) of the same
+    preset run with the other model code (paper-code vs standard); the report then sets both
+    verdicts of each claim side by side and names those that differ (:mod:`.beside`)."""
     store_root = Path(store_root)
     results, rows = _load_results(store_root)
     if not results:
@@ -112,6 +114,11 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
         if shared:
             raise PosencError(f"the replication store {replica} shares seeds {sorted(shared)} "
                               f"with {store_root}: a replication needs a disjoint seed set")
+    other = None
+    if beside is not None:  # checked before any work: a wrong comparison costs nothing
+        from .beside import load_other
+        other = (str(beside), load_other(beside, preset or results[0].summary["preset"],
+                                         report_mode(results)))
     out = store_root / "report"
     try:  # a private folder: two reports at once (or one beside a sweep) never mix files
         tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=store_root))
@@ -121,7 +128,7 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     try:
         t0 = time.perf_counter()
         _write_report(tmp, store_root, results, rows, preset, theory,
-                      None if replica is None else (Path(replica), replica_results))
+                      None if replica is None else (Path(replica), replica_results), other)
         _write_timings(tmp / "timings.md", rows, time.perf_counter() - t0)
         if out.exists():
             shutil.rmtree(out)
@@ -136,7 +143,8 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
 
 def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   rows: list[dict[str, Any]], preset: Optional[str], theory: bool,
-                  replica: Optional[tuple[Path, list[ExperimentResult]]] = None) -> None:
+                  replica: Optional[tuple[Path, list[ExperimentResult]]] = None,
+                  beside: Optional[tuple[str, dict[str, Any]]] = None) -> None:
     from ..empirical.analysis.ablation import AblationTable
     from ..empirical.analysis.plots import ablation_strip_plot
     from ..verdicts.dynamics import evaluate_dynamics
@@ -184,13 +192,23 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
         replication_lines = replication_markdown(
             replication_payload, sorted({r.seed for r in results}),
             sorted({r.seed for r in replica_results}), str(replica_root))
+    beside_lines: list[str] = []
+    beside_payload = None
+    if beside is not None:
+        from .beside import beside_markdown, beside_rows, verdict_seeds
+        other_path, other = beside
+        beside_payload = beside_rows([v.to_dict() for v in verdicts], other["verdicts"])
+        beside_lines = beside_markdown(
+            beside_payload, report_mode(results), other["model_code"], other_path,
+            sorted({r.seed for r in results}),
+            sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}))
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
     ceilings = task_ceilings(results)
     md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
                              deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
                              spectra=spectra, measured_sections=dyn_lines + measured_lines,
-                             replication=replication_lines, ceilings=ceilings))
+                             replication=replication_lines + beside_lines, ceilings=ceilings))
     (tmp / "report.md").write_text(md)
     payload = {"preset": preset, "model_code": report_mode(results),
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
@@ -198,7 +216,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,
                "trained_criterion": [c.to_dict() for c in trained_criterion(results)],
                "measured": measured_payload,
-               **({"replication": replication_payload} if replication_payload is not None else {})}
+               **({"replication": replication_payload} if replication_payload is not None else {}),
+               **({"beside": beside_payload} if beside_payload is not None else {})}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))

@@ -1,0 +1,113 @@
+"""The report's "beside the other model code" section: each claim's verdict in this report beside
+its verdict in the report of the same preset run with the other model code (paper-code vs
+standard, ``posenc report STORE --beside OTHER/report.json``), and whether the two differ.
+
+The other report is read from its ``report.json`` (a finished report is what a user keeps; its run
+folders may be gone), and every load checks that it is what the comparison needs: a report of
+the same preset, of the other model code, with verdicts.  Nothing is judged here: the section
+only sets the two verdict lists side by side and names the seeds each rests on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import PosencError
+
+SECTION = "## Beside the other model code"
+MODES = ("paper-code", "standard")
+
+
+def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
+    """The other report's payload, checked: a ``report.json`` of ``preset`` whose model code is
+    the other one of :data:`MODES` than ``mode``, with a list of verdicts each naming its claim,
+    verdict and measurement.  Anything else is a PosencError that says what it found."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json"
+    try:
+        payload = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise PosencError(f"no report at {path} (--beside takes another report's report.json "
+                          "or its folder)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PosencError(f"{path} is not a readable report.json: {exc}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("verdicts"), list):
+        raise PosencError(f"{path} is not a posenc report.json (it has no verdict list)")
+    if mode not in MODES:
+        raise PosencError(f"this report's runs are of mixed model code; --beside compares one "
+                          f"model code with the other ({' and '.join(MODES)})")
+    other_mode = payload.get("model_code")
+    if other_mode == mode or other_mode not in MODES:
+        raise PosencError(f"{path} is a report of model code {other_mode!r}; --beside needs the "
+                          f"other model code than this report's {mode!r}")
+    if payload.get("preset") != preset:
+        raise PosencError(f"{path} is a report of preset {payload.get('preset')!r}, this one of "
+                          f"{preset!r}: the comparison needs the same preset")
+    for v in payload["verdicts"]:
+        if not (isinstance(v, dict) and all(isinstance(v.get(k), str)
+                                            for k in ("claim", "verdict", "measured"))):
+            raise PosencError(f"{path} holds a verdict without its claim, verdict and "
+                              f"measurement: {str(v)[:80]}")
+    return payload
+
+
+def verdict_seeds(verdict: dict[str, Any]) -> list[int]:
+    """The seeds a verdict's parts rest on (from the serialised parts; empty when none say)."""
+    seeds: set[int] = set()
+    for part in verdict.get("parts") or []:
+        if isinstance(part, dict):
+            seeds.update(s for s in part.get("seeds") or [] if isinstance(s, int))
+    return sorted(seeds)
+
+
+def beside_rows(verdicts: Sequence[dict[str, Any]],
+                other: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per claim of either report (this report's order, then the other's own claims):
+    both verdicts and ``same`` / ``differs`` (``only here`` / ``only there`` for a claim one
+    report lacks, e.g. paper-code mode's "E10 (code rope)")."""
+    theirs = {v["claim"]: v for v in other}
+    rows = []
+    for v in verdicts:
+        o = theirs.get(v["claim"])
+        rows.append({"claim": v["claim"], "here": v["verdict"], "here_measured": v["measured"],
+                     "there": o["verdict"] if o else "-", "there_measured": o["measured"] if o else "-",
+                     "compare": ("only here" if o is None else
+                                 "same" if o["verdict"] == v["verdict"] else "differs")})
+    ours = {v["claim"] for v in verdicts}
+    for o in other:
+        if o["claim"] not in ours:
+            rows.append({"claim": o["claim"], "here": "-", "here_measured": "-",
+                         "there": o["verdict"], "there_measured": o["measured"],
+                         "compare": "only there"})
+    return rows
+
+
+def _span(seeds: Sequence[int]) -> str:
+    if not seeds:
+        return "none"
+    s = sorted(seeds)
+    return f"{s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) and len(s) > 1 else \
+        ", ".join(map(str, s))
+
+
+def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, other_path: str,
+                    seeds: Sequence[int], other_seeds: Sequence[int]) -> list[str]:
+    differs = [r["claim"] for r in rows if r["compare"] == "differs"]
+    same_seeds = sorted(seeds) == sorted(other_seeds)
+    lines = ["", SECTION, "",
+             f"This report ({mode}, seeds {_span(seeds)}) beside `{other_path}` ({other_mode}, "
+             f"seeds {_span(other_seeds)}{'' if same_seeds else ': not the same seeds'}). "
+             f"{len(differs)} of {sum(r['compare'] in ('same', 'differs') for r in rows)} claims "
+             "judged in both have a different verdict"
+             + (f" ({', '.join(differs)})" if differs else "") + ". A verdict that differs is a "
+             "difference of the two model codes only where both sides are decided; an "
+             "inconclusive side says the seeds could not tell.", "",
+             f"| claim | {mode}: measured | verdict | {other_mode}: measured | verdict | |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['claim']} | {r['here_measured']} | {r['here']} | "
+                     f"{r['there_measured']} | {r['there']} | **{r['compare']}** |")
+    return lines

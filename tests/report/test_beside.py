@@ -1,0 +1,120 @@
+"""``posenc report STORE --beside OTHER``: each claim's verdict beside the report of the same preset
+run with the other model code (paper-code vs standard), with the claims whose verdicts differ
+named; the other report is checked before any work, and a wrong one is refused in one line."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from posenc.errors import PosencError
+from posenc.report.beside import SECTION, beside_markdown, beside_rows, load_other, verdict_seeds
+
+SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",
+         "--no-theory"]
+
+
+def posenc(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
+                          **kw)
+
+
+def _v(claim, word, seeds=(0, 1)):
+    return {"claim": claim, "verdict": word, "measured": f"{claim}:{word}",
+            "parts": [{"seeds": list(seeds)}]}
+
+
+def _report(tmp_path, name="other", **fields):
+    payload = {"preset": "quick", "model_code": "paper-code",
+               "verdicts": [_v("E10", "ceiling"), _v("E10 (code rope)", "inconclusive")]}
+    payload.update(fields)
+    path = tmp_path / name / "report.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_rows_say_same_differs_and_which_report_lacks_a_claim():
+    here = [_v("E10", "ceiling"), _v("E14", "confirmed"), _v("RA", "refuted")]
+    there = [_v("E10", "ceiling"), _v("E14", "inconclusive"), _v("E10 (code rope)", "refuted")]
+    rows = beside_rows(here, there)
+    assert [(r["claim"], r["compare"]) for r in rows] == [
+        ("E10", "same"), ("E14", "differs"), ("RA", "only here"), ("E10 (code rope)", "only there")]
+    assert rows[1]["here_measured"] == "E14:confirmed" and rows[1]["there_measured"] == \
+        "E14:inconclusive"
+    assert rows[3]["here"] == "-" and rows[3]["there"] == "refuted"
+    md = "\n".join(beside_markdown(rows, "standard", "paper-code", "x/report.json", [0, 1], [0, 1]))
+    # the count reads only the claims judged in both reports
+    assert "1 of 2 claims judged in both have a different verdict (E14)" in md
+    assert "not the same seeds" not in md
+    md = "\n".join(beside_markdown(rows, "standard", "paper-code", "x", [0, 1], [0, 2]))
+    assert "seeds 0, 2: not the same seeds" in md
+
+
+def test_the_seeds_of_a_verdict_are_those_of_its_parts():
+    assert verdict_seeds({"parts": [{"seeds": [3, 1]}, {"seeds": [2, 1]}, {}]}) == [1, 2, 3]
+    assert verdict_seeds({"claim": "NC3"}) == []
+
+
+def test_a_report_of_the_other_code_and_the_same_preset_loads(tmp_path):
+    path = _report(tmp_path)
+    assert load_other(path, "quick", "standard")["model_code"] == "paper-code"
+    assert load_other(path.parent, "quick", "standard")["verdicts"][0]["claim"] == "E10"
+
+
+@pytest.mark.parametrize("fields,message", [
+    ({"model_code": "standard"}, "needs the other model code than this report's 'standard'"),
+    ({"model_code": "mixed"}, "model code 'mixed'"),
+    ({"preset": "paper"}, "preset 'paper', this one of 'quick'"),
+    ({"verdicts": None}, "no verdict list"),
+    ({"verdicts": [{"claim": "E10", "verdict": "ceiling"}]}, "without its claim, verdict and"),
+])
+def test_a_report_that_does_not_fit_the_comparison_is_refused(tmp_path, fields, message):
+    with pytest.raises(PosencError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_other(_report(tmp_path, **fields), "quick", "standard")
+
+
+def test_a_missing_or_unreadable_report_is_refused(tmp_path):
+    with pytest.raises(PosencError, match="no report at"):
+        load_other(tmp_path / "nothing" / "report.json", "quick", "standard")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(PosencError, match="not a readable report.json"):
+        load_other(bad, "quick", "standard")
+    with pytest.raises(PosencError, match="mixed model code"):
+        load_other(_report(tmp_path), "quick", "mixed")
+
+
+@pytest.mark.slow
+def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path):
+    std, pc = tmp_path / "std", tmp_path / "pc"
+    for out, extra in ((std, []), (pc, ["--paper-code"])):
+        proc = posenc("reproduce", *SMALL, *extra, "--out", str(out), timeout=900)
+        assert proc.returncode == 0, proc.stderr
+    before = (std / "report" / "report.md").read_text()
+    proc = posenc("report", str(std), "--no-theory", "--beside", str(pc / "report"), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = (std / "report" / "report.md").read_text()
+    assert SECTION in report and SECTION not in before
+    data = json.loads((std / "report" / "report.json").read_text())
+    other = json.loads((pc / "report" / "report.json").read_text())
+    assert data["model_code"] == "standard" and other["model_code"] == "paper-code"
+    mine = {v["claim"]: v["verdict"] for v in data["verdicts"]}
+    theirs = {v["claim"]: v["verdict"] for v in other["verdicts"]}
+    rows = {r["claim"]: r for r in data["beside"]}
+    assert set(rows) == set(mine) | set(theirs)
+    for claim, row in rows.items():
+        assert row["here"] == mine.get(claim, "-") and row["there"] == theirs.get(claim, "-")
+        want = ("only here" if claim not in theirs else "only there" if claim not in mine
+                else "same" if mine[claim] == theirs[claim] else "differs")
+        assert row["compare"] == want
+        assert f"| {claim} | " in report
+    assert "This report (standard, seeds 0-1) beside" in report
+    # a report of the same model code is refused in one line, and the report stays as it was
+    same = posenc("report", str(std), "--no-theory", "--beside", str(std / "report"), timeout=300)
+    assert same.returncode == 2 and "needs the other model code" in same.stderr
+    assert "Traceback" not in same.stderr and len(same.stderr.strip().splitlines()) == 1
+    assert (std / "report" / "report.md").read_text() == report
+    missing = posenc("report", str(std), "--beside", str(tmp_path / "nowhere"), timeout=300)
+    assert missing.returncode == 2 and "no report at" in missing.stderr
