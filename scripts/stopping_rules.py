@@ -45,10 +45,21 @@ def replay(curve: Curve, stop: Callable[[Curve], bool]) -> tuple[int, bool]:
     return len(curve), False
 
 
-def patience_rule(p: int, min_epochs: int = 0, loss: bool = False) -> Callable[[Curve], bool]:
+def loss_progress_index(losses: Sequence[float], tol: float = 0.0) -> int:
+    """The last epoch whose validation loss was below the best before it by more than ``tol``
+    times that best (``tol = 0``: the earliest lowest loss, as train.py counts it)."""
+    best, last = losses[0], 0
+    for i, v in enumerate(losses[1:], start=1):
+        if v < best * (1.0 - tol):
+            best, last = v, i
+    return last
+
+
+def patience_rule(p: int, min_epochs: int = 0, loss: bool = False,
+                  loss_tol: float = 0.0) -> Callable[[Curve], bool]:
     """Stop once ``p`` epochs have not raised the best validation accuracy (or, with ``loss``,
-    neither the best accuracy nor the lowest validation loss), at once on a perfect one, never
-    before ``min_epochs``."""
+    neither the best accuracy nor the lowest validation loss -- by more than the relative
+    ``loss_tol``), at once on a perfect one, never before ``min_epochs``."""
     def stop(c: Curve) -> bool:
         acc = [m["val_acc"] for m in c]
         b = best_index(acc)
@@ -58,8 +69,8 @@ def patience_rule(p: int, min_epochs: int = 0, loss: bool = False) -> Callable[[
             return False
         since = len(c) - 1 - b
         if loss:
-            losses = [-m["val_loss"] for m in c]
-            since = min(since, len(c) - 1 - best_index(losses))
+            since = min(since, len(c) - 1 - loss_progress_index([m["val_loss"] for m in c],
+                                                                   loss_tol))
         return since >= p
     return stop
 
@@ -68,6 +79,9 @@ RULES = {f"patience {p}": patience_rule(p) for p in (5, 8, 10, 15, 20)}
 RULES.update({f"min {m} + patience 5": patience_rule(5, m) for m in (15, 20, 25)})
 RULES.update({f"min {m} + patience 10": patience_rule(10, m) for m in (15, 20)})
 RULES.update({f"acc or loss, patience {p}": patience_rule(p, loss=True) for p in (5, 8, 10)})
+# 2026-12-02 (evening): does a tolerance on the loss stop the runs that end at the maximum?
+RULES.update({f"acc or loss>{t:.1%}, patience {p}": patience_rule(p, loss=True, loss_tol=t)
+              for p in (5, 8) for t in (0.01, 0.02, 0.05)})
 
 
 def load(roots: Sequence[str]) -> dict[str, tuple[dict, Curve]]:
