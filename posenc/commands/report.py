@@ -28,8 +28,6 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError(f"no results store at {args.store}")
     if args.replica is not None and not Path(args.replica).is_dir():
         raise PosencError(f"no results store at {args.replica}")
-    if args.beside is not None and not Path(args.beside).exists():
-        raise PosencError(f"no report at {args.beside}")
     path = build_report(args.store, theory=not args.no_theory, replica=args.replica,
                         beside=args.beside)
     print(f"report: {path}")

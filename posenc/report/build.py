@@ -192,6 +192,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
         replication_lines = replication_markdown(
             replication_payload, sorted({r.seed for r in results}),
             sorted({r.seed for r in replica_results}), str(replica_root))
+    mode = report_mode(results)
     beside_lines: list[str] = []
     beside_payload = None
     if beside is not None:
@@ -199,7 +200,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
         other_path, other = beside
         beside_payload = beside_rows([v.to_dict() for v in verdicts], other["verdicts"])
         beside_lines = beside_markdown(
-            beside_payload, report_mode(results), other["model_code"], other_path,
+            beside_payload, mode, other["model_code"], other_path,
             sorted({r.seed for r in results}),
             sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}))
     claims = theory_claims(store_root) if theory else None
@@ -210,7 +211,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              spectra=spectra, measured_sections=dyn_lines + measured_lines,
                              replication=replication_lines + beside_lines, ceilings=ceilings))
     (tmp / "report.md").write_text(md)
-    payload = {"preset": preset, "model_code": report_mode(results),
+    payload = {"preset": preset, "model_code": mode,
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
                "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,

@@ -118,3 +118,9 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path):
     assert (std / "report" / "report.md").read_text() == report
     missing = posenc("report", str(std), "--beside", str(tmp_path / "nowhere"), timeout=300)
     assert missing.returncode == 2 and "no report at" in missing.stderr
+    assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    # the Python API refuses what the CLI refuses, with the same line
+    from posenc.report import build_report
+    with pytest.raises(PosencError) as api:
+        build_report(std, theory=False, beside=tmp_path / "nowhere")
+    assert missing.stderr.strip() == f"posenc: error: {api.value}"
