@@ -17,6 +17,16 @@ settings.register_profile("thorough", max_examples=500, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """xdist groups (``--dist loadgroup``, pyproject.toml): the tests of a file on one worker, so
+    that a module fixture (a store made by a sweep) is made once; the tests marked
+    ``ray_cluster`` on one worker, one at a time."""
+    for item in items:
+        group = "ray-cluster" if item.get_closest_marker("ray_cluster") else item.nodeid.split("::")[0]
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 def main(capsys):
     """Run ``posenc.cli.main`` in this process (fast); returns (code, stdout, stderr)."""

@@ -110,6 +110,7 @@ def test_index_is_plain_sqlite(tmp_path):
     assert rows == [("done", "x=5")]
 
 
+@pytest.mark.ray_cluster
 def test_ray_backend_gives_the_same_results_as_local(tmp_path, monkeypatch):
     """A real local Ray runtime runs the jobs and sends the files back."""
     ray = pytest.importorskip("ray")

@@ -87,11 +87,10 @@ def test_a_missing_or_unreadable_report_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path):
-    std, pc = tmp_path / "std", tmp_path / "pc"
-    for out, extra in ((std, []), (pc, ["--paper-code"])):
-        proc = posenc("reproduce", *SMALL, *extra, "--out", str(out), timeout=900)
-        assert proc.returncode == 0, proc.stderr
+def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_store_copy):
+    std, pc = small_store_copy, tmp_path / "pc"  # std: the SMALL store (conftest), standard code
+    proc = posenc("reproduce", *SMALL, "--paper-code", "--out", str(pc), timeout=900)
+    assert proc.returncode == 0, proc.stderr
     before = (std / "report" / "report.md").read_text()
     proc = posenc("report", str(std), "--no-theory", "--beside", str(pc / "report"), timeout=600)
     assert proc.returncode == 0, proc.stderr

@@ -23,18 +23,12 @@ def posenc(*args, **kw):
                           **kw)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smoke_store(tmp_path_factory):
+    """The whole smoke preset, made once per session (a module fixture was made twice under
+    xdist: another group's test of this file, run between, tore it down)."""
     out = tmp_path_factory.mktemp("smoke") / "store"
     proc = posenc("reproduce", "--preset", "smoke", "--out", str(out), timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def small_reference(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ref") / "store"
-    proc = posenc("reproduce", *SMALL, "--out", str(out), timeout=600)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -111,7 +105,7 @@ def _finished(store: Path) -> dict[str, tuple[bytes, int]]:
             for p in (store / "runs").glob("*/result.json")}
 
 
-def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_reference):
+def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
     store = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "posenc", "reproduce", *SMALL, "--out", str(store)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -135,10 +129,11 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_reference):
     assert "4 done, 0 pending, 0 running, 0 failed" in listing
     assert not (store / "staging").exists()
     assert (store / "report" / "report.md").read_text() == \
-        (small_reference / "report" / "report.md").read_text()
+        (small_store / "report" / "report.md").read_text()
 
 
-def test_ray_backend_matches_local(tmp_path, small_reference):
+@pytest.mark.ray_cluster
+def test_ray_backend_matches_local(tmp_path, small_store):
     pytest.importorskip("ray")
     store = tmp_path / "ray"
     args = ["--preset", "smoke", "--roles", "rope", "--tasks", "distance", "--seeds", "2", "--no-theory"]
@@ -148,7 +143,7 @@ def test_ray_backend_matches_local(tmp_path, small_reference):
     assert len(ray_runs) == 2
     for rid in ray_runs:
         a = json.loads((store / "runs" / rid / "result.json").read_text())
-        b = json.loads((small_reference / "runs" / rid / "result.json").read_text())
+        b = json.loads((small_store / "runs" / rid / "result.json").read_text())
         assert a["ablation"] == b["ablation"] and a["probe"] == b["probe"]
         assert a["summary"]["test_acc"] == b["summary"]["test_acc"]
         assert (store / "runs" / rid / "checkpoint.pt").is_file()
@@ -200,12 +195,12 @@ def test_unwritable_out_and_newer_store(tmp_path):
         assert proc.returncode == 2 and "newer posenc" in proc.stderr, cmd
 
 
-def test_report_refuses_a_result_of_another_role_in_one_line(tmp_path, small_reference):
+def test_report_refuses_a_result_of_another_role_in_one_line(tmp_path, small_store):
     """A stored result whose role tag is not its run's (hand-edited, or another sweep's file) is
     refused by ``posenc report`` with exit 2 and one line, and the report on disk is untouched."""
     import shutil
     store = tmp_path / "store"
-    shutil.copytree(small_reference, store)
+    shutil.copytree(small_store, store)
     before = (store / "report" / "report.md").read_bytes()
     path = next((store / "runs").glob("*/result.json"))
     data = json.loads(path.read_text())
