@@ -17,6 +17,7 @@ settings.register_profile("thorough", max_examples=500, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook runs first otherwise)
 def pytest_collection_modifyitems(config, items):
     """xdist groups (``--dist loadgroup``, pyproject.toml): the tests of a file on one worker, so
     that a module fixture (a store made by a sweep) is made once; the tests marked
