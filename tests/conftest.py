@@ -17,15 +17,41 @@ settings.register_profile("thorough", max_examples=500, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+#: session fixtures that are costly to make, and the xdist group of every test that takes one:
+#: under xdist each worker makes its own session fixtures, so their users share one worker
+SHARED_FIXTURE_GROUPS = {"small_store": "small-store", "small_store_copy": "small-store",
+                         "ci_result": "ci-claims"}
+#: the tests that start a local Ray cluster, one at a time (two clusters race for ports); one of
+#: them reads the small store, so they join its group
+RAY_GROUP = "small-store"
+
+
+def xdist_group_of(item) -> str:
+    """The test's xdist group: :data:`RAY_GROUP` for a ``ray_cluster`` test, the group of the first
+    costly session fixture it takes, else its file (a module fixture, such as a store made by a
+    sweep, is then made once)."""
+    if item.get_closest_marker("ray_cluster"):
+        return RAY_GROUP
+    for name in item.fixturenames:
+        if name in SHARED_FIXTURE_GROUPS:
+            return SHARED_FIXTURE_GROUPS[name]
+    return item.nodeid.split("::")[0]
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook runs first otherwise)
 def pytest_collection_modifyitems(config, items):
-    """xdist groups (``--dist loadgroup``, pyproject.toml): the tests of a file on one worker, so
-    that a module fixture (a store made by a sweep) is made once; the tests marked
-    ``ray_cluster`` on one worker, one at a time."""
+    """xdist groups (``--dist loadgroup``, pyproject.toml) by :func:`xdist_group_of`, and the
+    groups that hold a ``slow`` test first (``--no-loadscope-reorder`` keeps this order): a worker
+    takes one group at a time, so a long group started last would leave the other worker idle."""
+    group_of, slow = {}, {}
     for item in items:
-        group = "ray-cluster" if item.get_closest_marker("ray_cluster") else item.nodeid.split("::")[0]
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+            mark = item.get_closest_marker("xdist_group")
+        group = group_of[item.nodeid] = mark.args[0] if mark.args else mark.kwargs.get("name")
+        slow[group] = slow.get(group, False) or item.get_closest_marker("slow") is not None
+    items.sort(key=lambda item: not slow[group_of[item.nodeid]])  # stable: file order kept
 
 
 @pytest.fixture

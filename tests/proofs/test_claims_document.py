@@ -2,12 +2,15 @@
 
 from pathlib import Path
 
+import pytest
+
 from posenc.proofs import document
 from posenc.proofs.registry import all_claims
 
 THEORY = Path(__file__).resolve().parents[2] / "docs" / "theory.md"
 
 
+@pytest.mark.slow  # every claim under ci, ~90 s (shared with test_claims.py: conftest's ci-claims)
 def test_committed_claims_section_is_current(ci_result):
     claims = all_claims()
     expected = document.render(claims, [ci_result(c) for c in claims])

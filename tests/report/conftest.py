@@ -6,19 +6,9 @@ that writes into a store takes its own copy (``small_store_copy``), so no test s
 writes."""
 
 import shutil
-import subprocess
-import sys
 
 import pytest
-
-SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",
-         "--no-theory"]
-
-
-def posenc(*args, **kw):
-    """``python -m posenc ARGS`` in a child process, its output captured."""
-    return subprocess.run([sys.executable, "-m", "posenc", *map(str, args)], capture_output=True,
-                          text=True, **kw)
+from small_sweep import SMALL, posenc
 
 
 @pytest.fixture(scope="session")

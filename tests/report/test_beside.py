@@ -3,21 +3,12 @@ run with the other model code (paper-code vs standard), with the claims whose ve
 named; the other report is checked before any work, and a wrong one is refused in one line."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from posenc.errors import PosencError
 from posenc.report.beside import SECTION, beside_markdown, beside_rows, load_other, verdict_seeds
-
-SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",
-         "--no-theory"]
-
-
-def posenc(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
-                          **kw)
+from small_sweep import SMALL, posenc
 
 
 def _v(claim, word, seeds=(0, 1)):

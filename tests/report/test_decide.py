@@ -16,6 +16,7 @@ from posenc.errors import PosencError
 from posenc.verdicts.dynamics import evaluate_dynamics
 from posenc.verdicts.accuracy_deposit import evaluate
 from posenc.report.decide import grow, until_decided
+from small_sweep import posenc
 
 # count task: NoPE minus RoPE per seed, in points -- undecided at 2 and 4 seeds (t interval
 # half-widths 25 and 3.0 around means 2.0 and 2.5), decided at 6 (2.67 +- 1.57)
@@ -93,11 +94,6 @@ def test_limits_are_checked():
 ARGS = ["--preset", "smoke", "--roles", "rope,mla", "--tasks", "distance", "--until-decided",
         "--max-seeds", "3", "--seed-batch", "1", "--set", "task.n_samples=1000", "--set",
         "epochs=4", "--no-theory"]
-
-
-def posenc(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
-                          **kw)
 
 
 def _finished(store: Path) -> dict[str, tuple[bytes, int]]:

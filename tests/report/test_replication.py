@@ -3,21 +3,12 @@ each claim side by side, decided only where they agree; and the report folder's 
 times (timings.md)."""
 
 import json
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 
 from posenc.report.replication import SECTION, agreement, replication_rows
-
-SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",
-         "--no-theory"]
-
-
-def posenc(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
-                          **kw)
+from small_sweep import SMALL, posenc
 
 
 @pytest.mark.parametrize("first,second,expected", [
@@ -39,11 +30,14 @@ def test_rows_follow_the_first_verdicts_and_name_a_missing_claim():
 
 
 @pytest.mark.slow
-def test_replicate_runs_a_disjoint_seed_set_and_sets_the_verdicts_side_by_side(tmp_path):
-    out = tmp_path / "store"
+def test_replicate_runs_a_disjoint_seed_set_and_sets_the_verdicts_side_by_side(small_store_copy):
+    """Into a copy of the SMALL store (conftest): its runs are found finished, the replica's
+    seeds are trained into a store beside it."""
+    out = small_store_copy
     proc = posenc("reproduce", *SMALL, "--replicate", "--out", str(out), timeout=900)
     assert proc.returncode == 0, proc.stderr
-    replica = tmp_path / "store-replicate"
+    assert "ran 0, skipped 4 finished" in proc.stdout, proc.stdout
+    replica = out.parent / f"{out.name}-replicate"
     seeds = {json.loads(p.read_text())["train"]["seed"]
              for p in replica.glob("runs/*/experiment_config.json")} or {
         r["seed"] for r in _csv(replica / "report" / "runs.csv")}

@@ -12,15 +12,9 @@ import pytest
 
 from posenc.report import FIGURES, SECTIONS
 from posenc.verdicts.verdict import VERDICTS
+from small_sweep import SMALL, posenc
 
 pytestmark = pytest.mark.slow
-SMALL = ["--preset", "smoke", "--roles", "rope,nope", "--tasks", "distance", "--seeds", "2",
-         "--no-theory"]
-
-
-def posenc(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
-                          **kw)
 
 
 @pytest.fixture(scope="session")

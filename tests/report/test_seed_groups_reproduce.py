@@ -3,18 +3,12 @@ and land in the store as ordinary runs (the same run ids: a later sweep without 
 them); a run that records training dynamics trains alone; Ray is refused in one line."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from small_sweep import posenc
 
 SMALL = ["--preset", "smoke", "--roles", "nope,rope", "--tasks", "distance", "--seeds", "2",
          "--no-theory"]
-
-
-def posenc(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "posenc", *args], capture_output=True, text=True,
-                          **kw)
 
 
 @pytest.mark.slow
