@@ -40,18 +40,13 @@ def xdist_group_of(item) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook runs first otherwise)
 def pytest_collection_modifyitems(config, items):
-    """xdist groups (``--dist loadgroup``, pyproject.toml) by :func:`xdist_group_of`, and the
-    groups that hold a ``slow`` test first (``--no-loadscope-reorder`` keeps this order): a worker
-    takes one group at a time, so a long group started last would leave the other worker idle."""
-    group_of, slow = {}, {}
+    """xdist groups (``--dist loadgroup``, pyproject.toml) by :func:`xdist_group_of`.  xdist
+    hands the groups out largest (most tests) first; an order with the groups that hold a slow
+    test first was tried and measured slower (1,397 s against 1,268 s for the suite on 2 cores):
+    it runs the end-to-end sweeps, two processes each, side by side."""
     for item in items:
-        mark = item.get_closest_marker("xdist_group")
-        if mark is None:
+        if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
-            mark = item.get_closest_marker("xdist_group")
-        group = group_of[item.nodeid] = mark.args[0] if mark.args else mark.kwargs.get("name")
-        slow[group] = slow.get(group, False) or item.get_closest_marker("slow") is not None
-    items.sort(key=lambda item: not slow[group_of[item.nodeid]])  # stable: file order kept
 
 
 @pytest.fixture

@@ -30,9 +30,3 @@ def test_tests_that_share_a_costly_session_fixture_run_in_one_group(request):
     if len(items) > 1000:  # the whole suite was collected
         assert seen["small-store"] >= 4 and seen["ci-claims"] >= 20, seen
 
-
-def test_groups_that_hold_a_slow_test_come_first(request):
-    items = request.session.items
-    slow_groups = {_group(i) for i in items if i.get_closest_marker("slow")}
-    flags = [_group(i) in slow_groups for i in items]
-    assert flags == sorted(flags, reverse=True)
