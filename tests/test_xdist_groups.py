@@ -29,4 +29,3 @@ def test_tests_that_share_a_costly_session_fixture_run_in_one_group(request):
             assert _group(item) == item.nodeid.split("::")[0], item.nodeid
     if len(items) > 1000:  # the whole suite was collected
         assert seen["small-store"] >= 4 and seen["ci-claims"] >= 20, seen
-

@@ -189,12 +189,10 @@ def test_unwritable_out_and_newer_store(tmp_path):
         assert proc.returncode == 2 and "newer posenc" in proc.stderr, cmd
 
 
-def test_report_refuses_a_result_of_another_role_in_one_line(tmp_path, small_store):
+def test_report_refuses_a_result_of_another_role_in_one_line(small_store_copy):
     """A stored result whose role tag is not its run's (hand-edited, or another sweep's file) is
     refused by ``posenc report`` with exit 2 and one line, and the report on disk is untouched."""
-    import shutil
-    store = tmp_path / "store"
-    shutil.copytree(small_store, store)
+    store = small_store_copy
     before = (store / "report" / "report.md").read_bytes()
     path = next((store / "runs").glob("*/result.json"))
     data = json.loads(path.read_text())
