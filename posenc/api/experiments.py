@@ -182,7 +182,7 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
-              replicate_first_seed: Optional[int] = None, seed_groups: bool = False) -> Path:
+              replicate_first_seed: Optional[int] = None) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -198,11 +198,6 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     ``replicate``: also run the same plan on a disjoint seed set (``replicate_first_seed``,
     default ``first_seed`` + 2000) into ``OUT-replicate``; the report shows both verdicts of
     each claim side by side, and a claim is decided only where they agree.
-    ``seed_groups``: train the seeds of each (task, role) as one seed-batched model
-    (:mod:`posenc.empirical.training.seed_group`; local backend; a run that records training
-    dynamics trains alone); each seed is still an ordinary run of the store, equal to its single
-    run up to float rounding -- with dropout, a statistically equivalent run whose masks depend
-    on its group's members (``summary.seed_group.members``).
     """
     from ..report import reproduce as run_reproduction
 
@@ -229,5 +224,4 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             seed_batch=seed_batch, first_seed=first_seed,
                             paper_code=arg.flag("paper_code", paper_code, optional=True),
                             replicate=arg.flag("replicate", replicate),
-                            replicate_first_seed=replicate_first_seed,
-                            seed_groups=arg.flag("seed_groups", seed_groups))
+                            replicate_first_seed=replicate_first_seed)

@@ -44,12 +44,6 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "(decided only where they agree)")
     p.add_argument("--replicate-first-seed", type=int, default=None,
                    help="with --replicate: the replication's first seed (default FIRST+2000)")
-    p.add_argument("--seed-groups", action="store_true",
-                   help="train the seeds of each (task, PE) as one seed-batched model (local "
-                        "backend; each seed is still an ordinary run of the store, equal to its "
-                        "single run up to float rounding; with dropout its masks depend on the "
-                        "group's members, recorded in the run). Made for CUDA: on a CPU it "
-                        "measured slower than single runs")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "
@@ -72,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
                      wait=args.wait, until_decided=args.until_decided,
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
                      first_seed=args.first_seed, paper_code=args.paper_code,
-                     replicate=args.replicate, replicate_first_seed=args.replicate_first_seed,
-                     seed_groups=args.seed_groups)
+                     replicate=args.replicate, replicate_first_seed=args.replicate_first_seed)
     print(f"report: {path}")
     return 0
 

@@ -80,16 +80,15 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
 def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
     """runs.csv's early-stopping columns (empty for a run trained without early stopping:
     ``fired`` -- the stopping rule fired, also at the maximum; ``stopped_early`` -- and before
-    it), the step at which a diverged run's training loss became non-finite (empty: it did not),
-    and the size of the seed group a run trained in (empty: alone)."""
+    it) and the step at which a diverged run's training loss became non-finite (empty: it did
+    not)."""
     stop = summary.get("early_stopping") or {}
     diverged = summary.get("diverged") or {}
     return {"max_epochs": stop.get("max_epochs", ""), "best_epoch": stop.get("best_epoch", ""),
             # (a run stored before the rule's outcome was recorded: unknown, not "no")
             "fired": stop.get("fired", "unknown") if stop else "",
             "stopped_early": stop.get("stopped_early", ""),
-            "diverged_step": diverged.get("step", ""),
-            "seed_group": (summary.get("seed_group") or {}).get("seeds", "")}
+            "diverged_step": diverged.get("step", "")}
 
 
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,
@@ -232,10 +231,8 @@ def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float
     report's own -- beside report.md, which holds no wall-clock time (a resumed sweep writes the
     same report.md as an uninterrupted one)."""
     lines = ["# Wall time per phase", "",
-             "Summed over the stored runs (each run on one worker; a run trained in a seed "
-             "group counts its share of the group's time, by its optimiser steps); a run found "
-             "finished by a resumed sweep counts its training as 0. *dynamics*: the "
-             "training-dynamics "
+             "Summed over the stored runs (each run on one worker); a run found finished by a "
+             "resumed sweep counts its training as 0. *dynamics*: the training-dynamics "
              "recording of the runs that record it (RoPE and ALiBi on distance), apart from "
              "their training (runs stored before it was timed apart have none).", "",
              "| phase | runs | seconds | per run |", "|---|---|---|---|"]

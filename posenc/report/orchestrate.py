@@ -27,7 +27,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
-              replicate_first_seed: Optional[int] = None, seed_groups: bool = False) -> Path:
+              replicate_first_seed: Optional[int] = None) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
 
     ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
@@ -43,16 +43,12 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     ``replicate``: then run the same plan on a disjoint seed set (``replicate_first_seed``,
     default ``first_seed`` + :data:`REPLICA_OFFSET`) into its own store, ``OUT-replicate``, with
     its own report, and show both verdicts per claim side by side in the first report
-    (:mod:`.replication`: a claim is decided only where both agree).
-    ``seed_groups``: the seeds of each (task, role) train as one seed-batched model
-    (:func:`~posenc.empirical.pipeline.experiment.experiment_group_worker`; local backend only)."""
+    (:mod:`.replication`: a claim is decided only where both agree)."""
     from ..empirical.config import check_threads
     from ..empirical.pipeline.reproduction import ReproductionPlan
     from ..empirical.pipeline.store import RunStore
 
     check_threads(threads)
-    if seed_groups and backend != "local":
-        raise PosencError("--seed-groups runs on the local backend only (--backend local)")
     plan = ReproductionPlan.for_command(preset, seeds, count_seeds, roles=roles, tasks=tasks,
                                         overrides=dict(overrides or {}), first_seed=first_seed,
                                         paper_code=paper_code)
@@ -85,8 +81,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     failed: dict[str, str] = {}
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
-               device=device, log=log, wait=wait, failed=failed, total=total,
-               seed_groups=seed_groups)
+               device=device, log=log, wait=wait, failed=failed, total=total)
     if until_decided:
         from ..verdicts.dynamics import evaluate_dynamics
         from ..verdicts.accuracy_deposit import evaluate
@@ -170,17 +165,17 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
              ray_address: Optional[str] = None, device: Optional[str] = None,
              log: Callable[[str], None] = print, wait: bool = False,
              failed: Optional[dict[str, str]] = None,
-             total: Optional[list[int]] = None, seed_groups: bool = False) -> list[Any]:
+             total: Optional[list[int]] = None) -> list[Any]:
     """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
     finished runs (:class:`~posenc.empirical.pipeline.experiment_result.ExperimentResult`, each checked
     against its job's config: a result that is not the run's is a PosencError).  Failures are
     logged and added to ``failed`` (run id -> message), the number
-    of runs to ``total[0]``.  ``seed_groups``: the seeds of a (task, role) train as one group."""
-    from ..empirical.pipeline.reproduction import GROUP_WORKER, WORKER
+    of runs to ``total[0]``."""
+    from ..empirical.pipeline.reproduction import WORKER
     from ..empirical.pipeline.store import run_id
     from ..empirical.pipeline.sweep import run_jobs
 
-    jobs = plan.jobs(device=device, seed_groups=seed_groups)
+    jobs = plan.jobs(device=device)
     t0 = time.time()
 
     def on_done(rid: str, job: Any, result: Optional[dict]) -> None:
@@ -193,12 +188,10 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
         if not plan.config_seeds else f"{min(counts)}" + (f"-{max(counts)}" if len(counts) > 1
                                                              else "") + " seed(s) per configuration"
     log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {seeds_txt}) "
-        f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)"
-        + (", seed groups" if seed_groups else "") + "]")
+        f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
                        ray_address=ray_address, on_done=on_done, wait=wait,
-                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"),
-                       group_worker=GROUP_WORKER if seed_groups else None)
+                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"))
     log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():

@@ -139,46 +139,6 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     return measure(exp, cfg, folder, res, dyn)
 
 
-def experiment_group_worker(configs: list[dict[str, Any]], folders: list[str],
-                            threads: int) -> list[dict[str, Any]]:
-    """The seeds of one configuration (``configs``: :class:`ExperimentConfig` dicts equal but for
-    the training seed) trained as one seed-batched group
-    (:func:`~posenc.empirical.training.seed_group.train_group`), each written into its own
-    ``folders[i]`` as an ordinary run (:mod:`~posenc.empirical.training.group_folders`), then
-    ablated and probed as :func:`experiment_worker` does; one result per config, in order.  A
-    seed whose ablation or probe fails gets ``{FAILED: message}`` in its place (the sweep fails
-    that run alone; the others' folders are kept).  A config that records training dynamics is
-    refused (the recorder follows one model)."""
-    from ..training.group_folders import group_shares, write_group_run
-    from ..training.seed_group import train_group
-    from ..training.train import resolve_device
-
-    exps = [ExperimentConfig.from_dict(c) for c in configs]
-    if len(folders) != len(exps):
-        raise PosencError(f"one folder per config: {len(folders)} for {len(exps)}")
-    if any(e.dynamics is not None for e in exps):
-        raise PosencError("a run that records training dynamics trains alone, not in a seed group")
-    if any(e.replace(train=e.train.replace(seed=0)) != exps[0].replace(train=exps[0].train.replace(seed=0))
-           for e in exps):
-        raise PosencError("the experiments of a seed group must differ only in their seed")
-    cfgs = [e.train.replace(num_threads=threads) if threads > 0 else e.train for e in exps]
-    device = resolve_device(cfgs[0].device)
-    t0 = time.perf_counter()
-    runs = train_group(cfgs, device=device, trace_dirs=folders)
-    seconds = time.perf_counter() - t0
-    members = [c.seed for c in cfgs]
-    results = [write_group_run(run, folder, seconds, members, share, str(device))
-               for run, folder, share in zip(runs, folders, group_shares(runs, seconds))]
-    out: list[dict[str, Any]] = []
-    for e, c, f, r in zip(exps, cfgs, folders, results):
-        try:
-            out.append(measure(e, c, f, r, None))
-        except Exception as exc:  # one seed's analysis must not lose the others' training
-            from .sweep import FAILED, _describe
-            out.append({FAILED: _describe(exc)})
-    return out
-
-
 def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
             dyn: Any = None) -> dict[str, Any]:
     """Ablate and probe the run trained into ``folder`` (``res``: its
@@ -187,7 +147,7 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     from ..bayes_ceiling import length_only_rate
     from ..analysis.plots import ablation_strip_plot
     from ..analysis.probe import position_probe
-    from ..training.runs import load_run, read_summary
+    from ..training.runs import load_run
     from ..training.train import resolve_device
 
     # ablate and probe where it trained; the checkpoint must be of the config just trained
@@ -228,9 +188,6 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
                                  "probe": round(t_end - t_probe, 3)}}
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
-    group = (read_summary(folder) or {}).get("seed_group")
-    if group is not None:  # trained in a seed group: its size and wall seconds
-        summary["seed_group"] = group
     if run.diverged:
         summary["diverged"] = run.diverged
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}

@@ -199,24 +199,17 @@ class ReproductionPlan:
                         else None))
         return out
 
-    def jobs(self, device: Optional[str] = None, seed_groups: bool = False) -> list[Job]:
-        """One job per experiment.  ``seed_groups``: the seeds of one (task, role) share a group
-        key (:data:`GROUP_WORKER` trains them as one seed-batched model), except a run that
-        records training dynamics, which trains alone."""
+    def jobs(self, device: Optional[str] = None) -> list[Job]:
+        """One job per experiment."""
         jobs = []
         for exp in self.experiments():
             if device is not None:
                 exp = exp.replace(train=exp.train.replace(device=device))
             t = exp.train
             label = f"{t.task.name}/{exp.tags['role']}/s{t.seed}"
-            group = None
-            if seed_groups and exp.dynamics is None:
-                from .store import canonical_json
-                group = canonical_json(exp.replace(train=t.replace(seed=0)).to_dict())
             jobs.append(Job(config=exp.to_dict(), kind="experiment", label=label,
-                            wants_cuda=t.device == "cuda", group=group))
+                            wants_cuda=t.device == "cuda"))
         return jobs
 
 
 WORKER = "posenc.empirical.pipeline.experiment:experiment_worker"
-GROUP_WORKER = "posenc.empirical.pipeline.experiment:experiment_group_worker"

@@ -18,11 +18,6 @@ folder on their node and send the files back with the result, so no shared
 file system is needed.  Finished runs are skipped; unfinished and failed ones
 are redone, and so is a finished run whose ``result.json`` is damaged.
 
-Seed groups (local backend): jobs that share a ``group`` key -- the seeds of one configuration
--- run as one call of a group worker, ``group_worker(configs, folders, threads) -> results``,
-which writes one ordinary run folder per job; each job is still staged, committed, skipped
-and redone on its own, so the store does not know how a run was trained.
-
 One writer per store: :func:`run_jobs` holds the store's lock
 (:mod:`~posenc.empirical.pipeline.store_lock`) from start to end; a second sweep into the same store
 gets one line naming the holder (or waits, ``wait=True``).  Local pool workers die with the
@@ -45,14 +40,12 @@ import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable
 
 from ...errors import PosencError
 from .store import RunStore
 
 BACKENDS = ("local", "ray")
-#: a group worker's result for one job that failed while the others did not: ``{FAILED: message}``
-FAILED = "posenc_failed"
 
 
 @dataclass(frozen=True)
@@ -63,9 +56,6 @@ class Job:
     kind: str
     label: str
     wants_cuda: bool = False
-    #: jobs with the same group key train together through the sweep's ``group_worker`` (the
-    #: seeds of one configuration: :func:`run_jobs`); None: alone
-    group: Optional[str] = None
 
 
 @dataclass
@@ -86,35 +76,6 @@ def _call_worker(worker: str, config: dict, folder: str, threads: int) -> dict:
         import torch
         torch.set_num_threads(threads)
     return resolve_worker(worker)(config, folder, threads)
-
-
-def _call_group_worker(worker: str, configs: list[dict], folders: list[str],
-                       threads: int) -> list[dict]:
-    """A group worker ``worker(configs, folders, threads) -> one result per config``."""
-    if threads > 0:
-        import torch
-        torch.set_num_threads(threads)
-    results = resolve_worker(worker)(configs, folders, threads)
-    if not isinstance(results, list) or len(results) != len(configs):
-        raise RuntimeError(f"group worker {worker} returned {type(results).__name__} for "
-                           f"{len(configs)} configs")
-    return results
-
-
-def units(todo: list[tuple[str, Job]], grouped: bool) -> list[list[tuple[str, Job]]]:
-    """What runs as one call: with ``grouped``, the jobs that share a non-None ``group`` key
-    (in the order of their first job), else one job each."""
-    out: list[list[tuple[str, Job]]] = []
-    by_key: dict[str, list[tuple[str, Job]]] = {}
-    for rid, job in todo:
-        if grouped and job.group is not None:
-            if job.group not in by_key:
-                by_key[job.group] = []
-                out.append(by_key[job.group])
-            by_key[job.group].append((rid, job))
-        else:
-            out.append([(rid, job)])
-    return out
 
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -175,15 +136,9 @@ def check_ray_address(address: str | None) -> None:
 def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "local",
              workers: int = 1, threads: int = 1, ray_address: str | None = None,
              on_done: Callable[[str, Job, dict | None], None] | None = None,
-             wait: bool = False, on_wait: Callable[[str], None] | None = None,
-             group_worker: Optional[str] = None) -> SweepSummary:
+             wait: bool = False, on_wait: Callable[[str], None] | None = None) -> SweepSummary:
     """Execute every unfinished job; returns what was skipped, completed and failed.
 
-    ``group_worker`` (``"module:function"``, local backend only): the unfinished jobs that share
-    a ``group`` key run as one call ``group_worker(configs, folders, threads) -> [result, ...]``,
-    one staging folder and one commit per job; when the call fails, each of its jobs fails
-    with its message (a finished job of the group was skipped before, and stays finished), and
-    a result ``{FAILED: message}`` fails its job alone.
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
     from ..config import check_threads
@@ -193,14 +148,11 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
     if workers < 1:
         raise PosencError(f"--workers must be at least 1; got {workers}")
     check_threads(threads)
-    if group_worker is not None and backend != "local":
-        raise PosencError("seed groups run on the local backend only (--backend local)")
     own = not store.lock.held
     if own:
         store.lock.acquire(wait=wait, on_wait=on_wait)
     try:
-        return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done,
-                         group_worker)
+        return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done)
     finally:
         if own:
             store.lock.release()
@@ -208,8 +160,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 
 def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, workers: int,
               threads: int, ray_address: str | None,
-              on_done: Callable[[str, Job, dict | None], None] | None,
-              group_worker: Optional[str] = None) -> SweepSummary:
+              on_done: Callable[[str, Job, dict | None], None] | None) -> SweepSummary:
     store.heal()
     staging_root = store.root / "staging"
     if staging_root.exists():
@@ -247,58 +198,39 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
         store.stage(rid, path)
         return path
 
-    def is_group(unit: list[tuple[str, Job]]) -> bool:
-        return group_worker is not None and unit[0][1].group is not None
-
-    def submit(call: Callable, unit: list[tuple[str, Job]]) -> tuple[Any, list[Path]]:
-        """Start one unit (``call(fn, *args)``); returns its handle and staging folders."""
-        stagings = [new_staging(rid) for rid, _ in unit]
-        for rid, _ in unit:
-            store._set_state(rid, "running")
-        if not is_group(unit):
-            return call(_call_worker, worker, unit[0][1].config, str(stagings[0]), threads), stagings
-        return call(_call_group_worker, group_worker, [job.config for _, job in unit],
-                    [str(p) for p in stagings], threads), stagings
-
-    def settle(unit: list[tuple[str, Job]], stagings: list[Path], outcome: Any,
-               exc: BaseException | None) -> None:
-        if exc is not None:
-            for rid, job in unit:
-                failed(rid, job, _describe(exc))
-            return
-        results = outcome if is_group(unit) else [outcome]
-        for (rid, job), staging, result in zip(unit, stagings, results):
-            if isinstance(result, dict) and FAILED in result:
-                failed(rid, job, str(result[FAILED]))
-            else:
-                commit(rid, job, staging, result)
-
     if backend == "ray":
         _run_ray(store, todo, worker, threads, ray_address, new_staging, commit, failed)
     elif workers == 1:
-        for unit in units(todo, group_worker is not None):
+        for rid, job in todo:
+            staging = new_staging(rid)
+            store._set_state(rid, "running")
             try:
-                outcome, stagings = submit(lambda fn, *a: fn(*a), unit)
+                result = _call_worker(worker, job.config, str(staging), threads)
             except PosencError:
                 raise
             except Exception as exc:  # a bug in one run must not lose the others
-                settle(unit, [], None, exc)
+                failed(rid, job, _describe(exc))
                 continue
-            settle(unit, stagings, outcome, None)
+            commit(rid, job, staging, result)
     else:
         import multiprocessing as mp
         with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             pending = {}
-            for unit in units(todo, group_worker is not None):
-                fut, stagings = submit(pool.submit, unit)
-                pending[fut] = (unit, stagings)
+            for rid, job in todo:
+                staging = new_staging(rid)
+                store._set_state(rid, "running")
+                fut = pool.submit(_call_worker, worker, job.config, str(staging), threads)
+                pending[fut] = (rid, job, staging)
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    unit, stagings = pending.pop(fut)
+                    rid, job, staging = pending.pop(fut)
                     exc = fut.exception()
-                    settle(unit, stagings, None if exc is not None else fut.result(), exc)
+                    if exc is not None:
+                        failed(rid, job, _describe(exc))
+                    else:
+                        commit(rid, job, staging, fut.result())
     shutil.rmtree(staging_root, ignore_errors=True)
     return summary
 

@@ -404,19 +404,17 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
 def write_summary(out: Path, config: TrainConfig, metrics: Sequence[dict[str, Any]],
                   final: dict[str, Any], *, n_params: int, seconds: float,
                   epoch_seconds: list[float], device: str, n_train: int, n_test: int,
-                  stop: Optional[dict[str, Any]], diverged: Optional[dict[str, Any]],
-                  extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+                  stop: Optional[dict[str, Any]], diverged: Optional[dict[str, Any]]) -> dict[str, Any]:
     """Write a finished run's ``train_summary.json`` into ``out`` and return it: the kept
     epoch's record (``final``), the best test accuracy of any epoch, sizes, times, the device
     and torch, the early-stopping summary (``stop``) and the divergence record when there is
-    one; ``extra`` keys are added (a seed group's record)."""
+    one."""
     result = {"status": "finished", "run_id": config.run_id(), "final": final,
               "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
               "n_params": n_params,
               "seconds": seconds, "epoch_seconds": epoch_seconds, "device": device,
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": n_train, "test_examples": n_test,
-              **(extra or {}),
               **({"early_stopping": stop} if stop else {})}
     if diverged is not None:
         result["diverged"] = diverged
