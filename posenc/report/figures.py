@@ -71,13 +71,14 @@ def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path,
         for x, row in enumerate(rows):
             colour = "tab:orange" if "rope" in roles[x] else "tab:blue"
             full.bar(x, row["mean"], color=colour, alpha=0.7)
-            for ax in (full, zoom):
+            for ax in (full, zoom) if row["mean"] >= ZOOM_FROM else (full,):
                 if math.isfinite(row["low"]):
                     ax.errorbar(x, row["mean"], yerr=[[row["mean"] - max(row["low"], 0)],
                                                       [min(row["high"], 100) - row["mean"]]],
                                 color="black", capsize=3)
                 ax.scatter([x] * len(row["values"]), row["values"], color="black", s=10, zorder=3)
-            zoom.scatter([x], [row["mean"]], color=colour, marker="D", s=28, zorder=4)
+            if row["mean"] >= ZOOM_FROM:
+                zoom.scatter([x], [row["mean"]], color=colour, marker="D", s=28, zorder=4)
         span = zoom_range(rows, ceiling.get(task))
         for ax in (full, zoom):
             if task in ceiling:
