@@ -157,6 +157,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from .decide import optional_stopping_text, read_record
     from .measured import measured_markdown
 
+    stopping = read_record(store_root)  # a bad record is refused before any work
     results.sort(key=lambda r: (r.task, r.role, r.seed))
     verdicts = evaluate(results) + evaluate_dynamics(results)
     acc = accuracy_table(results)
@@ -210,7 +211,6 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
             sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}))
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
-    stopping = read_record(store_root)
     md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
                              deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
                              spectra=spectra, measured_sections=dyn_lines + measured_lines,
