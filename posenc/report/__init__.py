@@ -2,10 +2,13 @@
 
 * :mod:`.orchestrate`   -- ``posenc reproduce``: run (or resume) the sweep into a store, then
   build the report (:func:`reproduce`, :func:`run_plan`, :func:`check_store_mode`);
-* :mod:`.decide`        -- ``--until-decided``: more seeds only where a claim is undecided;
+* :mod:`.decide`        -- ``--until-decided``: more seeds only where a claim is undecided, its
+  looks recorded in the store and warned of in the report (optional stopping);
 * :mod:`.build`         -- ``posenc report``: report.md, report.json, runs.csv and figures from
   the stored runs (:func:`build_report`);
 * :mod:`.markdown`      -- report.md's sections over one :class:`ReportInputs`;
+* :mod:`.table`         -- its table rows, every cell escaped (a table renders);
+* :mod:`.report_json`   -- report.json's format version and the one reader that checks it;
 * :mod:`.figures`       -- the report's summary figures;
 * :mod:`.dynamics`      -- the training-dynamics section (Sec. 6);
 * :mod:`.measured`      -- the section behind the claims measured as the paper states them;

@@ -10,11 +10,12 @@ only sets the two verdict lists side by side and names the seeds each rests on.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import PosencError
+from .report_json import read_report_json
+from .table import md_row
 
 SECTION = "## Beside the other model code"
 MODES = ("paper-code", "standard")
@@ -22,20 +23,10 @@ MODES = ("paper-code", "standard")
 
 def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
     """The other report's payload, checked: a ``report.json`` of ``preset`` whose model code is
-    the other one of :data:`MODES` than ``mode``, with a list of verdicts each naming its claim,
+    the other one of :data:`MODES` than ``mode``, of a format this posenc reads
+    (:func:`~.report_json.read_report_json`), with a list of verdicts each naming its claim,
     verdict and measurement.  Anything else is a PosencError that says what it found."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "report.json"
-    try:
-        payload = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise PosencError(f"no report at {path} (--beside takes another report's report.json "
-                          "or its folder)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PosencError(f"{path} is not a readable report.json: {exc}") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("verdicts"), list):
-        raise PosencError(f"{path} is not a posenc report.json (it has no verdict list)")
+    path, payload = read_report_json(path, "--beside")
     if mode not in MODES:
         raise PosencError(f"this report's runs are of mixed model code; --beside compares one "
                           f"model code with the other ({' and '.join(MODES)})")
@@ -108,6 +99,6 @@ def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, othe
              f"| claim | {mode}: measured | verdict | {other_mode}: measured | verdict | |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['claim']} | {r['here_measured']} | {r['here']} | "
-                     f"{r['there_measured']} | {r['there']} | **{r['compare']}** |")
+        lines.append(md_row([r["claim"], r["here_measured"], r["here"], r["there_measured"],
+                             r["there"], f"**{r['compare']}**"]))
     return lines

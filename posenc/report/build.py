@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..errors import PosencError, WriteError
 from ..roles import DISTANCE, roles_where
 from .dynamics import FIGURE as DYNAMICS_FIGURE
-from .markdown import ReportInputs, figure_seed, render, report_mode
+from .markdown import ReportInputs, render, report_mode
+from .report_json import REPORT_FORMAT
 from .theory_tables import spectral_table, theory_claims
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         results.append(res)
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
-                     "pe": res.pe, "seed": res.seed, "test_acc": res.test_acc,
+                     "pe": res.pe, "seed": res.seed, "test_acc_pct": 100 * res.test_acc,
                      "epochs": s["epochs"], **_stopping_columns(s),
                      "train_seconds": round(s["seconds"], 2),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
@@ -152,30 +153,35 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
     from .ceiling import task_ceilings
+    from .decide import optional_stopping_text, read_record
     from .measured import measured_markdown
 
+    stopping = read_record(store_root)  # a bad record is refused before any work
     results.sort(key=lambda r: (r.task, r.role, r.seed))
     verdicts = evaluate(results) + evaluate_dynamics(results)
     acc = accuracy_table(results)
     deposits = deposit_table(results)
     first = results[0].summary
     preset = preset or first["preset"]
-    figs.accuracy_figure(acc, tmp / "accuracy.png")
+    ceilings = task_ceilings(results)
+    figs.accuracy_figure(acc, tmp / "accuracy.png", ceilings)
     figs.partial_rope_figure(acc.get("distance", {}), first["n_heads"], tmp / "partial_rope.png")
     figs.deposit_heatmap(deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
     probes: dict[str, list[dict[str, float]]] = {}
-    strips = []
-    first_seed = figure_seed(results)
+    ablated: dict[str, list[ExperimentResult]] = {}
     for res in results:
         role = res.role
         if res.task == DISTANCE and res.probe and role in PROBE_ROLES:
             probes.setdefault(role, []).append(res.probe["probe_r2"])
-        if res.task == DISTANCE and res.seed == first_seed and "zero" in res.ablation:
-            name = f"ablation_{role.replace('+', '_')}.png"
-            ablation_strip_plot(AblationTable.from_dict(res.ablation["zero"]), tmp / name,
-                                title=f"{role} ({res.pe}), distance, seed {first_seed}, "
-                                      "zero ablation")
-            strips.append((role, name, res))
+        if res.task == DISTANCE and "zero" in res.ablation:
+            ablated.setdefault(role, []).append(res)
+    strips = []
+    for role, runs in ablated.items():  # one figure per PE over all its seeds
+        name = f"ablation_{role.replace('+', '_')}.png"
+        ablation_strip_plot([AblationTable.from_dict(r.ablation["zero"]) for r in runs],
+                            tmp / name, title=f"{role} ({runs[0].pe}), distance, zero ablation",
+                            seeds=[r.seed for r in runs])
+        strips.append((role, name, runs))
     figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
     dyn = dynamics_results(results)
     dynamics_figure([r.run_dir for r in dyn], tmp / DYNAMICS_FIGURE)
@@ -204,13 +210,15 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
             sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}))
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
-    ceilings = task_ceilings(results)
     md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
                              deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
                              spectra=spectra, measured_sections=dyn_lines + measured_lines,
-                             replication=replication_lines + beside_lines, ceilings=ceilings))
+                             replication=replication_lines + beside_lines, ceilings=ceilings,
+                             optional_stopping=None if stopping is None
+                             else optional_stopping_text(stopping)))
     (tmp / "report.md").write_text(md)
-    payload = {"preset": preset, "model_code": mode,
+    payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
+               "preset": preset, "model_code": mode, "until_decided": stopping,
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
                "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,

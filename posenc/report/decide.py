@@ -11,12 +11,23 @@ and ``ceiling`` are decided: more seeds are not what a ceiling needs.
 Each round's decision is a function of the results of that round's runs, which are deterministic
 for a seed; so a sweep killed at any point and started again replays the finished rounds
 (skipping their runs, not redoing them) and continues where it stopped.
+
+**Optional stopping.**  Each round is a look at the verdicts, each a 95% test, and seeds are
+added until an interval excludes its threshold: no bound adjusts the tests for the looks, so a
+claim's error under its null is not the nominal 2.5% per side but up to K times it after K looks
+(the union bound over the looks).  This is a warning, not error control: the sweep prints
+it (:func:`optional_stopping_text`), records its looks in the store (:data:`RECORD`, written
+after each look, so a report rebuilt later from the store alone carries the same line) and the
+report writes it under its verdict table.  ``--replicate`` on fresh seeds is the check.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
 
+from ..atomic import atomic_write_json
 from ..coerce import is_int
 from ..errors import PosencError
 from ..limits import MAX_SEEDS, check_int
@@ -40,32 +51,54 @@ def grow(verdicts: Sequence[Any], counts: Counts, batch: int, max_seeds: int) ->
     new = dict(counts)
     for v in verdicts:
         for part in v.parts:
-            if part["verdict"] != "inconclusive" or "task" not in part or not part["n"]:
-                continue  # decided, shown (not judged), or nothing measured
-            keys = ([tuple(c) for c in part["configs"]] if part.get("configs")
-                    else [(part["task"], role) for role in part["roles"]])
-            if not all(k in counts for k in keys):
-                continue  # a PE the plan does not run: more seeds cannot decide it
-            have = min(counts[k] for k in keys)
-            if have >= max_seeds:
-                continue
-            for k in keys:
-                new[k] = max(new[k], min(max_seeds, have + batch))
+            keys = _growable(part, counts, max_seeds)
+            if keys:
+                have = min(counts[k] for k in keys)
+                for k in keys:
+                    new[k] = max(new[k], min(max_seeds, have + batch))
     return new
+
+
+def _growable(part: dict[str, Any], counts: Counts, max_seeds: int) -> list[tuple[str, str]]:
+    """The configurations whose seeds a part asks for (none: decided, shown and not judged,
+    nothing measured, a PE the plan does not run, or at the limit)."""
+    if part["verdict"] != "inconclusive" or "task" not in part or not part["n"]:
+        return []
+    keys = ([tuple(c) for c in part["configs"]] if part.get("configs")
+            else [(part["task"], role) for role in part["roles"]])
+    if not all(k in counts for k in keys) or min(counts[k] for k in keys) >= max_seeds:
+        return []
+    return keys
+
+
+def grown_claims(verdicts: Sequence[Any], counts: Counts, max_seeds: int) -> list[str]:
+    """The claims a round gives more seeds: those with an undecided part that can grow."""
+    return [v.claim for v in verdicts
+            if any(_growable(part, counts, max_seeds) for part in v.parts)]
 
 
 def until_decided(counts: Counts, run_round: Callable[[Counts], list[dict[str, Any]]],
                   judge: Callable[[list[dict[str, Any]]], list[Any]], batch: int,
-                  max_seeds: int, log: Callable[[str], None] = print) -> Counts:
+                  max_seeds: int, log: Callable[[str], None] = print,
+                  on_look: Optional[Callable[[list[dict[str, Any]]], None]] = None) -> Counts:
     """Run rounds until every claim is decided or out of seeds; returns the final counts.
 
     ``run_round(counts)`` runs (or skips) the jobs of those seed counts and returns their
-    results; ``judge(results)`` gives the verdicts."""
+    results; ``judge(results)`` gives the verdicts.  ``on_look(looks)``: called after each
+    round's judgement with every look so far (``look``: its number, ``seeds``: the most seeds of
+    any configuration, ``undecided``: the claims inconclusive at it, ``seeds_added_for``: those
+    of them given more seeds)."""
     check_limits(counts, max_seeds, batch)
+    looks: list[dict[str, Any]] = []
     for round_no in range(1, max_seeds + 2):  # each round but the last adds >= 1 seed somewhere
         verdicts = judge(run_round(counts))
         new = grow(verdicts, counts, batch, max_seeds)
         open_claims = [v.claim for v in verdicts if v.verdict == "inconclusive"]
+        looks.append({"look": round_no, "seeds": max(counts.values(), default=0),
+                      "undecided": open_claims,
+                      "seeds_added_for": grown_claims(verdicts, counts, max_seeds)})
+        if on_look is not None:
+            on_look(looks)
         if new == counts:
             log(f"round {round_no}: " + (f"still undecided at the limit: {', '.join(open_claims)}"
                                          if open_claims else "every claim decided"))
@@ -75,3 +108,58 @@ def until_decided(counts: Counts, run_round: Callable[[Counts], list[dict[str, A
         log(f"round {round_no}: undecided {', '.join(open_claims)}; seeds {raised}")
         counts = new
     raise AssertionError("unreachable: the seed counts are bounded by max_seeds")
+
+
+#: the file in a results store that records the looks of its ``--until-decided`` sweep
+RECORD = "until-decided.json"
+
+
+def write_record(root: str | Path, looks: list[dict[str, Any]], batch: int,
+                 max_seeds: int) -> None:
+    """Record the looks of an ``--until-decided`` sweep in its store (atomically; a resumed
+    sweep replays the same looks and writes the same record)."""
+    atomic_write_json(Path(root) / RECORD, {"format": 1, "seed_batch": batch,
+                                            "max_seeds": max_seeds, "looks": looks})
+
+
+def read_record(root: str | Path) -> Optional[dict[str, Any]]:
+    """The store's record of its ``--until-decided`` looks (None: the store's seeds were fixed
+    in advance); a record that is not one is a PosencError."""
+    path = Path(root) / RECORD
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise PosencError(f"{path} is not a readable record of --until-decided: {exc}") from None
+    looks = data.get("looks") if isinstance(data, dict) else None
+    if not (isinstance(looks, list) and looks and data.get("format") == 1
+            and is_int(data.get("seed_batch")) and is_int(data.get("max_seeds"))
+            and all(isinstance(k, dict) and is_int(k.get("look")) and is_int(k.get("seeds"))
+                    and all(isinstance(k.get(f), list) for f in ("undecided", "seeds_added_for"))
+                    for k in looks)):
+        raise PosencError(f"{path} is not a record of --until-decided looks (format 1)")
+    return data
+
+
+def optional_stopping_text(record: dict[str, Any]) -> str:
+    """The warning, in one paragraph: optional stopping, its number of looks, what it does to
+    the verdicts' error and the claims it concerns."""
+    looks = record["looks"]
+    k = len(looks)
+    if k == 1:
+        return ("**Optional stopping: 1 look.** These seeds were run by `--until-decided`, which "
+                "adds seeds where a claim is inconclusive; no claim had room to grow at the first "
+                "look, so the seeds are those fixed in advance and each verdict keeps its 95%.")
+    grown = list(dict.fromkeys(c for look in looks for c in look["seeds_added_for"]))
+    claims = (f" Claims given more seeds because they were inconclusive at a look: "
+              f"{', '.join(grown)}." if grown else " No claim was given more seeds.")
+    return (f"**Optional stopping: {k} looks.** These seeds were chosen "
+            f"by `--until-decided` (up to {record['max_seeds']} per configuration, "
+            f"{record['seed_batch']} at a time): after each round the verdicts were judged and "
+            "seeds were added where a claim was inconclusive, until its interval excluded the "
+            "threshold. The looks are not corrected for (no group-sequential bound): each is a "
+            f"95% test, so a decided verdict's error under its null is not 2.5% but up to "
+            f"{k} x 2.5% = {2.5 * k:.1f}% per side after {k} looks (the "
+            "union bound)." + claims + " Read the decided verdicts of those claims as "
+            "provisional; a replication on fresh seeds (`--replicate`) is the check.")

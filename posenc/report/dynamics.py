@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from .table import md_header, md_row
+
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
 
@@ -80,11 +82,10 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
               "coherence only when the magnitudes are equal. *Null check*: whether coherence and "
               "sign balance fall on the same side of the null's q95 (posenc.verdicts.dynamics).",
               "",
-              "| PE (role) | seed | deposit (layer, head) | early coherence, max | sign balance, "
-              "max | null q95 | null check | batch sign "
-              "consistency | early |seed| margin per layer | final importance margin per layer | "
-              "log-gain (importance) | lead from (share of training) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              *md_header(["PE (role)", "seed", "deposit (layer, head)", "early coherence, max",
+                          "sign balance, max", "null q95", "null check", "batch sign consistency",
+                          "early |seed| margin per layer", "final importance margin per layer",
+                          "log-gain (importance)", "lead from (share of training)"])]
     runs = []
     for res in dyn_results:
         d, role = res.dynamics, res.role
@@ -94,11 +95,12 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
         q95 = (random_sign_null(int(d["probe_examples"]), int(d["signal_heads"]))["quantile"]
                if d.get("probe_examples") and d.get("signal_heads") else None)
         held = "-" if check is None else "holds" if check["holds"] else "**fails**"
-        lines.append(f"| {role} | {res.seed} | L{d['deposit'][0]} H{d['deposit'][1]} | "
-                     f"{_f(d.get('coherence_max'))} | {_f(d.get('sign_balance_max'))} | "
-                     f"{_f(q95)} | {held} | {_f(d.get('batch_sign_consistency'), '.2f')} | "
-                     f"{_margins(d.get('signal_margin'))} | {_margins(d.get('importance_margin'))} | "
-                     f"{_f(d.get('importance_mean_log_gain'), '+.2f')} | {lead_txt} |")
+        lines.append(md_row([role, res.seed, f"L{d['deposit'][0]} H{d['deposit'][1]}",
+                             _f(d.get("coherence_max")), _f(d.get("sign_balance_max")), _f(q95),
+                             held, _f(d.get("batch_sign_consistency"), ".2f"),
+                             _margins(d.get("signal_margin")),
+                             _margins(d.get("importance_margin")),
+                             _f(d.get("importance_mean_log_gain"), "+.2f"), lead_txt]))
         runs.append({"role": role, "seed": res.seed, "deposit": d["deposit"],
                      "coherence_max": d.get("coherence_max"),
                      "sign_balance_max": d.get("sign_balance_max"), "null_q95": q95,
@@ -115,13 +117,12 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
               "(largest zero-ablation drop); *in layer* = within the deposit layer the "
               "predictor's top head is the deposit head. Predictors: largest early mean |seed| "
               "(signal), largest first-order attribution, largest measured importance.", "",
-              "| PE (role) | " + " | ".join(f"{p}: exact / in layer" for p in PREDICTORS) +
-              " | chance: exact / in layer |", "|---|" + "---|" * (len(PREDICTORS) + 1)]
+              *md_header(["PE (role)", *(f"{p}: exact / in layer" for p in PREDICTORS),
+                          "chance: exact / in layer"])]
     for role, row in table.items():
         cells = [f"{row[p]['hits']}/{row[p]['n']} / {row[p]['head_hits']}/{row[p]['n']}"
                  if row[p]["n"] else "-" for p in PREDICTORS]
         ch = row["chance"]
-        lines.append(f"| {role} | " + " | ".join(cells) +
-                     f" | {ch['hit']:.3f} / {ch['head_hit']:.3f} |")
+        lines.append(md_row([role, *cells, f"{ch['hit']:.3f} / {ch['head_hit']:.3f}"]))
     lines.append("")
     return lines, {"runs": runs, "prediction": table}

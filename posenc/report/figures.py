@@ -3,23 +3,27 @@
 Each function takes plain JSON-derived data (no models) and writes one PNG:
 
 * :func:`accuracy_figure`   -- test accuracy per PE per task, mean with seed interval and
-  every seed as a dot (the paper's Fig. 2);
+  every seed as a dot (the paper's Fig. 2), with a panel zoomed on the PEs near 100% and the
+  task's Bayes ceiling marked;
 * :func:`partial_rope_figure` -- distance accuracy against the number of RoPE heads
   (0 = NoPE, k, all) (Fig. 6);
 * :func:`deposit_heatmap`   -- mean deposit index per PE (rows) and layer (columns);
-* :func:`probe_figure`      -- held-out R^2 of the linear position probe per residual site.
+* :func:`probe_figure`      -- held-out R^2 of the linear position probe per residual site, in
+  layer order (the input embedding first).
 
-Per-layer per-head ablation strips (Fig. 4) are drawn by
-:func:`posenc.empirical.analysis.plots.ablation_strip_plot` for each run.
+Accuracies are in percent on every axis.  Per-layer per-head ablation strips (Fig. 4) are
+drawn by :func:`posenc.empirical.analysis.plots.ablation_strip_plot` for each PE over all its
+seeds.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from ..roles import PARTIAL_ROPE
+from .measured import site_order
 
 
 def _plt():
@@ -29,25 +33,72 @@ def _plt():
     return plt
 
 
-def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path) -> Path:
+#: the zoomed panel of the accuracy figure shows the PEs whose mean is at least this (percent)
+ZOOM_FROM = 90.0
+
+
+def zoom_range(rows: list[dict[str, Any]], ceiling: Optional[float] = None) -> Optional[tuple[float, float]]:
+    """The y-range (percent) of the accuracy figure's zoomed panel of one task: the per-seed
+    values and intervals of the PEs whose mean is >= :data:`ZOOM_FROM`, and the task's Bayes
+    ceiling, with a margin; None when no PE is that high (the full panel then says it all)."""
+    top = [r for r in rows if r["mean"] >= ZOOM_FROM]
+    if not top:
+        return None
+    vals = [v for r in top for v in (*r["values"], r["mean"], r["low"], r["high"])
+            if math.isfinite(v)] + ([ceiling] if ceiling is not None else [])
+    low, high = min(vals), min(max(vals), 100.0)
+    pad = max(0.25, 0.08 * (high - low))
+    return max(0.0, low - pad), high + pad
+
+
+def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path,
+                    ceilings: Sequence[dict[str, Any]] = ()) -> Path:
+    """Per task: a panel of every PE on 0-100%, and under it a panel zoomed on the PEs at
+    >= :data:`ZOOM_FROM` (:func:`zoom_range`; most PEs sit at 98-100%, which the full axis
+    hides).  The task's Bayes ceiling (``ceilings``: :func:`~posenc.report.ceiling.task_ceilings`,
+    the first of the task's samplers) is a dashed line in both."""
     plt = _plt()
     tasks = sorted(table)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    ceiling = {}
+    for c in ceilings:
+        ceiling.setdefault(c["task"], float(c["accuracy"]))
+    fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 6.6), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2]})
+    for col, task in enumerate(tasks):
         roles = list(table[task])
-        for x, role in enumerate(roles):
-            row = table[task][role]
-            ax.bar(x, row["mean"], color="tab:orange" if "rope" in role else "tab:blue", alpha=0.7)
-            if math.isfinite(row["low"]):
-                ax.errorbar(x, row["mean"], yerr=[[row["mean"] - max(row["low"], 0)],
-                                                  [min(row["high"], 100) - row["mean"]]],
-                            color="black", capsize=3)
-            ax.scatter([x] * len(row["values"]), row["values"], color="black", s=10, zorder=3)
-        ax.set_xticks(range(len(roles)))
-        ax.set_xticklabels(roles, rotation=35, ha="right")
-        ax.set_ylim(0, 100)
-        ax.set_ylabel("test accuracy (%)")
-        ax.set_title(f"{task}: mean, 95% seed interval, seeds as dots")
+        rows = [table[task][r] for r in roles]
+        full, zoom = axes[0][col], axes[1][col]
+        for x, row in enumerate(rows):
+            colour = "tab:orange" if "rope" in roles[x] else "tab:blue"
+            full.bar(x, row["mean"], color=colour, alpha=0.7)
+            for ax in (full, zoom) if row["mean"] >= ZOOM_FROM else (full,):
+                if math.isfinite(row["low"]):
+                    ax.errorbar(x, row["mean"], yerr=[[row["mean"] - max(row["low"], 0)],
+                                                      [min(row["high"], 100) - row["mean"]]],
+                                color="black", capsize=3)
+                ax.scatter([x] * len(row["values"]), row["values"], color="black", s=10, zorder=3)
+            if row["mean"] >= ZOOM_FROM:
+                zoom.scatter([x], [row["mean"]], color=colour, marker="D", s=28, zorder=4)
+        span = zoom_range(rows, ceiling.get(task))
+        for ax in (full, zoom):
+            if task in ceiling:
+                ax.axhline(ceiling[task], color="tab:green", ls="--", lw=1,
+                           label=f"Bayes ceiling {ceiling[task]:.1f}%")
+            ax.set_xticks(range(len(roles)))
+            ax.set_xticklabels(roles, rotation=35, ha="right")
+            ax.set_ylabel("test accuracy (%)")
+            ax.set_xlim(-0.6, len(roles) - 0.4)
+        full.set_ylim(0, 100)
+        full.set_title(f"{task}: mean, 95% seed interval, seeds as dots")
+        if task in ceiling:
+            full.legend(fontsize=7, loc="lower right")
+        if span is None:
+            zoom.set_ylim(ZOOM_FROM, 100.5)
+            zoom.set_title(f"zoom: no PE averages >= {ZOOM_FROM:g}%", fontsize=9)
+        else:
+            zoom.set_ylim(*span)
+            zoom.set_title(f"zoom on the PEs averaging >= {ZOOM_FROM:g}% "
+                           f"({span[0]:.1f}-{span[1]:.1f}%)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -105,7 +156,7 @@ def probe_figure(probes: dict[str, list[dict[str, float]]], path: Path) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for role, per_seed in probes.items():
-        sites = list(per_seed[0])
+        sites = site_order(per_seed[0])  # the input embedding first, then each block
         mean = [sum(p[s] for p in per_seed) / len(per_seed) for s in sites]
         ax.plot(range(len(sites)), mean, marker="o", label=role)
         ax.set_xticks(range(len(sites)))

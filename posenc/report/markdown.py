@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..verdicts.accuracy_runs import LEARNED_MARGIN
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
+from .measured import site_order
+from .table import md_header, md_row
 from .theory_tables import THEORY_EXAMPLES
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ SECTIONS = ("## Verdicts", "## Accuracy per PE and task (Fig. 2)",
 class ReportInputs:
     """Everything the markdown shows, computed beforehand (:func:`posenc.report.build.build_report`).
 
-    ``strips``: (role, figure file, result) of each per-run ablation strip; ``theory_claims``:
+    ``strips``: (role, figure file, its runs: every seed's) of each PE's ablation strip; ``theory_claims``:
     None when the report is built with ``--no-theory``; ``measured_sections``: the ready lines
     of the dynamics and measured sections."""
 
@@ -42,13 +44,14 @@ class ReportInputs:
     verdicts: list[Any]
     accuracy: dict[str, dict[str, dict[str, Any]]]
     deposits: dict[str, list[list[float]]]
-    strips: list[tuple[str, str, ExperimentResult]]
+    strips: list[tuple[str, str, list[ExperimentResult]]]
     probes: dict[str, list[dict[str, float]]]
     theory_claims: Optional[list[dict[str, Any]]]
     spectra: list[dict[str, Any]]
     measured_sections: list[str]
     replication: list[str] = field(default_factory=list)  # .replication's lines, or none
     ceilings: list[dict[str, Any]] = field(default_factory=list)  # .ceiling.task_ceilings
+    optional_stopping: Optional[str] = None  # .decide.optional_stopping_text, or none
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -71,12 +74,6 @@ def _fmt_iv(row: dict[str, Any]) -> str:
     if not math.isfinite(row["low"]):
         return f"{row['mean']:.1f}"
     return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
-
-
-def figure_seed(results: list[ExperimentResult]) -> int:
-    """The seed whose runs the per-run figures show: the store's lowest (0, or a calibration
-    sweep's first, ``--first-seed``)."""
-    return min(r.seed for r in results)
 
 
 def render(inp: ReportInputs) -> str:
@@ -129,11 +126,14 @@ def multiplicity_text(verdicts: list[Any]) -> str:
 
 
 def _verdicts(inp: ReportInputs) -> list[str]:
-    lines = [SECTIONS[0], "", "| claim | statement | statistic | paper | measured: mean [95% CI] | "
-             "seeds | seeds agreeing | resolves | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [SECTIONS[0], "", *md_header(["claim", "statement", "statistic", "paper",
+                                          "measured: mean [95% CI]", "seeds", "seeds agreeing",
+                                          "resolves", "verdict"])]
     for v in inp.verdicts:
-        lines.append(f"| {v.claim} | {v.statement} | {v.statistic} | {v.paper} | {v.measured} | "
-                     f"{v.seeds} | {v.agreement} | {v.resolution} | **{v.verdict}** |")
+        lines.append(md_row([v.claim, v.statement, v.statistic, v.paper, v.measured, v.seeds,
+                             v.agreement, v.resolution, f"**{v.verdict}**"]))
+    if inp.optional_stopping:
+        lines += ["", inp.optional_stopping]
     return lines
 
 
@@ -159,8 +159,8 @@ def _accuracy(inp: ReportInputs) -> list[str]:
             learned = "yes" if row.get("learned", True) else "**no**"
             if not row.get("learned", True):
                 unlearned.append(f"{role} ({task})")
-            lines.append(f"| {task} | {role} | `{row['pe']}` | {_fmt_iv(row)} | {se} | {chance} | "
-                         f"{floor} | {learned} | {vals} |")
+            lines.append(md_row([task, role, f"`{row['pe']}`", _fmt_iv(row), se, chance, floor,
+                                 learned, vals]))
     lines += ["", "Did not learn their task (left out of its deposit statistics): "
               + (", ".join(unlearned) if unlearned else "none") + "."]
     diverged = [f"{r.role} ({r.task}) seed {r.seed} at step {r.summary['diverged']['step']}"
@@ -196,37 +196,50 @@ def _training(inp: ReportInputs) -> list[str]:
     for (task, role), row in stopping_table(inp.results).items():
         early = "no early stopping" if row["early"] is None else f"{row['early']} of {row['runs']}"
         at_max, diverged = (", ".join(str(s) for s in row[k]) or "-" for k in ("at_max", "diverged"))
-        lines.append(f"| {task} | {role} | {row['runs']} | {early} | {_span(row['stopped'])} | "
-                     f"{_span(row['best'])} | {_span(row['max_epochs'])} | "
-                     f"{_span(row['batch'])} | {at_max} | {diverged} |")
+        lines.append(md_row([task, role, row["runs"], early, _span(row["stopped"]),
+                             _span(row["best"]), _span(row["max_epochs"]), _span(row["batch"]),
+                             at_max, diverged]))
     lines += ["", "The trained criterion (say nothing about which claim comes out; "
               "docs/reproduction.md, \"The stopping rule, recalibrated\"):", "",
               "| part | rule | measured | met |", "|---|---|---|---|"]
     for c in trained_criterion(inp.results):
         met = "n/a" if c.met is None else "yes" if c.met else "**no**"
-        lines.append(f"| {c.name} | {c.rule} | {c.measured} | {met} |")
+        lines.append(md_row([c.name, c.rule, c.measured, met]))
     return lines
 
 
 def _ablation(inp: ReportInputs) -> list[str]:
     lines = ["", SECTIONS[3], "",
-             "Accuracy after zeroing each head's output (`hook_z`) in turn, seed "
-             f"{figure_seed(inp.results)}, distance task; "
-             "the red star marks each layer's deposit head (largest drop).", ""]
-    for role, name, res in inp.strips:
-        lines.append(f"**{role}** ![{role}]({name})")
+             "Accuracy after zeroing each head's output (`hook_z`) in turn, distance task. "
+             "Each figure shows every seed of its PE: in each layer the heads sorted by their "
+             "accuracy after ablation, one colour per seed, a short line at that seed's "
+             "baseline and a red star at its deposit head (largest drop). The table under it "
+             "is the PE's lowest seed's.", ""]
+    for role, name, runs in inp.strips:
+        res = runs[0]  # the runs come sorted by seed
+        lines.append(f"**{role}** ({_seed_list([r.seed for r in runs])}; table: seed {res.seed}) "
+                     f"![{role}]({name})")
         lines.append("")
-        lines.append("| layer | baseline % | largest drop (points) | deposit head | deposit index | "
-                     "gap to runner-up | mean attended distance |")
-        lines.append("|---|---|---|---|---|---|---|")
+        lines += md_header(["layer", "baseline %", "largest drop (points)", "deposit head",
+                            "deposit index", "gap to runner-up", "mean attended distance"])
         for la in res.ablation["zero"]["layers"]:
             md = la.get("mean_distance")
             dist = f"{min(md):.1f}..{max(md):.1f}" if md else "-"
-            lines.append(f"| {la['layer']} | {100 * la['baseline_acc']:.1f} | "
-                         f"{100 * la['largest_drop']:.1f} | {la['deposit_head']} | "
-                         f"{la['deposit_index']:.2f} | {100 * la['runner_up_gap']:.1f} | {dist} |")
+            lines.append(md_row([la["layer"], f"{100 * la['baseline_acc']:.1f}",
+                                 f"{100 * la['largest_drop']:.1f}", la["deposit_head"],
+                                 f"{la['deposit_index']:.2f}", f"{100 * la['runner_up_gap']:.1f}",
+                                 dist]))
         lines.append("")
     return lines
+
+
+def _seed_list(seeds: list[int]) -> str:
+    """``seeds 0-5`` for a run of consecutive seeds, else ``seeds 0, 2``; ``seed 3`` for one."""
+    s = sorted(seeds)
+    if len(s) == 1:
+        return f"seed {s[0]}"
+    return "seeds " + (f"{s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else
+                       ", ".join(map(str, s)))
 
 
 def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
@@ -237,7 +250,7 @@ def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
              "|---|" + "---|" * first["n_layers"]]
     for role, per_seed in inp.deposits.items():
         means = [sum(s[l] for s in per_seed) / len(per_seed) for l in range(len(per_seed[0]))]
-        lines.append(f"| {role} | " + " | ".join(f"{m:.2f}" for m in means) + " |")
+        lines.append(md_row([role, *(f"{m:.2f}" for m in means)]))
     return lines
 
 
@@ -252,11 +265,11 @@ def _partial_and_probe(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
              "directions carry it (the residual stream carries x0 forward), so it does not decide "
              "EH; the PE-span share below does.", ""]
     if inp.probes:
-        sites = list(next(iter(inp.probes.values()))[0])
-        lines += ["| PE (role) | " + " | ".join(sites) + " |", "|---|" + "---|" * len(sites)]
+        sites = site_order(next(iter(inp.probes.values()))[0])
+        lines += md_header(["PE (role)", *sites])
         for role, per_seed in inp.probes.items():
-            lines.append(f"| {role} | " + " | ".join(
-                f"{sum(p[s] for p in per_seed) / len(per_seed):.2f}" for s in sites) + " |")
+            lines.append(md_row([role, *(f"{sum(p[s] for p in per_seed) / len(per_seed):.2f}"
+                                         for s in sites)]))
     return lines
 
 
@@ -270,9 +283,9 @@ def _theory(inp: ReportInputs) -> list[str]:
               "expected |", "|---|---|---|---|---|"]
     for c in inp.theory_claims:
         holds = "yes" if c["holds"] else f"NO ({c['error']})" if c["error"] else "NO"
-        lines.append(f"| {c['claim']}: {c['title']} | {c['source']} | {c['symbolic']} | "
-                     f"{holds} ({c['examples']}) | {c['counterexamples_found']} / "
-                     f"{c['counterexamples_expected']} |")
+        lines.append(md_row([f"{c['claim']}: {c['title']}", c["source"], c["symbolic"],
+                             f"{holds} ({c['examples']})",
+                             f"{c['counterexamples_found']} / {c['counterexamples_expected']}"]))
     return lines + [""]
 
 
@@ -305,11 +318,11 @@ def _spectra(inp: ReportInputs) -> list[str]:
     for r in inp.spectra:
         pp = r.get("ratio_per_plane") or {}
         plane = (f"{pp['mean']:.4g} [{pp['min']:.4g}, {pp['max']:.4g}]" if pp else "-")
-        scaled = "".join(f" {r['ratio_additive_scaled'][c]:.4g} |" for c in scales if c != "1")
-        lines.append(f"| {r['n']} | {r['content_norm']:.4g} | {r['alibi_norm']:.4g} | "
-                     f"{r['rope_norm']:.4g} | {r['ratio_additive']:.4g} |{scaled} "
-                     f"{r['ratio_additive_balanced']:.4g} | {r['ratio_multiplicative']:.4g} | "
-                     f"{plane} |")
+        scaled = [f"{r['ratio_additive_scaled'][c]:.4g}" for c in scales if c != "1"]
+        lines.append(md_row([r["n"], f"{r['content_norm']:.4g}", f"{r['alibi_norm']:.4g}",
+                             f"{r['rope_norm']:.4g}", f"{r['ratio_additive']:.4g}", *scaled,
+                             f"{r['ratio_additive_balanced']:.4g}",
+                             f"{r['ratio_multiplicative']:.4g}", plane]))
     return lines
 
 

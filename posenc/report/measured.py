@@ -11,12 +11,21 @@ were recorded have none and are left out of the tables.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .table import md_header, md_row
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
 
 SECTION = "## Claims measured as the paper states them"
+
+
+def site_order(sites: Iterable[str]) -> list[str]:
+    """Residual-stream sites (:mod:`posenc.empirical.analysis.probe`: ``embed``, ``block{l}``) in
+    layer order: the input embedding first, then the blocks by number (stored results hold them
+    in sorted-key order, which puts ``embed`` last)."""
+    return sorted(sites, key=lambda x: -1 if x == "embed" else int(x[5:]))
 
 
 def _mean(xs: list[float]) -> float:
@@ -51,13 +60,11 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
              "(position means, centred) in the span of the absolute PE table's principal "
              "directions (90% of its energy); chance for a random direction k / d_model.", ""]
     if shares:
-        sites = sorted(next(iter(shares.values()))[0],
-                       key=lambda x: -1 if x == "embed" else int(x[5:]))  # embed, block0, ...
-        lines += ["| PE (role) | chance | " + " | ".join(sites) + " |",
-                  "|---|---|" + "---|" * len(sites)]
+        sites = site_order(next(iter(shares.values()))[0])
+        lines += md_header(["PE (role)", "chance", *sites])
         for role, per_seed in sorted(shares.items()):
-            lines.append(f"| {role} | {chance[role]:.2f} | " + " | ".join(
-                f"{_mean([p[s] for p in per_seed]):.3f}" for s in sites) + " |")
+            lines.append(md_row([role, f"{chance[role]:.2f}",
+                                 *(f"{_mean([p[s] for p in per_seed]):.3f}" for s in sites)]))
     else:
         lines.append("(not recorded in these runs)")
     lines += ["", "**Training trace** (S): gradient-norm CV = mean over windows of W steps of "
@@ -67,14 +74,14 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
               "10% of steps are left out of CV and spikes).", ""]
     keys = ("grad_norm_cv", "spike_rate", "steps_to_90")
     if traces:
-        lines += ["| task | PE (role) | seeds | grad-norm CV | spike rate | steps to 90% |",
-                  "|---|---|---|---|---|---|"]
+        lines += md_header(["task", "PE (role)", "seeds", "grad-norm CV", "spike rate",
+                            "steps to 90%"])
         for (task, role), per_seed in sorted(traces.items()):
             cells = []
             for k in keys:
                 vals = [t[k] for t in per_seed if t.get(k) is not None]
                 cells.append(_f(_mean(vals)) if vals else "-")
-            lines.append(f"| {task} | {role} | {len(per_seed)} | " + " | ".join(cells) + " |")
+            lines.append(md_row([task, role, len(per_seed), *cells]))
     else:
         lines.append("(not recorded in these runs)")
     lines += ["", "**Relative table** (RA): head-centred RMS of the learned per-offset table "

@@ -85,11 +85,14 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     if until_decided:
         from ..verdicts.dynamics import evaluate_dynamics
         from ..verdicts.accuracy_deposit import evaluate
+        from .decide import optional_stopping_text, read_record, write_record
         from .decide import until_decided as rounds
         rounds(plan.seed_counts(),
                lambda counts: run_plan(plan.with_seed_counts(counts), store, **run),
                lambda results: evaluate(results) + evaluate_dynamics(results),
-               seed_batch, max_seeds, log)
+               seed_batch, max_seeds, log,
+               on_look=lambda looks: write_record(store.root, looks, seed_batch, max_seeds))
+        log("warning: " + optional_stopping_text(read_record(store.root)).replace("**", ""))
     else:
         run_plan(plan, store, **run)
     replica_root_ = None

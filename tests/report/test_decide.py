@@ -1,6 +1,7 @@
 """``posenc reproduce --until-decided``: seeds go only to undecided claims' runs, a batch at a
 time, up to the limit; a sweep killed with SIGKILL mid-round resumes to the same report."""
 
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,8 @@ from posenc.empirical.pipeline.reproduction import ReproductionPlan
 from posenc.errors import PosencError
 from posenc.verdicts.dynamics import evaluate_dynamics
 from posenc.verdicts.accuracy_deposit import evaluate
-from posenc.report.decide import grow, until_decided
+from posenc.report.decide import (RECORD, grow, optional_stopping_text, read_record, until_decided,
+                                  write_record)
 from small_sweep import posenc
 
 # count task: NoPE minus RoPE per seed, in points -- undecided at 2 and 4 seeds (t interval
@@ -43,13 +45,14 @@ def judge(results):
     return evaluate(results) + evaluate_dynamics(results)
 
 
-def rounds_of(plan, batch, max_seeds):
+def rounds_of(plan, batch, max_seeds, on_look=None):
     seen = []
 
     def run_round(counts):
         seen.append(dict(counts))
         return [world(t, r, s) for (t, r), n in counts.items() for s in range(n)]
-    final = until_decided(plan.seed_counts(), run_round, judge, batch, max_seeds, log=lambda m: None)
+    final = until_decided(plan.seed_counts(), run_round, judge, batch, max_seeds,
+                          log=lambda m: None, on_look=on_look)
     return seen, final
 
 
@@ -64,6 +67,48 @@ def test_seeds_are_added_only_to_the_runs_of_undecided_claims():
     verdicts = {v.claim: v for v in judge([world(t, r, s) for (t, r), n in final.items()
                                            for s in range(n)])}
     assert verdicts["E11"].verdict == "confirmed" and verdicts["E10"].verdict == "confirmed"
+
+
+def test_each_look_is_recorded_and_the_warning_names_the_looks_and_the_claims(tmp_path):
+    """Optional stopping is warned of, not corrected: the record holds every look (written after
+    each), the text gives their number, the union bound on the error and the claims that were
+    given seeds; the report rebuilt from the store reads the same record."""
+    plan = ReproductionPlan.for_command("smoke", roles=["nope", "absolute", "relative", "alibi",
+                                                       "rope", "mla", "rope-1head", "rope-2heads"])
+    written = []
+
+    def on_look(looks):
+        write_record(tmp_path, looks, 2, 10)
+        written.append(len(read_record(tmp_path)["looks"]))
+    rounds_of(plan, batch=2, max_seeds=10, on_look=on_look)
+    assert written == [1, 2, 3]  # on disk after each look: a killed sweep leaves its looks
+    record = read_record(tmp_path)
+    assert [k["seeds"] for k in record["looks"]] == [2, 4, 6]
+    assert [k["seeds_added_for"] for k in record["looks"]] == [["E11"], ["E11"], []]
+    assert all("E11" in k["undecided"] for k in record["looks"][:2])
+    text = optional_stopping_text(record)
+    assert text.startswith("**Optional stopping: 3 looks.**")
+    assert "up to 3 x 2.5% = 7.5% per side after 3 looks" in text
+    assert "inconclusive at a look: E11." in text and "up to 10 per configuration, 2 at a time" in text
+    one = dict(record, looks=record["looks"][-1:])
+    assert "1 look." in optional_stopping_text(one) and "keeps its 95%" in optional_stopping_text(one)
+
+
+def test_the_verdict_section_carries_the_warning():
+    from types import SimpleNamespace
+
+    from posenc.report.markdown import _verdicts
+    assert _verdicts(SimpleNamespace(verdicts=[], optional_stopping="WARN"))[-2:] == ["", "WARN"]
+    assert "WARN" not in _verdicts(SimpleNamespace(verdicts=[], optional_stopping=None))
+
+
+def test_a_store_without_a_record_has_none_and_a_bad_record_is_refused(tmp_path):
+    assert read_record(tmp_path) is None
+    for bad in ("{not json", '{"format": 1, "looks": []}', '{"format": 2, "looks": [{}]}',
+                '{"format": 1, "seed_batch": 2, "max_seeds": 4, "looks": [{"look": 1}]}'):
+        (tmp_path / RECORD).write_text(bad)
+        with pytest.raises(PosencError, match="record of --until-decided"):
+            read_record(tmp_path)
 
 
 def test_seeds_stop_at_the_limit_and_never_exceed_it():
@@ -111,6 +156,12 @@ def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
     # round adds seed 2 of RoPE, and of RoPE only
     assert "round 1: undecided" in proc.stdout and "seeds distance/rope 2->3\n" in proc.stdout
     assert len(_finished(ref)) == 5
+    # optional stopping: warned of at the command and in the report's verdict section
+    assert "warning: Optional stopping: 2 looks." in proc.stdout
+    report = (ref / "report" / "report.md").read_text()
+    verdicts = report.split("## Verdicts")[1].split("\n## ")[0]
+    assert "**Optional stopping: 2 looks.**" in verdicts and "2 x 2.5% = 5.0%" in verdicts
+    assert len(json.loads((ref / "report" / "report.json").read_text())["until_decided"]["looks"]) == 2
 
     store, log = tmp_path / "cut", tmp_path / "cut.log"
     with open(log, "w") as fh:

@@ -1,0 +1,59 @@
+"""``report.json``'s format version, and the one reader every program in posenc that reads a
+report.json goes through.
+
+The payload carries ``"format": REPORT_FORMAT``.  A report.json without the key was written
+before it existed and reads as format 1 (its fields are those of format 2 less the key itself,
+``until_decided`` and ``accuracy_unit``).  A format this posenc does not know -- a newer one, or
+anything that is not a positive integer -- is refused in one line, so a reader never takes a
+field whose meaning changed for the old one.
+
+Units: every accuracy in report.json is in percent (``accuracy_unit``), as in report.md --
+``accuracy`` (mean, interval, per-seed values, chance, floor; ``test_se`` in points),
+``bayes_ceiling``'s ``accuracy`` and ``se``, and the verdicts' differences of accuracies (points).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..coerce import is_int
+from ..errors import PosencError
+
+#: the format report.json is written in; 1 is a report.json without the key
+REPORT_FORMAT = 2
+READS = (1, 2)
+
+
+def report_format(payload: dict[str, Any], where: str | Path) -> int:
+    """The payload's format (1 when it has none); a format this posenc cannot read is a
+    PosencError naming it."""
+    fmt = payload.get("format", 1)
+    if not is_int(fmt) or fmt < 1:
+        raise PosencError(f"{where} has format {fmt!r}, not a report.json format (a positive "
+                          "integer)")
+    if fmt not in READS:
+        raise PosencError(f"{where} is a report.json of format {fmt}, written by a newer posenc; "
+                          f"this version reads formats {READS[0]}-{READS[-1]}")
+    return fmt
+
+
+def read_report_json(path: str | Path, flag: str = "--beside") -> tuple[Path, dict[str, Any]]:
+    """(the file's path, its checked payload) of a ``report.json`` or a report folder holding
+    one; a missing, unreadable or unknown-format file is a PosencError (``flag``: the option
+    that named it, for the message)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json"
+    try:
+        payload = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise PosencError(f"no report at {path} ({flag} takes a report's report.json "
+                          "or its folder)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PosencError(f"{path} is not a readable report.json: {exc}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("verdicts"), list):
+        raise PosencError(f"{path} is not a posenc report.json (it has no verdict list)")
+    report_format(payload, path)
+    return path, payload
