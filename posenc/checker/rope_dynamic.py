@@ -38,13 +38,20 @@ from .rope import EPS32, GRID, RopeProbe
 from .rope_scaled_frequency import scaled_theta
 
 SMALL = np.arange(GRID)
+#: the longest call made of every position (x of FULL rows); a longer trained length is probed
+#: with 24 positions and its largest alone, which cannot tell "never updates" from "sized by the
+#: chunk length" (both name then)
+FULL = 1 << 16
 
 
 def _calls(L: int) -> list[tuple[str, np.ndarray]]:
-    """(what, positions) of the probe calls, in order (see the module docstring)."""
+    """(what, positions) of the probe calls, in order (see the module docstring); past
+    :data:`FULL` positions the call of every position 0..L is 0..23 and L instead."""
+    first = ((f"positions 0..{L}", np.arange(L + 1)) if L < FULL else
+             (f"positions 0..23 and {L}", np.append(SMALL, L)))
     return [("positions 0..23", SMALL),
             (f"positions 0..23 and {L - 1}", np.append(SMALL, L - 1)),
-            (f"positions 0..{L}", np.arange(L + 1)),
+            first,
             (f"positions 0..23 and {2 * L - 1}", np.append(SMALL, 2 * L - 1)),
             (f"a chunk of positions {3 * L - GRID}..{3 * L - 1}", np.arange(3 * L - GRID, 3 * L)),
             (f"positions 0..23 after the call reaching {3 * L - 1}", SMALL)]
@@ -66,6 +73,18 @@ def _off(phi: np.ndarray, positions: np.ndarray, theta: np.ndarray) -> float:
     dev = np.abs((phi - p * theta[None] + math.pi) % (2 * math.pi) - math.pi)
     bound = 8 * EPS32 * (p * float(np.max(np.abs(theta))) + 4)
     return float(np.max(dev / bound)) if np.all(np.isfinite(dev)) else math.inf
+
+
+def _sized_by_max_position(probe: RopeProbe, planes, L: int, theta) -> bool:
+    """Does a call reaching position 2L−1 rotate with the frequencies of length 2L−1 (the largest
+    position) rather than 2L?  Tells that off-by-one from "never updates", which agree on the
+    call reaching position L."""
+    pos = np.append(SMALL, 2 * L - 1)
+    try:
+        phi = _angles(probe, planes, pos)
+    except PosencError:
+        return False
+    return _off(phi, pos, theta(2 * L - 1)) <= 1 and _off(phi, pos, theta(2 * L)) > 1
 
 
 def check_dynamic(probe: RopeProbe, dim: int, summary: dict, expected: dict) -> Property:
@@ -120,9 +139,19 @@ def check_dynamic(probe: RopeProbe, dim: int, summary: dict, expected: dict) -> 
                      f"(max position + 1 = {L}, not past original={L}) is already scaled; "
                      f"transformers scales when max position + 1 > original")
         elif not short and _off(phi, pos, theta(L)) <= 1 and len(pos) > L:
-            words = (f"dynamic NTK that never updates with length: {what} rotate with the "
-                     f"trained base {fmt(base)}, not the dynamic base {base_at(n)} "
-                     f"(factor {fmt(F)}, max position + 1 = {n} > original={L})")
+            if _sized_by_max_position(probe, planes, L, theta):
+                words = (f"off by one: it sizes by the largest position, not the largest position "
+                         f"+ 1: {what} (max position + 1 = {n} > original={L}) rotate with the "
+                         f"trained base {fmt(base)}, and a call reaching {2 * L - 1} with the "
+                         f"base {base_at(2 * L - 1)} of length {2 * L - 1}, not {base_at(2 * L)}")
+            else:
+                words = (f"dynamic NTK that never updates with length: {what} rotate with the "
+                         f"trained base {fmt(base)}, not the dynamic base {base_at(n)} "
+                         f"(factor {fmt(F)}, max position + 1 = {n} > original={L})")
+        elif not short and L >= FULL and _off(phi, pos, theta(L)) <= 1:
+            words = (f"dynamic NTK that never updates with length, or one sized by the chunk "
+                     f"length: {what} rotate with the trained base {fmt(base)}, not "
+                     f"{base_at(n)} (original={L} is past {FULL}, the longest call probed)")
         elif not short and _off(phi, pos, theta(len(pos))) <= 1:
             words = (f"sized by the chunk length, not the largest position: {what} "
                      f"({len(pos)} positions, the largest {n - 1}) rotate with the base "
@@ -143,9 +172,9 @@ def check_dynamic(probe: RopeProbe, dim: int, summary: dict, expected: dict) -> 
                         f"{fmt(float(phi[s, j]))}, the dynamic rule gives "
                         f"{fmt(float((pos[s] * want[j] + math.pi) % (2 * math.pi) - math.pi))}")
     return Property("dynamic scaling", PASS, f"base {fmt(base)} on calls up to max position "
-                    f"{L - 1}, ((F·N/L) − (F − 1))^(r/(r−2)) times it past (N = max position + 1 "
-                    f"= {L + 1}, {2 * L}, {3 * L} in a 24-position chunk), and back to {fmt(base)} "
-                    f"on a short call after the long ones (F = {fmt(F)}, L = {L})")
+                    f"{L - 1}, ((F·N/L) − (F − 1))^(r/(r−2)) times it past (N = max position + 1: "
+                    f"{L + 1}, {2 * L}, and {3 * L} for a 24-position chunk), and back to "
+                    f"{fmt(base)} on a short call after the long ones (F = {fmt(F)}, L = {L})")
 
 
 def wants_dynamic(expected: Optional[dict]) -> bool:
