@@ -134,6 +134,12 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                 from .half import half_tables
                 words = half_tables(Mrel, summary.get("planes"))
                 if words:
+                    summary["half_precision"] = words
+                    freq = props[-1]
+                    if freq.name == "frequencies" and freq.status == FAIL:   # no base claim
+                        freq.detail = ("θ_m fit no base^(−2m/r) because the angles are rounded "
+                                       "(see half precision)")
+                        freq.counterexample = None
                     props.append(Property("half precision", FAIL, words,
                                           "x = e_a, positions 1..23: the entries or angles, "
                                           "rounded to that format, are unchanged"))
@@ -142,6 +148,9 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                                       raised))
             else:
                 props.append(check_drift(probe, dim, summary, large))
+            from .rope_dynamic import check_dynamic, wants_dynamic
+            if wants_dynamic(expected):
+                props.append(check_dynamic(probe, dim, summary, expected))
     if expected:
         from .expect import check_rope_expectation
         props.append(check_rope_expectation(M_user, positions, expected, dim, summary, TOL))

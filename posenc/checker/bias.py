@@ -120,7 +120,29 @@ def check_toeplitz(biases: dict[int, np.ndarray]) -> tuple[Property, bool]:
                         "build_alibi_tensor); the checks below read B − diag(B) row by row",
                         None), True
     return Property("Toeplitz", FAIL, "the bias depends on absolute positions, and not only "
-                    "through a per-row constant", why), False
+                    "through a per-row constant" + _dtype_hint(biases), why), False
+
+
+def _dtype_hint(biases: dict[int, np.ndarray]) -> str:
+    """Words suggesting ``--expect dtype=..`` when, with no dtype stated, every entry is a
+    bfloat16 (float16) number and the bias is Toeplitz at that precision (Falcon's ALiBi is
+    bf16(slope)·j in bfloat16 on purpose); else ""."""
+    from .half import FORMATS, rounded
+
+    if roundoff() is not None:
+        return ""
+    for dtype in FORMATS:
+        finite = [B[np.isfinite(B)] for B in biases.values()]
+        if not all(np.array_equal(rounded(v, dtype), v) for v in finite):
+            continue
+        with stored_as(dtype):
+            ok = _toeplitz_failure(biases) is None or _toeplitz_failure(
+                {H: row_normalised(B) for H, B in biases.items()}) is None
+        if ok:
+            return (f"; but every entry is a {dtype} number and the bias is Toeplitz at {dtype} "
+                    f"precision: pass --expect dtype={dtype} if it is computed in {dtype} on "
+                    f"purpose (as Falcon's ALiBi is)")
+    return ""
 
 
 def check_length(caller: Caller, full: np.ndarray,
@@ -371,6 +393,10 @@ def _check_bias(caller: Caller, impl: str, expected: Optional[dict]) -> Conforma
         props.append(Property("slope schedule", NA, "the bias is not Toeplitz"))
     else:
         props.extend(check_slopes(relative, kind, report.summary))
+        if "slopes" not in report.summary and not by_row and not any(
+                p.name == "KERPLE-log form" and p.status == PASS for p in props):
+            from .t5_learned import check_t5_learned
+            props.append(check_t5_learned(caller))
         if props[-2].name == "ALiBi form" and props[-2].status == PASS and not by_row and \
                 any(np.any(relative[H] != B) for H, B in biases.items()):
             props[-2].detail += " (plus a constant on the diagonal, which softmax ignores)"

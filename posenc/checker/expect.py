@@ -231,8 +231,12 @@ def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
     if r and "fraction" in expected and abs(r / dim - expected["fraction"]) > 1e-12:
         out.append(f"{r} of {dim} dims rotate (fraction {fmt(r / dim, 4)}), expected fraction "
                    f"{fmt(expected['fraction'], 4)}")
+    if summary.get("half_precision"):        # the rounding explains θ: no base claim
+        out.append(summary["half_precision"])
+    if summary.get("floored"):
+        out.append(f"the positions are truncated to {summary['floored']}·⌊p/{summary['floored']}⌋")
     base, want = summary.get("base"), expected.get("base")
-    if base and want and abs(base / want - 1) > 1e-4:
+    if base and want and abs(base / want - 1) > 1e-4 and not summary.get("half_precision"):
         text = f"base is {fmt(base)}, expected {fmt(want)}"
         if abs(base / math.sqrt(want) - 1) < 1e-4:
             text += (f" -- θ_m = {fmt(want)}^(−m/d) instead of {fmt(want)}^(−2m/d): the "
@@ -333,6 +337,12 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
                 source = f"{slopes} gives" if isinstance(slopes, str) else "the given slopes give"
                 problems.append(f"n_heads={H}, head {h}: slope {fmt(got[h])}, {source} "
                                 f"{fmt(ref_s[h])}")
+                other = summary.get("schedule")
+                if other in ("press", "exp") and other != slopes:
+                    problems.append(f"the slopes are {other}'s ("
+                                    + ("2^(−8h/H)" if other == "press" else "e^(−h/H)")
+                                    + f" for every n_heads): pass --expect slopes={other} if "
+                                    f"that is meant")
             elif got is None:
                 problems.append("the bias is not −slope·distance (not ALiBi)")
             return Property("expected", FAIL, f"not ALiBi with {label}, {direction}: "

@@ -19,7 +19,9 @@ The expectation is the spec's conventions (base, pairing, fraction and the scali
 press slopes, causal, and ``dtype=bfloat16`` for Falcon, whose bias is bfloat16 on purpose;
 T5 two-sided buckets with the config's num_buckets and max_distance); ``expect`` overrides
 keys of it.  Dynamic NTK and LongRoPE change their frequencies past a length: the rotary
-function is probed only below it (``max_positions``).  transformers is imported here only.
+function's drift probes stay below it (``max_positions``); dynamic NTK's rule past it and after a
+long call is the ``dynamic scaling`` property (:mod:`.rope_dynamic`).  transformers is imported
+here only.
 """
 
 from __future__ import annotations

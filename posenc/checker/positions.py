@@ -90,3 +90,13 @@ def check_positions(probe: RopeProbe, M: np.ndarray, positions: np.ndarray,
            f"{fmt(eye[a, b])}")
     return (Property("uses positions", FAIL, "f(x, 0) ≠ x" + (f": {words}" if words else ""),
                      cex), M[0] if orthogonal else None, False)
+
+
+def floored_factor(M: np.ndarray) -> Optional[int]:
+    """F ≥ 2 when f(x, p) = f(x, F·⌊p/F⌋) at every probe position and f moves by position F:
+    interpolated positions p/F floored to integers ((positions / F).long()), else None."""
+    p = np.arange(M.shape[0])
+    for F in range(2, M.shape[0] // 2):
+        if np.abs(M[F] - M[0]).max() > TOL and not np.abs(M - M[F * (p // F)]).max() > TOL:
+            return F
+    return None

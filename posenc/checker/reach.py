@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..errors import PosencError
-from .report import INFO, PASS, Property
+from .report import FAIL, INFO, PASS, Property
 from .rope import GRID, LARGE, TOL, RopeProbe
 
 
@@ -52,15 +52,33 @@ def _first_true(lo: int, hi: int, pred: Callable[[int], bool]) -> int:
 
 
 def _moves_small(probe: RopeProbe, M: np.ndarray, p: int) -> bool:
-    """Does adding position p to a call change f at positions 0..GRID-1 (read off M)?"""
+    """Does adding position p to a call change f at positions 0..GRID-1 (read off M)?
+
+    A call of positions 0..GRID-1 alone comes first: transformers' dynamic NTK keeps the
+    frequencies of its longest call until a call shorter than the trained length resets them,
+    so without it a probe at p would read the frequencies an earlier, longer probe left."""
     rng = np.random.default_rng(3)
     X = rng.standard_normal((2, GRID + 1, probe.dim))
     try:
+        probe.apply(X[:, :GRID], np.arange(GRID))
         Y = probe.apply(X, np.concatenate([np.arange(GRID), [p]]))
     except PosencError:
         return False                  # a call of more than one row at p raising: not this property
     pred = np.einsum("sdb,nsb->nsd", M, X[:, :GRID])
     return bool(np.abs(Y[:, :GRID] - pred).max() > TOL)
+
+
+def _keeps_state(probe: RopeProbe, M: np.ndarray, p: int) -> bool:
+    """After a call at position p, does f at positions 0..GRID-1 (a call of their own) differ
+    from M, read before any long call?"""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((2, GRID, probe.dim))
+    try:
+        probe.apply(X[:, :1], np.array([p]))
+        Y = probe.apply(X, np.arange(GRID))
+    except PosencError:
+        return False
+    return bool(np.abs(Y - np.einsum("sdb,nsb->nsd", M, X)).max() > TOL)
 
 
 def probe_reach(probe: RopeProbe, M: np.ndarray, max_positions: Optional[int],
@@ -94,6 +112,14 @@ def probe_reach(probe: RopeProbe, M: np.ndarray, max_positions: Optional[int],
         wanted = [p for p in LARGE if limit is None or p < limit]
         if limit is not None and limit - 1 > GRID - 1 and limit - 1 not in wanted:
             wanted.append(limit - 1)
+    if wanted and _keeps_state(probe, M, max(wanted)):
+        return [], Property("call-dependent frequencies", FAIL, f"f at positions 0..{GRID - 1} "
+                            f"in a call of their own changed after a call at position "
+                            f"{max(wanted)}: it keeps state from an earlier, longer call and "
+                            f"does not reset (a dynamic NTK cache that never resets? "
+                            f"transformers' resets when a call's max position + 1 is below the "
+                            f"trained length)", f"positions 0..{GRID - 1} before and after a call "
+                            f"at position {max(wanted)}"), None
     moving = [p for p in wanted if _moves_small(probe, M, p)]
     if moving:
         lo = max([GRID - 1] + [p for p in wanted if p < moving[0]])

@@ -24,6 +24,7 @@ import numpy as np
 from ..encodings import RoPE
 from ..errors import PosencError
 from .report import FAIL, NA, PASS, Property, fmt
+from .positions import floored_factor
 from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
 from .rope_scaled_frequency import FREQ_TOL, fit_scaled, name_scaling, nice_bases
 
@@ -65,6 +66,14 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
     theta = recover_frequencies(M, Mbig, big, planes)
     m = np.array([_plane_index(pairing, a) for a, _ in planes])
     summary["theta"] = [float(t) for t in theta]
+    floored = floored_factor(M)
+    if floored:
+        summary["floored"] = floored
+        return Property("frequencies", FAIL, f"the positions are truncated: f(x, p) = f(x, "
+                        f"{floored}·⌊p/{floored}⌋) -- interpolated positions p/{floored} floored "
+                        f"to integers ((positions / {floored}).long()) instead of kept as "
+                        f"fractions, so the angle moves only every {floored} positions",
+                        f"positions 0..{floored - 1} all give f(x, p) = f(x, 0)")
     if theta[np.argmin(m)] < 0:
         a, b = planes[int(np.argmin(m))]
         return Property("frequencies", FAIL, "rotates the other way: (a, b) -> "

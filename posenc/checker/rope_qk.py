@@ -73,6 +73,12 @@ def _same_rotation(Mq: np.ndarray, Mk: np.ndarray, dim: int, summary: dict) -> P
         return Property("same rotation for q and k", FAIL, "q and k are rotated a constant "
                         "rotation apart (Q_p K_pᵀ is the same at every p): positions offset "
                         "between q and k", cex)
+    for side, A, other in (("q", Mq, Mk), ("k", Mk, Mq)):
+        if not np.abs(A - np.einsum("sab,sbc->sac", other, other)).max() > TOL:
+            return Property("same rotation for q and k", FAIL, f"RoPE applied twice to {side}: "
+                            f"{side} is rotated by R_p R_p = R_2p (the angle doubled, 2p·θ_m) "
+                            f"and {'k' if side == 'q' else 'q'} by R_p -- rotated once in the "
+                            f"model and again here", cex)
     q, k = _conventions(Mq, dim), _conventions(Mk, dim)
     words = []
     if q.get("pairing") and k.get("pairing") and q["pairing"] != k["pairing"]:

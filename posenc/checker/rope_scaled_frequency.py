@@ -104,7 +104,7 @@ def name_scaling(m: np.ndarray, theta: np.ndarray, r: int) -> str:
     return ""
 
 
-def _scaled_theta(expected: dict, base: float, r: int) -> np.ndarray:
+def scaled_theta(expected: dict, base: float, r: int) -> np.ndarray:
     from ..numerics.conventions import rope_frequencies
     from .expect import expected_rope
 
@@ -135,9 +135,9 @@ def fit_scaled(m: np.ndarray, theta: np.ndarray, r: int,
     every base: the estimate of the reference spec at base 10000, divided by 10000), rounded
     (:func:`nice_bases`), and the roundest base within 4x of the best one's error is taken."""
     if "base" in expected:
-        ref = _scaled_theta(expected, expected["base"], r)[m]
+        ref = scaled_theta(expected, expected["base"], r)[m]
         return expected["base"], ref, np.abs(theta - ref) / np.abs(ref)
-    ref0 = _scaled_theta(expected, REF_BASE, r)
+    ref0 = scaled_theta(expected, REF_BASE, r)
     m_all = np.arange(r // 2)
     cands: list[float] = []
     for got, want in zip(_estimates(m, theta, r), _estimates(m_all, ref0, r)):
@@ -145,7 +145,7 @@ def fit_scaled(m: np.ndarray, theta: np.ndarray, r: int,
     cands = sorted(set(cands), key=lambda b: (len(f"{b:.15g}"), b)) or [REF_BASE]
     scored = []
     for base in cands:
-        ref = _scaled_theta(expected, base, r)[m]
+        ref = scaled_theta(expected, base, r)[m]
         scored.append((base, ref, np.abs(theta - ref) / np.abs(ref)))
     best = min(float(np.max(e)) for _, _, e in scored)
     return next(c for c in scored if np.max(c[2]) <= max(4 * best, 1e-13))

@@ -52,11 +52,26 @@ def _candidates(expected: Optional[dict]) -> list[tuple[bool, int, int]]:
     return [(b, nb, md) for b in bi for nb in nbs for md in mds]
 
 
-def _match(row: np.ndarray, rel: np.ndarray, cands) -> Optional[tuple[bool, int, int]]:
+def _match(row: np.ndarray, rel: np.ndarray, cands,
+           alike=np.array_equal) -> Optional[tuple[bool, int, int]]:
+    """The first candidate whose buckets of ``rel`` are ``alike`` ``row`` (equal, by default)."""
     for c in cands:
-        if np.array_equal(row, reference(rel, *c)):
+        if alike(row, reference(rel, *c)):
             return c
     return None
+
+
+def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` and ``b`` group the same entries together (one is a relabelling of the other)."""
+    pairs = np.unique(np.stack([a, b]), axis=1).shape[1]
+    return pairs == len(np.unique(a)) == len(np.unique(b))
+
+
+def match(row: np.ndarray, rel: np.ndarray, expected: Optional[dict] = None,
+          alike=np.array_equal) -> Optional[tuple[bool, int, int]]:
+    """T5's (bidirectional, num_buckets, max_distance) whose buckets of ``rel`` are ``alike``
+    ``row``: the expected ones, else the usual values (see :data:`NUM_BUCKETS`)."""
+    return _match(row, rel, _candidates(expected), alike)
 
 
 def check_t5(caller: Caller, impl: str, expected: Optional[dict] = None) -> ConformanceReport:

@@ -26,6 +26,7 @@ class Case:
     named: Optional[str] = None          # None: correct code, must pass; else words the failure says
     options: dict = field(default_factory=dict)
     needs: Optional[str] = None          # a library the case needs
+    absent: Optional[str] = None         # words the failures must not say (a spurious claim)
 
     @property
     def correct(self) -> bool:
@@ -105,6 +106,7 @@ def _falcon_slopes(H: int) -> str:
 
 TF = "transformers"
 F16, BF16 = "float16", "bfloat16"
+DYN = {"expect": "scaling=dynamic,factor=2,original=2048,seq_len=2048"}
 
 CASES = [
     # --- correct rotary code ----------------------------------------------------------------
@@ -125,6 +127,12 @@ CASES = [
     Case("transformers LlamaRotaryEmbedding", hf_llama, "rope", needs=TF),
     Case("transformers dynamic NTK", hf_llama_dynamic, "rope", needs=TF),
     Case("transformers apply_rotary_pos_emb q/k", hf_llama_qk, "rope-qk", needs=TF),
+    Case("dynamic NTK, --expect scaling=dynamic", R.dynamic_ntk, "rope", options=DYN),
+    Case("transformers dynamic NTK, --expect scaling=dynamic", hf_llama_dynamic, "rope", needs=TF,
+         options=DYN),
+    Case("transformers dynamic NTK, scaling=dynamic, --max-positions 2048", hf_llama_dynamic,
+         "rope", needs=TF, options={**DYN, "max_positions": 2048}),
+    Case("learned bias over T5 buckets", R.t5_learned, "bias"),
     # --- correct biases ----------------------------------------------------------------------
     Case("Bloom-style ALiBi + causal mask", R.bloom_style, "bias"),
     Case("MPT full ALiBi", R.mpt_style, "bias", options={"expect": "slopes=press,direction=symmetric"}),
@@ -166,6 +174,22 @@ CASES = [
          "cos/sin tables are bfloat16"),
     Case("angles in bfloat16", lambda x, p: R.neox(x, p, angle_dtype=R.torch.bfloat16), "rope",
          "angles p·θ are computed in bfloat16"),
+    Case("angles in bfloat16, --expect base=10000",
+         lambda x, p: R.neox(x, p, angle_dtype=R.torch.bfloat16), "rope",
+         "angles p·θ are computed in bfloat16", options={"expect": "base=10000"}, absent="base is"),
+    Case("dynamic NTK that never updates with length", R.dynamic_ntk_never_updates, "rope",
+         "never updates with length", options=DYN),
+    Case("dynamic NTK sized by the chunk length", R.dynamic_ntk_chunk_length, "rope",
+         "sized by the chunk length", options=DYN),
+    Case("dynamic NTK that never resets", R.DynamicNTKNoReset(), "rope",
+         "does not reset after a long call", options=DYN),
+    Case("dynamic NTK that never resets, --max-positions 2048", R.DynamicNTKNoReset(), "rope",
+         "does not reset after a long call", options={**DYN, "max_positions": 2048}),
+    Case("dynamic NTK that never resets, no --expect", R.DynamicNTKNoReset(), "rope",
+         "does not reset"),
+    Case("linear scaling with floored positions", R.linear_truncated, "rope",
+         "positions are truncated", options={"expect": "scaling=linear,factor=2"},
+         absent="rotates the other way"),
     Case("angles in float16", lambda x, p: R.neox(x, p, angle_dtype=R.torch.float16), "rope",
          "angles p·θ are computed in float16"),
     Case("positions in float16", lambda x, p: R.neox(x, p, pos_dtype=R.torch.float16), "rope",
@@ -181,6 +205,8 @@ CASES = [
     Case("KV-cache offset (k from past_len)", R.kv_cache_offset_keys, "rope-qk", "KV-cache offset"),
     Case("q half-split, k interleaved", R.qk_mixed_pairing, "rope-qk", "different pairings"),
     Case("q and k with different bases", R.qk_mixed_base, "rope-qk", "different bases"),
+    Case("RoPE applied twice to q", R.rope_twice_q, "rope-qk", "RoPE applied twice to q",
+         absent="different bases"),
     Case("transformers KV-cache offset", hf_llama_kv_offset, "rope-qk", "KV-cache offset", needs=TF),
     Case("xPos ignoring its positions", R.xpos_arange, "xpos", "positions are ignored"),
     Case("xPos key scaled like the query", R.xpos_key_like_query, "xpos", "λ^(+j) like the query"),
@@ -196,8 +222,11 @@ CASES = [
     Case("extra heads without [0::2]", R.alibi_no_stride, "bias", "[0::2] forgotten"),
     Case("head index from 0", R.alibi_head_from_zero, "bias", "head index h−1"),
     Case("slopes of H+1 heads", R.alibi_heads_plus_one, "bias", "of H+1 heads"),
-    Case("exp slopes where press meant", R.alibi_paper_exp, "bias", "press gives",
+    Case("exp slopes where press meant", R.alibi_paper_exp, "bias", "pass --expect slopes=exp",
          options={"expect": "slopes=press"}),
+    # Falcon's bias is bfloat16 on purpose: without --expect dtype=bfloat16 it fails, and says so
+    Case("Falcon-style bfloat16 ALiBi, no dtype given", R.falcon_style, "bias",
+         "pass --expect dtype=bfloat16"),
     Case("mask of +inf", R.alibi_plus_inf_mask, "bias", "+inf"),
     Case("slope·i·j (absolute positions)", R.alibi_absolute, "bias", "absolute positions"),
     Case("Falcon-style, slopes of H+1 heads", R.falcon_heads_plus_one, "bias", "of H+1 heads",
@@ -214,6 +243,8 @@ CASES = [
     Case("T5 16 buckets where 32 meant", R.t5_16_buckets, "t5", "not the expected",
          options={"expect": "num_buckets=32"}),
     Case("transformers T5 transposed", hf_t5_transposed, "t5", "i and j are swapped", needs=TF),
+    Case("learned bias over T5 buckets, off by one", R.t5_learned_off_by_one, "bias",
+         "T5 buckets off by one"),
 ]
 
 DIM = 32
@@ -228,7 +259,8 @@ def run(case: Case):
     from posenc.checker import check_callable
     report = check_callable(case.fn, case.kind, dim=DIM, name=case.name, **case.options)
     failures = " | ".join(f"{p.name}: {p.detail} {p.counterexample or ''}" for p in report.failures)
-    named = case.named is not None and case.named in failures
+    named = case.named is not None and case.named in failures and not (
+        case.absent and case.absent in failures)
     return not report.ok, named, report.text()
 
 

@@ -142,6 +142,45 @@ def dynamic_ntk(x, positions, max_pos=2048, factor=2.0, base=10000.0):
     return neox(x, positions, base=base)
 
 
+def dynamic_ntk_never_updates(x, positions, max_pos=2048, factor=2.0, base=10000.0):
+    """inv_freq computed once for seq_len = max_pos (the init call) and never again."""
+    seq_len = max_pos
+    base = base * ((factor * seq_len / max_pos) - (factor - 1)) ** (x.shape[-1] / (x.shape[-1] - 2))
+    return neox(x, positions, base=base)
+
+
+def dynamic_ntk_chunk_length(x, positions, max_pos=2048, factor=2.0, base=10000.0):
+    """Sized by the length of the call (x.shape[-2]), not by the largest position + 1."""
+    d, seq_len = x.shape[-1], x.shape[-2]
+    if seq_len > max_pos:
+        base = base * ((factor * seq_len / max_pos) - (factor - 1)) ** (d / (d - 2))
+    return neox(x, positions, base=base)
+
+
+class DynamicNTKNoReset:
+    """A cached dynamic NTK that grows past max_pos and never goes back to the original base."""
+
+    def __init__(self, max_pos=2048, factor=2.0, base=10000.0):
+        self.max_pos, self.factor, self.base0, self.cached = max_pos, factor, base, max_pos
+
+    def __call__(self, x, positions):
+        d, seq_len = x.shape[-1], int(positions.max()) + 1
+        self.cached = max(self.cached, seq_len)
+        scale = (self.factor * self.cached / self.max_pos) - (self.factor - 1)
+        return neox(x, positions, base=self.base0 * scale ** (d / (d - 2)))
+
+
+def linear_truncated(x, positions, factor=2.0):
+    """Position interpolation with the positions floored: (positions / factor).long()."""
+    return neox(x, (positions.float() / factor).long())
+
+
+def rope_twice_q(q, k, positions):                 # q rotated twice (once in the model, once here)
+    cos, sin = cos_sin(positions, q.shape[-1])
+    q1 = q * cos + rotate_half(q) * sin
+    return q1 * cos + rotate_half(q1) * sin, k * cos + rotate_half(k) * sin
+
+
 def rope_arange(x, positions):          # rotates by 0..seq-1 whatever the positions
     return neox(x, torch.arange(x.shape[-2]))
 
@@ -401,3 +440,19 @@ def t5_max_distance_64(n):
 
 def t5_16_buckets(n):
     return t5_buckets(n, num_buckets=16)
+
+
+# --- learned relative bias over T5 buckets (g(n_heads, n), a table of num_buckets per head) ----
+
+def t5_learned(H, n, swap=False, shift=0, bidirectional=True):
+    """A learned bias table[h, bucket(j − i)], the table fixed (seeded) for the check."""
+    table = torch.randn(H, 32, generator=torch.Generator().manual_seed(H))
+    return table[:, t5_buckets(n, bidirectional=bidirectional, swap=swap, shift=shift)]
+
+
+def t5_learned_transposed(H, n):
+    return t5_learned(H, n, swap=True)
+
+
+def t5_learned_off_by_one(H, n):
+    return t5_learned(H, n, shift=1)

@@ -15,7 +15,8 @@ def test_bug_set_row(case):
         assert not flagged, text
     else:
         assert flagged, text
-        assert named, f"flagged but the failure does not say {case.named!r}:\n{text}"
+        assert named, (f"flagged but the failure does not say {case.named!r}"
+                       + (f" or also says {case.absent!r}" if case.absent else "") + f":\n{text}")
 
 
 def test_the_bug_set_is_big_enough():

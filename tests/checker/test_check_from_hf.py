@@ -141,3 +141,17 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, words):
     assert main([paths.get(a, a) for a in args]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("posenc:")]
     assert len(err) == 1 and words in err[0], err
+
+
+def test_transformers_dynamic_ntk_is_probed_past_its_length_and_its_boundary_is_the_length():
+    """Issue 40: the dynamic rule is probed past max_position_embeddings (512 here) and after a
+    long call; transformers scales from a call reaching position 512 (max position + 1 > 512),
+    and its cache (kept until a short call) must not move that boundary to 511."""
+    from posenc.checker import check_callable
+    from posenc.checker.hf_code import rotary_function
+
+    report = check_hf(CONFIGS["dynamic"])[0]
+    assert props(report)["dynamic scaling"].status == "pass", report.text()
+    plain = check_callable(rotary_function(CONFIGS["dynamic"], 32), "rope", dim=32)
+    assert plain.summary["call_dependent_from"] == 512, plain.text()
+    assert "trained length of 512;" in props(plain)["call-dependent frequencies"].detail
