@@ -49,6 +49,10 @@ class ReportInputs:
     measured_sections: list[str]
     replication: list[str] = field(default_factory=list)  # .replication's lines, or none
     ceilings: list[dict[str, Any]] = field(default_factory=list)  # .ceiling.task_ceilings
+    #: .replication's rows (claim, first, second, replicated) when a replication exists, and the
+    #: replication's seeds: the verdict table then shows both words and the replicated one
+    replicated: list[dict[str, Any]] = field(default_factory=list)
+    replica_seeds: list[int] = field(default_factory=list)
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -129,11 +133,27 @@ def multiplicity_text(verdicts: list[Any]) -> str:
 
 
 def _verdicts(inp: ReportInputs) -> list[str]:
-    lines = [SECTIONS[0], "", "| claim | statement | statistic | paper | measured: mean [95% CI] | "
-             "seeds | seeds agreeing | resolves | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    """The headline table; with a replication, this seed set's word, the replication's and the
+    replicated verdict (decided only where both agree, in bold: the word a reader takes away)."""
+    rows = {r["claim"]: r for r in inp.replicated}
+    head = "| claim | statement | statistic | paper | measured: mean [95% CI] | seeds | " \
+           "seeds agreeing | resolves | verdict |"
+    if rows:
+        seeds = sorted({r.seed for r in inp.results})
+        head += (f" verdict, seeds {_span(inp.replica_seeds)} | replicated |")
+        head = head.replace("| verdict |", f"| verdict, seeds {_span(seeds)} |", 1)
+    lines = [SECTIONS[0], "", head, "|---" * head.count(" |") + "|"]
+    if rows:
+        lines[2:2] = ["Each claim's verdict on this report's seeds, on the replication's "
+                      "(section *Replication on a second seed set*) and the replicated verdict: "
+                      "decided only where both seed sets give the same decided word.", ""]
     for v in inp.verdicts:
-        lines.append(f"| {v.claim} | {v.statement} | {v.statistic} | {v.paper} | {v.measured} | "
-                     f"{v.seeds} | {v.agreement} | {v.resolution} | **{v.verdict}** |")
+        row = f"| {v.claim} | {v.statement} | {v.statistic} | {v.paper} | {v.measured} | " \
+              f"{v.seeds} | {v.agreement} | {v.resolution} | "
+        r = rows.get(v.claim)
+        lines.append(row + (f"**{v.verdict}** |" if not rows else
+                            f"{v.verdict} | {r['second'] if r else 'missing'} | "
+                            f"**{r['replicated'] if r else 'undecided'}** |"))
     return lines
 
 
