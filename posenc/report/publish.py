@@ -18,13 +18,16 @@ in it, until the next build) a reader may see some files of the new report besid
 old -- each whole.  The order keeps that small: the figures and tables first, then report.json,
 then report.md, which names the figures; files the new report no longer has go last.
 
-Builds of one store take turns on ``STORE/report.lock`` (an OS file lock, released by the kernel
-when its holder dies), so the builder holding it knows every ``.report.*`` folder is debris of an
-earlier, killed build and removes it before it starts.
+Builds of one store take turns: each holds an exclusive ``flock(2)`` on the store folder itself
+(no lock file to leave behind; the kernel releases it when its holder dies, so a killed build
+never blocks the next), so the builder holding it knows every ``.report.*`` folder is debris of
+an earlier, killed build and removes it before it starts.  Sweeps lock ``store.lock``, another
+file: a report is built while a sweep runs, as before.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
@@ -32,10 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..empirical.pipeline.store_lock import StoreLock
 from ..errors import PosencError, WriteError
 
-LOCK = "report.lock"
 STAGING_PREFIX = ".report."
 #: swapped in last, in this order: report.md names the figures, so it goes in once they are new
 LAST = ("report.json", "report.md")
@@ -46,32 +47,32 @@ def staged_report(store_root: Path, name: str = "report") -> Iterator[Path]:
     """A private folder to write a report into, swapped into ``store_root/name`` when the block
     ends without an error (:func:`swap_in`); on an error (or a kill) the old report is untouched
     and the folder removed (by this build, or the next)."""
-    lock = StoreLock(store_root / LOCK)
     try:
-        lock.acquire(wait=True)
+        lock = os.open(store_root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        raise WriteError.wrap(f"the report in {store_root}", exc) from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # this build's turn (closing the folder ends it)
         remove_debris(store_root)
         tmp = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=store_root))
         os.chmod(tmp, 0o755)
+        try:
+            yield tmp
+            swap_in(tmp, store_root / name)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     except OSError as exc:
-        lock.release()
         if isinstance(exc, PosencError):
             raise
         raise WriteError.wrap(f"the report in {store_root}", exc) from None
-    try:
-        yield tmp
-        swap_in(tmp, store_root / name)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError) and not isinstance(exc, PosencError):
-            raise WriteError.wrap(f"the report in {store_root}", exc) from None
-        raise
     finally:
-        lock.release()
+        os.close(lock)
 
 
 def remove_debris(store_root: Path) -> list[str]:
-    """Remove the staging folders of earlier builds (call it holding the report lock: then no
-    other build is running, and each one found was left by a build that died); returns their
+    """Remove the staging folders of earlier builds (call it in a build's turn: then no other
+    build is running, and each one found was left by a build that died); returns their
     names."""
     gone = []
     for path in sorted(store_root.glob(STAGING_PREFIX + "*")):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from posenc.report import publish
-from posenc.report.publish import LOCK, remove_debris, staged_report
+from posenc.report.publish import remove_debris, staged_report
 
 
 def _build(store, generation, extra=()):
@@ -95,7 +95,27 @@ def test_a_killed_build_leaves_the_old_report_and_its_debris_goes_next_time(tmp_
     _build(tmp_path, 1)
     assert not list(tmp_path.glob(".report.*"))
     assert (report / "report.json").read_text() == '{"generation": 1}\n'
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([LOCK, "report"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no lock file either
+
+
+def test_two_builders_at_once_take_turns(tmp_path):
+    """Each build clears the staging folders it finds: two at once must not clear each other's
+    (they take turns on a lock of the store folder).  Two threads, 20 builds each."""
+    errors = []
+
+    def builds(offset):
+        try:
+            for generation in range(offset, offset + 20):
+                _build(tmp_path, generation)
+        except Exception as exc:  # noqa: BLE001 -- reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=builds, args=(k * 100,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and not list(tmp_path.glob(".report.*"))
 
 
 def test_a_failed_build_leaves_the_old_report_untouched(tmp_path):

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from posenc.cli import main
 from posenc.report.replication import SECTION, agreement, replication_rows
 from small_sweep import SMALL, posenc, replica_store
 
@@ -206,17 +207,18 @@ def _first_seeds(config, summary):  # back on the first store's seeds
     (_count_task, "holds the tasks count, not distance"),
     (_one_epoch, "differs in train.epochs of its distance/nope runs: 1, not 8"),
 ])
-def test_report_refuses_a_replica_of_another_plan(tmp_path, small_store_copy, change, fragment):
+def test_report_refuses_a_replica_of_another_plan(tmp_path, small_store_copy, capsys, change,
+                                                  fragment):
     """``report --replica`` put any store with other seeds into the replication table (a
     paper-code store, other roles or tasks, epochs=1: exit 0).  Now it runs the plan check of
     ``reproduce --replicate``: one line, exit 2, and the existing report byte-identical."""
     store = small_store_copy
     other = replica_store(store, tmp_path / "other", change)
     before = _files(store / "report")
-    proc = posenc("report", str(store), "--no-theory", "--replica", str(other), timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert fragment in proc.stderr and "every config field but the seed" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert main(["report", str(store), "--no-theory", "--replica", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "every config field but the seed" in err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
     assert _files(store / "report") == before
     assert not list(store.glob(".report.*"))
 
@@ -232,7 +234,7 @@ def test_the_plan_check_passes_the_same_plan_on_other_seeds(small_store):
     assert "lacks the distance/" in plan_difference(first + [extra], moved)
 
 
-def test_a_refused_replicate_writes_no_store(tmp_path, small_store):
+def test_a_refused_replicate_writes_no_store(tmp_path, small_store, capsys):
     """A ``reproduce --replicate`` refused for its replica store created the first store (empty)
     before refusing; now every check reads the stores as they are, and a refusal writes
     nothing."""
@@ -244,6 +246,6 @@ def test_a_refused_replicate_writes_no_store(tmp_path, small_store):
     assert not (tmp_path / "s-replicate" / "index.sqlite").exists()
     # and a replica store sharing the first store's seeds: refused, no first store either
     shared = replica_store(small_store, tmp_path / "t-replicate", _first_seeds)
-    proc = posenc("reproduce", *SMALL, "--replicate", "--out", str(tmp_path / "t"), timeout=120)
-    assert proc.returncode == 2 and "would share seeds [0, 1]" in proc.stderr, proc.stderr
+    assert main(["reproduce", *SMALL, "--replicate", "--out", str(tmp_path / "t")]) == 2
+    assert "would share seeds [0, 1]" in capsys.readouterr().err
     assert not (tmp_path / "t").exists() and shared.is_dir()
