@@ -14,16 +14,15 @@ import csv
 import io
 import json
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..errors import PosencError, WriteError
+from ..errors import PosencError
 from ..roles import DISTANCE, roles_where
 from .dynamics import FIGURE as DYNAMICS_FIGURE
 from .markdown import ReportInputs, render, report_mode
+from .publish import staged_report
 from .report_json import REPORT_FORMAT
 from .theory_tables import spectral_table, theory_claims
 
@@ -95,10 +94,14 @@ def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
 def build_report(store_root: str | Path, preset: Optional[str] = None, theory: bool = True,
                  replica: str | Path | None = None, beside: str | Path | None = None) -> Path:
     """Write report.md, report.json, runs.csv and figures under STORE/report/ from stored runs
-    (built in a private temporary folder moved into place: a failure leaves the old report).
+    (built in a private folder beside the old report and swapped in file by file,
+    :mod:`.publish`: a reader never finds report.json missing, a failure or a kill leaves the old
+    report, and a killed build's leftovers go at the next build).
     ``replica``: the store of the same plan on a disjoint seed set (``posenc reproduce
-    --replicate``); the report then sets both verdicts of each claim side by side
-    (:mod:`.replication`).  ``beside``: the report (its ``report.json`` or folder) of the same
+    --replicate``), checked to hold the same configurations (every config field but the seed,
+    :func:`.replication.check_same_plan`) before anything is written; the report then sets both
+    verdicts of each claim side by side (:mod:`.replication`, the store named relative to this
+    one).  ``beside``: the report (its ``report.json`` or folder) of the same
     preset run with the other model code (paper-code vs standard); the report then sets both
     verdicts of each claim side by side and names those that differ (:mod:`.beside`)."""
     store_root = Path(store_root)
@@ -110,6 +113,8 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
         replica_results, _ = _load_results(Path(replica))
         if not replica_results:
             raise PosencError(f"no finished experiment runs in the replication store {replica}")
+        from .replication import check_same_plan
+        check_same_plan(_done_configs(store_root), _done_configs(Path(replica)), str(replica))
         shared = {r.seed for r in results} & {r.seed for r in replica_results}
         if shared:
             raise PosencError(f"the replication store {replica} shares seeds {sorted(shared)} "
@@ -117,33 +122,35 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     other = None
     if beside is not None:  # checked before any work: a wrong comparison costs nothing
         from .beside import load_other
-        other = (str(beside), load_other(beside, preset or results[0].summary["preset"],
-                                         report_mode(results)))
-    out = store_root / "report"
-    try:  # a private folder: two reports at once (or one beside a sweep) never mix files
-        tmp = Path(tempfile.mkdtemp(prefix=".report.", dir=store_root))
-        os.chmod(tmp, 0o755)
-    except OSError as exc:
-        raise WriteError.wrap(f"the report in {store_root}", exc) from None
-    try:
+        other = (relative_to_store(beside, store_root),
+                 load_other(beside, preset or results[0].summary["preset"], report_mode(results)))
+    with staged_report(store_root) as tmp:  # written beside the old report, swapped in whole
         t0 = time.perf_counter()
         _write_report(tmp, store_root, results, rows, preset, theory,
-                      None if replica is None else (Path(replica), replica_results), other)
+                      None if replica is None else (relative_to_store(replica, store_root),
+                                                    replica_results), other)
         _write_timings(tmp / "timings.md", rows, time.perf_counter() - t0)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError) and not isinstance(exc, PosencError):
-            raise WriteError.wrap(f"the report in {store_root}", exc) from None
-        raise
-    return out / "report.md"
+    return store_root / "report" / "report.md"
+
+
+def relative_to_store(path: str | Path, store_root: Path) -> str:
+    """``path`` as the report names it: relative to the store (``../store-replicate``), never a
+    machine's absolute path."""
+    return os.path.relpath(Path(path).resolve(), store_root.resolve())
+
+
+def _done_configs(store_root: Path) -> list[dict[str, Any]]:
+    """The configs of a store's finished experiment runs (those its report reads)."""
+    from ..empirical.pipeline.store import RunStore
+
+    store = RunStore(store_root, create=False)
+    return [rec.config for rec in store.records()
+            if rec.kind == "experiment" and store.is_done(rec.id)]
 
 
 def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   rows: list[dict[str, Any]], preset: Optional[str], theory: bool,
-                  replica: Optional[tuple[Path, list[ExperimentResult]]] = None,
+                  replica: Optional[tuple[str, list[ExperimentResult]]] = None,
                   beside: Optional[tuple[str, dict[str, Any]]] = None) -> None:
     from ..empirical.analysis.ablation import AblationTable
     from ..empirical.analysis.plots import ablation_strip_plot
@@ -191,12 +198,12 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     replication_payload = None
     if replica is not None:
         from .replication import replication_markdown, replication_rows
-        replica_root, replica_results = replica
+        replica_name, replica_results = replica
         second = evaluate(replica_results) + evaluate_dynamics(replica_results)
         replication_payload = replication_rows(verdicts, second)
+        replica_seeds = sorted({r.seed for r in replica_results})
         replication_lines = replication_markdown(
-            replication_payload, sorted({r.seed for r in results}),
-            sorted({r.seed for r in replica_results}), str(replica_root))
+            replication_payload, sorted({r.seed for r in results}), replica_seeds, replica_name)
     mode = report_mode(results)
     beside_lines: list[str] = []
     beside_payload = None
@@ -215,7 +222,9 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              spectra=spectra, measured_sections=dyn_lines + measured_lines,
                              replication=replication_lines + beside_lines, ceilings=ceilings,
                              optional_stopping=None if stopping is None
-                             else optional_stopping_text(stopping)))
+                             else optional_stopping_text(stopping),
+                             replicated=replication_payload or [],
+                             replica_seeds=replica_seeds if replica is not None else []))
     (tmp / "report.md").write_text(md)
     payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
                "preset": preset, "model_code": mode, "until_decided": stopping,
@@ -224,7 +233,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,
                "trained_criterion": [c.to_dict() for c in trained_criterion(results)],
                "measured": measured_payload,
-               **({"replication": replication_payload} if replication_payload is not None else {}),
+               **({"replication": replication_payload, "replication_store": replica[0]}
+                  if replica is not None else {}),
                **({"beside": beside_payload} if beside_payload is not None else {})}
     (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     buf = io.StringIO()

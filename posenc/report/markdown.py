@@ -52,6 +52,10 @@ class ReportInputs:
     replication: list[str] = field(default_factory=list)  # .replication's lines, or none
     ceilings: list[dict[str, Any]] = field(default_factory=list)  # .ceiling.task_ceilings
     optional_stopping: Optional[str] = None  # .decide.optional_stopping_text, or none
+    #: .replication's rows (claim, first, second, replicated) when a replication exists, and the
+    #: replication's seeds: the verdict table then shows both words and the replicated one
+    replicated: list[dict[str, Any]] = field(default_factory=list)
+    replica_seeds: list[int] = field(default_factory=list)
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -126,12 +130,27 @@ def multiplicity_text(verdicts: list[Any]) -> str:
 
 
 def _verdicts(inp: ReportInputs) -> list[str]:
-    lines = [SECTIONS[0], "", *md_header(["claim", "statement", "statistic", "paper",
-                                          "measured: mean [95% CI]", "seeds", "seeds agreeing",
-                                          "resolves", "verdict"])]
+    """The headline table; with a replication, this seed set's word, the replication's and the
+    replicated verdict (decided only where both agree, in bold: the word a reader takes away)."""
+    rows = {r["claim"]: r for r in inp.replicated}
+    head = ["claim", "statement", "statistic", "paper", "measured: mean [95% CI]", "seeds",
+            "seeds agreeing", "resolves", "verdict"]
+    if rows:
+        seeds = sorted({r.seed for r in inp.results})
+        head[-1] = f"verdict, seeds {_span(seeds)}"
+        head += [f"verdict, seeds {_span(inp.replica_seeds)}", "replicated"]
+    lines = [SECTIONS[0], "", *md_header(head)]
+    if rows:
+        lines[2:2] = ["Each claim's verdict on this report's seeds, on the replication's "
+                      "(section *Replication on a second seed set*) and the replicated verdict: "
+                      "decided only where both seed sets give the same decided word.", ""]
     for v in inp.verdicts:
-        lines.append(md_row([v.claim, v.statement, v.statistic, v.paper, v.measured, v.seeds,
-                             v.agreement, v.resolution, f"**{v.verdict}**"]))
+        cells = [v.claim, v.statement, v.statistic, v.paper, v.measured, v.seeds, v.agreement,
+                 v.resolution]
+        r = rows.get(v.claim)
+        cells += [f"**{v.verdict}**"] if not rows else \
+            [v.verdict, r["second"] if r else "missing", f"**{r['replicated'] if r else 'undecided'}**"]
+        lines.append(md_row(cells))
     if inp.optional_stopping:
         lines += ["", inp.optional_stopping]
     return lines

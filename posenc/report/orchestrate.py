@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 from ..errors import PosencError
 from .build import build_report
+from .replication import check_same_plan
 
 
 def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] = None,
@@ -68,16 +69,21 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         replica_plan = replica_of(plan, replicate_first_seed)
     elif replicate_first_seed is not None:
         raise PosencError("--replicate-first-seed goes with --replicate")
-    plan.jobs(device=device)  # validates every config before anything is written
+    jobs = plan.jobs(device=device)  # validates every config before anything is written
     root = Path(out or f"posenc-out/{preset}" + ("-paper-code" if plan.in_paper_code else ""))
-    replica_dir = None if replica_plan is None else replica_root(root)
-    store = RunStore(root)
-    check_store_mode(store, plan.mode)
-    replica = None
+    # every check reads the stores as they are, before either is created: a refusal writes nothing
+    stored = _stored_records(root)
+    _check_mode(stored, root, plan.mode)
     if replica_plan is not None:
-        replica = RunStore(replica_dir)
-        check_store_mode(replica, plan.mode)
-        check_disjoint_stores(store, plan, replica, replica_plan)
+        replica_dir = replica_root(root)
+        replica_stored = _stored_records(replica_dir)
+        _check_mode(replica_stored, replica_dir, plan.mode)
+        check_disjoint_stores(root, plan, stored, replica_dir, replica_plan, replica_stored)
+        check_same_plan(_done_configs(stored) + [j.config for j in jobs],
+                        _done_configs(replica_stored)
+                        + [j.config for j in replica_plan.jobs(device=device)], str(replica_dir))
+    store = RunStore(root)
+    replica = None if replica_plan is None else RunStore(replica_dir)
     failed: dict[str, str] = {}
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
@@ -100,8 +106,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         log(f"replication: seeds {replica_plan.first_seed}.. into {replica.root}")
         run_plan(replica_plan, replica, **run)
         replica_root_ = replica.root
-        if not failed:
-            build_report(replica.root, preset=plan.preset, theory=False)
+        if not failed:  # the replication's own report, its section pointing back to this store
+            build_report(replica.root, preset=plan.preset, theory=False, replica=store.root)
     report = dict(preset=plan.preset, theory=theory, replica=replica_root_)
     if not failed:
         return build_report(store.root, **report)
@@ -144,23 +150,41 @@ def replica_root(root: str | Path) -> Path:
     return root.with_name(root.name + "-replicate")
 
 
-def _seeds_in(store: Any) -> set[int]:
-    """The seeds of every experiment run a store holds (finished or not)."""
-    return {int(rec.config["train"]["seed"]) for rec in store.records()
+def _stored_records(root: Path) -> list[Any]:
+    """The runs of the store at ``root`` as it is, created by nothing (none when there is no
+    store there yet)."""
+    from ..empirical.pipeline.store import RunStore
+
+    if root.exists() and not root.is_dir():
+        raise PosencError(f"results store {root} is not a folder")
+    if not (root / "posenc-store.json").exists():
+        return []
+    return list(RunStore(root, create=False).records())
+
+
+def _done_configs(records: list[Any]) -> list[dict[str, Any]]:
+    return [rec.config for rec in records if rec.kind == "experiment" and rec.state == "done"]
+
+
+def _seeds_in(records: list[Any]) -> set[int]:
+    """The seeds of every experiment run of ``records`` (finished or not)."""
+    return {int(rec.config["train"]["seed"]) for rec in records
             if rec.kind == "experiment" and "train" in rec.config}
 
 
-def check_disjoint_stores(store: Any, plan: Any, replica: Any, replica_plan: Any) -> None:
-    """Before anything trains: the replication's seeds (planned and already stored) share none
-    with the first store's (planned and already stored -- an earlier ``--until-decided`` or
-    ``--seeds`` may have added seeds past the plan)."""
+def check_disjoint_stores(root: Path, plan: Any, stored: list[Any], replica_dir: Path,
+                          replica_plan: Any, replica_stored: list[Any]) -> None:
+    """Before anything trains: the replication's seeds (planned and already stored, ``*stored``:
+    the stores' records) share none with the first store's (planned and already stored -- an
+    earlier ``--until-decided`` or ``--seeds`` may have added seeds past the plan)."""
     def planned(p: Any) -> set[int]:
         return {e.train.seed for e in p.experiments()}
-    first, second = planned(plan) | _seeds_in(store), planned(replica_plan) | _seeds_in(replica)
+    first = planned(plan) | _seeds_in(stored)
+    second = planned(replica_plan) | _seeds_in(replica_stored)
     shared = sorted(first & second)
     if shared:
-        raise PosencError(f"the replication {replica.root} would share seeds {shared[:10]}"
-                          f"{' ...' if len(shared) > 10 else ''} with {store.root}: a replication "
+        raise PosencError(f"the replication {replica_dir} would share seeds {shared[:10]}"
+                          f"{' ...' if len(shared) > 10 else ''} with {root}: a replication "
                           "needs a disjoint seed set (--replicate-first-seed)")
 
 
@@ -219,7 +243,11 @@ def _run_mode(config: dict[str, Any]) -> str:
 
 def check_store_mode(store: Any, mode: str) -> None:
     """Paper-code and standard runs never share a store (their reports would mix)."""
-    for rec in store.records():
+    _check_mode(store.records(), store.root, mode)
+
+
+def _check_mode(records: Any, root: Path, mode: str) -> None:
+    for rec in records:
         if rec.kind == "experiment" and _run_mode(rec.config) != mode:
-            raise PosencError(f"the store {store.root} holds {_run_mode(rec.config)} runs; give "
+            raise PosencError(f"the store {root} holds {_run_mode(rec.config)} runs; give "
                               f"another --out for a {mode} sweep")

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from posenc.cli import main
 from posenc.report.replication import SECTION, agreement, replication_rows
-from small_sweep import SMALL, posenc
+from small_sweep import SMALL, posenc, replica_store
 
 
 @pytest.mark.parametrize("first,second,expected", [
@@ -49,7 +50,18 @@ def test_replicate_runs_a_disjoint_seed_set_and_sets_the_verdicts_side_by_side(s
     assert [r["claim"] for r in data["replication"]] == [v["claim"] for v in data["verdicts"]]
     for row in data["replication"]:
         assert row["replicated"] == agreement(row["first"], row["second"])
-    assert (replica / "report" / "report.md").is_file()  # the replication's own full report
+    # the headline table: both seed sets' words and the replicated verdict, in bold
+    assert "| verdict, seeds 0-1 | verdict, seeds 2000-2001 | replicated |" in report
+    for row in data["replication"]:
+        assert f"| {row['first']} | {row['second']} | **{row['replicated']}** |" in report
+    # the replication's own full report carries the same section, pointing back
+    back = (replica / "report" / "report.md").read_text()
+    assert SECTION in back and f"(store `../{out.name}`," in back
+    assert f"(store `../{replica.name}`," in report
+    assert json.loads((replica / "report" / "report.json").read_text())["replication_store"] \
+        == f"../{out.name}"
+    for folder in (out, replica):  # no machine path in either report
+        _assert_no_machine_path(folder / "report", out.parent)
     # per-phase wall time beside the report (never in report.md itself)
     timings = (out / "report" / "timings.md").read_text()
     for phase in ("training", "dynamics", "ablation", "probe", "report"):
@@ -67,6 +79,50 @@ def test_replicate_runs_a_disjoint_seed_set_and_sets_the_verdicts_side_by_side(s
     shared = posenc("report", str(out), "--no-theory", "--replica", str(out), timeout=300)
     assert shared.returncode == 2 and "disjoint" in shared.stderr
     assert "Traceback" not in shared.stderr
+
+
+def _assert_no_machine_path(report, root):
+    """Neither report.md nor report.json names ``root`` (the stores' folder) or any absolute
+    path of this machine's usual roots."""
+    import re
+    for name in ("report.md", "report.json"):
+        text = (report / name).read_text()
+        assert str(root.resolve()) not in text and str(root) not in text, name
+        assert not re.search(r"(?<![\w.])/(tmp|home|root|work|Users|var|private)/", text), name
+
+
+def test_no_machine_path_names_the_replica_or_the_other_report(tmp_path):
+    """The replication section named the replica store by its absolute path; it (and --beside's
+    report) is now named relative to the store."""
+    from posenc.report.build import relative_to_store
+    store = tmp_path / "runs" / "store"
+    assert relative_to_store(tmp_path / "runs" / "store-replicate", store) == "../store-replicate"
+    assert relative_to_store(store / "x" / "report.json", store) == "x/report.json"
+
+
+def test_the_verdict_table_shows_both_words_and_the_replicated_one():
+    from posenc.report.markdown import ReportInputs, _verdicts
+
+    def v(claim, word):
+        return SimpleNamespace(claim=claim, verdict=word, statement="s", statistic="t",
+                               paper="p", measured="m", seeds=2, agreement="2/2", resolution="r")
+    verdicts = [v("E10", "confirmed"), v("AL1", "confirmed")]
+    rows = replication_rows(verdicts, [v("E10", "confirmed"), v("AL1", "inconclusive")])
+    runs = [SimpleNamespace(seed=s) for s in (0, 1)]
+    inp = ReportInputs(preset="smoke", results=runs, verdicts=verdicts, accuracy={}, deposits={},
+                       strips=[], probes={}, theory_claims=None, spectra=[], measured_sections=[],
+                       replicated=rows, replica_seeds=[2000, 2001])
+    lines = _verdicts(inp)
+    head = next(line for line in lines if line.startswith("| claim"))
+    assert head.endswith("| verdict, seeds 0-1 | verdict, seeds 2000-2001 | replicated |")
+    body = [line for line in lines if line.startswith(("| E10", "| AL1"))]
+    assert body[0].endswith("| confirmed | confirmed | **confirmed** |")
+    assert body[1].endswith("| confirmed | inconclusive | **undecided** |")  # not bold alone
+    cells = head.count(" |")
+    assert all(line.count(" |") == cells for line in body)
+    assert next(line for line in lines if line.startswith("|---")).count("|---") == cells
+    plain = _verdicts(ReportInputs(**{**inp.__dict__, "replicated": [], "replica_seeds": []}))
+    assert plain[-1].endswith("| r | **confirmed** |") and "replicated" not in plain[2]
 
 
 def _csv(path):
@@ -118,3 +174,78 @@ def test_a_replica_sharing_a_seed_already_in_the_first_store_is_refused_before_t
     assert "Traceback" not in proc.stderr
     assert not any((tmp_path / "s-replicate" / "runs").glob("*/result.json"))
     assert not any((tmp_path / "s" / "runs").glob("*/result.json"))
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _paper_code(config, summary):
+    config["train"]["model"]["code"] = "paper"
+    summary["code"] = "paper"
+
+
+def _rope_only(config, summary):
+    return config["tags"]["role"] == "rope"
+
+
+def _count_task(config, summary):
+    config["train"]["task"]["name"] = summary["task"] = "count"
+
+
+def _one_epoch(config, summary):
+    config["train"]["epochs"] = 1
+
+
+def _first_seeds(config, summary):  # back on the first store's seeds
+    config["train"]["seed"] = summary["seed"] = config["train"]["seed"] - 2000
+
+
+@pytest.mark.parametrize("change,fragment", [
+    (_paper_code, "holds paper-code runs, not standard"),
+    (_rope_only, "holds the roles rope on distance, not nope, rope on distance"),
+    (_count_task, "holds the tasks count, not distance"),
+    (_one_epoch, "differs in train.epochs of its distance/nope runs: 1, not 8"),
+])
+def test_report_refuses_a_replica_of_another_plan(tmp_path, small_store_copy, capsys, change,
+                                                  fragment):
+    """``report --replica`` put any store with other seeds into the replication table (a
+    paper-code store, other roles or tasks, epochs=1: exit 0).  Now it runs the plan check of
+    ``reproduce --replicate``: one line, exit 2, and the existing report byte-identical."""
+    store = small_store_copy
+    other = replica_store(store, tmp_path / "other", change)
+    before = _files(store / "report")
+    assert main(["report", str(store), "--no-theory", "--replica", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "every config field but the seed" in err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert _files(store / "report") == before
+    assert not list(store.glob(".report.*"))
+
+
+def test_the_plan_check_passes_the_same_plan_on_other_seeds(small_store):
+    from posenc.report.build import _done_configs
+    from posenc.report.replication import plan_difference
+    first = _done_configs(small_store)
+    moved = [{**c, "train": {**c["train"], "seed": c["train"]["seed"] + 2000}} for c in first]
+    assert plan_difference(first, moved) is None
+    assert plan_difference(first, moved[:1] + moved) is None  # seed counts may differ
+    extra = {**first[0], "train": {**first[0]["train"], "lr": 0.5}}
+    assert "lacks the distance/" in plan_difference(first + [extra], moved)
+
+
+def test_a_refused_replicate_writes_no_store(tmp_path, small_store, capsys):
+    """A ``reproduce --replicate`` refused for its replica store created the first store (empty)
+    before refusing; now every check reads the stores as they are, and a refusal writes
+    nothing."""
+    replica_store(small_store, tmp_path / "s-replicate", _one_epoch)
+    proc = posenc("reproduce", *SMALL, "--replicate", "--out", str(tmp_path / "s"), timeout=120)
+    assert proc.returncode == 2 and "differs in train.epochs" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "s").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s-replicate"]
+    assert not (tmp_path / "s-replicate" / "index.sqlite").exists()
+    # and a replica store sharing the first store's seeds: refused, no first store either
+    shared = replica_store(small_store, tmp_path / "t-replicate", _first_seeds)
+    assert main(["reproduce", *SMALL, "--replicate", "--out", str(tmp_path / "t")]) == 2
+    assert "would share seeds [0, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "t").exists() and shared.is_dir()
