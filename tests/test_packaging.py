@@ -117,3 +117,13 @@ def test_py_typed_and_license_ship():
     assert "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["posenc"]
     assert pyproject["project"]["license-files"] == ["LICENSE"] and (ROOT / "LICENSE").is_file()
     assert "include CITATION.cff" in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines()
+
+
+def test_readme_keeps_its_two_set_up_commands():
+    """The README's set-up commands are a contract (.ci/run runs the second's two halves): the
+    prose around them may change, these lines may not."""
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    lines = {line for block in blocks for line in block.splitlines()}
+    assert "python3 -m pip install torch==2.13.0 -e . && posenc reproduce" in lines
+    assert 'python3 -m pip install torch==2.13.0 -e ".[test,cluster,thirdparty]" && python3 -m pytest -q' \
+        in lines
