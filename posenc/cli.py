@@ -35,12 +35,17 @@ COMMANDS = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
-        raise PosencError(f"{self.prog}: {message}")
+        # main prints "posenc: error: " before it: name the sub-command ("bound: ..."), never
+        # "posenc" a second time
+        command = self.prog.removeprefix("posenc").strip()
+        raise PosencError(f"{command}: {message}" if command else message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="posenc", description=__doc__.splitlines()[0])
-    from . import __version__
+    from . import __doc__ as package_doc, __version__
+    from .commands import plain
+
+    parser = _Parser(prog="posenc", description=plain(package_doc))
     parser.add_argument("--version", action="version", version=f"posenc {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:

@@ -21,7 +21,7 @@ Bounds (the reason each is where it is):
   d x D symbolic matrices per head and proves identities on them; the default
   is d = 4, H = 4 and cost grows steeply (d = 8 takes ~25 s, d = 16 over 2 min).  Forms
   built without proofs (``prove=False``, to evaluate numerically) allow 8x the dims, 4x the heads.
-* ``posenc check --dim`` is bounded by ``posenc.checker.MAX_DIM``.
+* ``posenc check --head-dim`` is bounded by ``posenc.checker.MAX_DIM``.
 * :data:`MAX_EXAMPLES` -- ``posenc verify --examples``: Hypothesis examples per claim (the
   ``thorough`` profile draws 400).
 * :data:`MAX_SEEDS` -- seeds per configuration of ``posenc reproduce`` (``--seeds``,

@@ -1,7 +1,7 @@
 """Bounded work for every input (issue 12, item 5 and the .npy part of item 7).
 
 Every size a user gives -- sequence lengths, heads, widths, catalogue integers, content rank,
-symbolic dimensions, ``check --dim``, the shape in a ``.npy`` header -- is checked against a
+symbolic dimensions, ``check --head-dim``, the shape in a ``.npy`` header -- is checked against a
 bound of :mod:`posenc.limits` (or the available memory) *before* anything is allocated: the
 refused calls below are run under tracemalloc and must stay under a few MiB, where the
 unchecked code allocated GiBs (``bound --n 10000001``: 1.3 GB) or hung.
@@ -58,7 +58,7 @@ REFUSED = [
     (["derive", "rope", "--head-dim", "100000"], "exceeds the limit 8"),
     (["derive", "rope", "--model-dim", "100000"], "exceeds the limit 8"),
     (["derive", "custom:frequencies=" + ";".join(["1"] * 40)], "head dim 80 exceeds"),
-    (["check", "posenc.numerics.logits:rotate", "--dim", "100000"], "[2, 4096]; got 100000"),
+    (["check", "posenc.numerics.logits:rotate", "--head-dim", "100000"], "[2, 4096]; got 100000"),
     (["ablate", "no-such-run", "--plot", "x.txt"], "ending in .png or .pdf"),
 ]
 

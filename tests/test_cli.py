@@ -41,3 +41,52 @@ def test_stop_on_without_patience_is_one_line_from_cli_and_api(tmp_path):
         posenc.train("distance", "rope", preset="smoke", out=str(out),
                      overrides={"stop_on": "accuracy_or_loss"})
     assert str(err.value) in proc.stderr and not out.exists()
+
+
+def _subparsers():
+    """{name: parser} of every sub-command, and "" for the top-level parser."""
+    import argparse
+
+    from posenc.cli import build_parser
+
+    top = build_parser()
+    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return {"": top, **subs.choices}
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["bound", "rope"], "posenc: error: bound: the following arguments are required: --n"),
+    (["check", "x:f", "--timeout", "soon"],
+     "posenc: error: check: argument --timeout: invalid float value: 'soon'"),
+    (["--bogus"], "posenc: error: unrecognized arguments: --bogus"),
+])
+def test_an_argument_error_says_posenc_once(capsys, argv, line):
+    """One prefix: main's "posenc: error:", then the sub-command's name -- not "posenc: error:
+    posenc bound: ..." as argparse's prog made it."""
+    from posenc.cli import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_no_help_text_shows_rest_markup():
+    """Module docstrings feed the descriptions: their ``literals`` and :role:`targets` are
+    written in plain words in --help."""
+    import re
+
+    for name, parser in _subparsers().items():
+        text = parser.format_help()
+        assert "``" not in text and not re.search(r":[a-z]+:`", text), (name or "posenc", text)
+
+
+@pytest.mark.parametrize("flag", ["--head-dim", "--dim"])
+def test_check_takes_head_dim_like_every_command_and_dim_still(capsys, flag):
+    """check's head dimension is --head-dim, as in derive, bound and train; the old --dim is an
+    unlisted alias that still reaches the checker."""
+    from posenc.cli import main
+
+    assert "--head-dim" in _subparsers()["check"].format_help()
+    assert "--dim" not in _subparsers()["check"].format_help().replace("--head-dim", "")
+    assert main(["check", "posenc.numerics.logits:rotate", flag, "5"]) == 2
+    assert capsys.readouterr().err == "posenc: error: --head-dim must be an even number in " \
+                                      "[2, 4096]; got 5\n"

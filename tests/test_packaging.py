@@ -5,9 +5,9 @@ on ``import hypothesis`` after 30 minutes)."""
 from __future__ import annotations
 
 import ast
-import configparser
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,19 +22,13 @@ DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}
 EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "thirdparty"}
 
 
-def _setup() -> configparser.ConfigParser:
-    cfg = configparser.ConfigParser()
-    cfg.read(ROOT / "setup.cfg")
-    return cfg
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-def _requirements(text: str) -> set[str]:
-    names = set()
-    for line in text.strip().splitlines():
-        line = line.strip()
-        if line:
-            names.add(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower())
-    return names
+def _requirements(lines: list[str]) -> set[str]:
+    """Distribution names of PEP 508 requirement strings."""
+    return {re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower() for line in lines}
 
 
 def _third_party_imports() -> dict[str, set[str]]:
@@ -60,8 +54,7 @@ def _third_party_imports() -> dict[str, set[str]]:
 def test_every_directory_with_python_files_is_a_package_in_the_build():
     from setuptools import find_packages
 
-    cfg = _setup()
-    include = [p.strip() for p in cfg["options.packages.find"]["include"].split(",")]
+    include = _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
     built = set(find_packages(where=str(ROOT), include=include))
     dirs = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("*.py")
             if "__pycache__" not in p.parts}
@@ -71,9 +64,9 @@ def test_every_directory_with_python_files_is_a_package_in_the_build():
 
 
 def test_every_runtime_import_is_an_install_requirement():
-    cfg = _setup()
-    required = _requirements(cfg["options"]["install_requires"])
-    extras = {name: _requirements(text) for name, text in cfg["options.extras_require"].items()}
+    project = _pyproject()["project"]
+    required = _requirements(project["dependencies"])
+    extras = {name: _requirements(lines) for name, lines in project["optional-dependencies"].items()}
     problems = []
     for module, files in sorted(_third_party_imports().items()):
         dist = DISTRIBUTION.get(module, module).lower()
@@ -89,8 +82,7 @@ def test_every_runtime_import_is_an_install_requirement():
 
 def test_hypothesis_is_a_runtime_dependency_not_only_a_test_one():
     # The proofs layer runs Hypothesis for users (posenc verify, the report's theory table).
-    cfg = _setup()
-    assert "hypothesis" in _requirements(cfg["options"]["install_requires"])
+    assert "hypothesis" in _requirements(_pyproject()["project"]["dependencies"])
 
 
 @pytest.mark.parametrize("module", ["ray", "pandas", "transformers"])
@@ -103,3 +95,35 @@ def test_optional_imports_are_guarded(module):
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] == module for n in names), \
                 f"{path.relative_to(ROOT)} imports {module} at module level"
+
+
+def test_metadata_is_in_pyproject_alone_and_its_version_is_the_package_s():
+    """PEP 621: one place for the metadata (a leftover setup.cfg [metadata] would be read too)."""
+    import posenc
+
+    assert not (ROOT / "setup.cfg").exists() and not (ROOT / "setup.py").exists()
+    pyproject = _pyproject()
+    assert pyproject["project"]["dynamic"] == ["version"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "posenc.__version__"}
+    citation = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    assert re.search(r"^version: (\S+)$", citation, re.M).group(1) == posenc.__version__
+
+
+def test_py_typed_and_license_ship():
+    """py.typed is package data (the wheel's contents are checked by .ci/wheel_contents.py), the
+    LICENSE a license file, and MANIFEST.in adds CITATION.cff to the sdist."""
+    pyproject = _pyproject()
+    assert (PACKAGE / "py.typed").is_file()
+    assert "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["posenc"]
+    assert pyproject["project"]["license-files"] == ["LICENSE"] and (ROOT / "LICENSE").is_file()
+    assert "include CITATION.cff" in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines()
+
+
+def test_readme_keeps_its_two_set_up_commands():
+    """The README's set-up commands are a contract (.ci/run runs the second's two halves): the
+    prose around them may change, these lines may not."""
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    lines = {line for block in blocks for line in block.splitlines()}
+    assert "python3 -m pip install torch==2.13.0 -e . && posenc reproduce" in lines
+    assert 'python3 -m pip install torch==2.13.0 -e ".[test,cluster,thirdparty]" && python3 -m pytest -q' \
+        in lines

@@ -2,7 +2,7 @@
 `python3 -m pip install torch==2.13.0 -e ".[test,thirdparty]"`).
 
     posenc check docs/examples/thirdparty.py:rope_rotary_embedding_torch --expect base=10000
-    posenc check docs/examples/thirdparty.py:rope_x_transformers --dim 128
+    posenc check docs/examples/thirdparty.py:rope_x_transformers --head-dim 128
     posenc check docs/examples/thirdparty.py:alibi_x_transformers --expect slopes=press,direction=symmetric
     posenc check docs/examples/thirdparty.py:rope_transformer_lens --expect base=10000,pairing=half
     posenc check docs/examples/thirdparty.py:rope_torchtune --expect base=10000,pairing=interleaved

@@ -43,7 +43,7 @@ from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
 MAX_DIM = 4096
-# Head dims tried when the given --dim does not work, to tell the user which one does.
+# Head dims tried when the given --head-dim does not work, to tell the user which one does.
 OTHER_DIMS = (128, 64, 256, 32, 16, 80, 96, 112, 160, 8)
 
 
@@ -72,7 +72,7 @@ def _dim_hint(caller: Caller, dim: int) -> str:
             probe.apply(rng.standard_normal((2, 4, d)), np.arange(4))
         except PosencError:
             continue
-        return f"; it works with head dim {d}: pass --dim {d}"
+        return f"; it works with head dim {d}: pass --head-dim {d}"
     return ""
 
 
@@ -167,7 +167,7 @@ def check_xpos(caller: Caller, impl: str, dim: int,
 
 def _check_dim(dim: int) -> None:
     if not is_int(dim) or dim < 2 or dim % 2 or dim > MAX_DIM:
-        raise PosencError(f"--dim must be an even number in [2, {MAX_DIM}]; got {dim}")
+        raise PosencError(f"--head-dim must be an even number in [2, {MAX_DIM}]; got {dim}")
 
 
 def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: int = 64,

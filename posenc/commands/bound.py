@@ -19,7 +19,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
-from . import hf_option
+from . import hf_option, plain
 
 if TYPE_CHECKING:
     from ..numerics.bound_rows import BoundReport
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("bound", help="spectra and spectral bounds of a PE's positional matrix",
-                        description=__doc__.splitlines()[0])
+                        description=plain(__doc__))
     p.add_argument("spec", nargs="?", help="PE spec, e.g. alibi, rope:base=500000, "
                                            "'custom:kernel=exp(-0.1*abs(k))'")
     p.add_argument("--n", required=True, help="sequence length(s), e.g. 1024 or 64,256,1024,4096")

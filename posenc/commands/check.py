@@ -28,8 +28,10 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="rope: f(x, positions); bias: g(n_heads, n); xpos: f(q, k, positions) -> "
                         "(q, k); rope-qk: RoPE as f(q, k, positions) -> (q, k); t5: b(n) -> "
                         "(n, n) T5 buckets of query i, key j (default: detect rope or bias)")
-    p.add_argument("--dim", type=int, default=None,
+    p.add_argument("--head-dim", type=int, default=None, metavar="D",
                    help="head dimension given to a rotary function (default 64)")
+    # --dim: this command's name for it before every command said --head-dim; still taken, unlisted
+    p.add_argument("--dim", dest="head_dim", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--expect", default=None, metavar="K=V,...",
                    help="the conventions you meant, checked against posenc's reference: "
                         "rotary base=500000,pairing=half|interleaved,fraction=F; bias "
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.impl is None:
         raise PosencError("check: give an IMPL or --from-hf CONFIG")
     else:
-        report = check(args.impl, kind=args.kind, dim=64 if args.dim is None else args.dim,
+        report = check(args.impl, kind=args.kind, dim=64 if args.head_dim is None else args.head_dim,
                        expect=args.expect, timeout=args.timeout, max_positions=args.max_positions)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_hf(args: argparse.Namespace):
     from ..checker.hf_code import check_hf
 
-    given = [f"--{k.replace('_', '-')}" for k in ("kind", "dim", "timeout", "max_positions")
+    given = [f"--{k.replace('_', '-')}" for k in ("kind", "head_dim", "timeout", "max_positions")
              if getattr(args, k) is not None]
     if given:
         raise PosencError(f"check --from-hf: {', '.join(given)} not taken: the config sets the "

@@ -14,12 +14,12 @@ import argparse
 import json
 import sys
 
-from . import hf_option
+from . import hf_option, plain
 
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("derive", help="derive a PE's attention logit symbolically (sympy)",
-                        description=__doc__.splitlines()[0])
+                        description=plain(__doc__))
     p.add_argument("spec", nargs="?", help="a PE spec, e.g. rope:pairing=half or paper-alibi")
     p.add_argument("--all", action="store_true", help="every catalogue entry and preset")
     p.add_argument("--latex", action="store_true", help="print LaTeX instead of text")

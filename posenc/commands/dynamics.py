@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import plain
+
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("dynamics", help="positional gradient seed, head importance and margins "
                                          "over training; can the deposit head be predicted early?",
-                        description=__doc__.splitlines()[0])
+                        description=plain(__doc__))
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder with dynamics.jsonl")
     p.add_argument("--early", type=int, metavar="N",
                    help="predict from the records of the first N steps (default 10%% of training)")

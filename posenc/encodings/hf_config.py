@@ -18,7 +18,7 @@ config                                 spec
                                        factor < 1 for a model whose code rotates the whole
                                        head: all but Phi, Phi-3, GPT-NeoX, GPT-J)
 ``head_dim``, else ``hidden_size //``  the head dimension (``info["head_dim"]``: the
-``num_attention_heads``                spec is per head, the commands take it as --dim /
+``num_attention_heads``                spec is per head, the commands take it as
                                        --head-dim)
 architecture                           ``rope:pairing``: ``half`` (rotate_half: Llama,
                                        Mistral, Qwen2/3, Gemma, Phi, Phi-3, GPT-NeoX,

@@ -127,7 +127,8 @@ def test_the_command_passes_transformers_code_and_fails_a_wrong_expectation(tmp_
 
 @pytest.mark.parametrize("args, words", [
     (["check", "IMPL:f", "--from-hf", "CONFIG"], "give an IMPL or --from-hf CONFIG, not both"),
-    (["check", "--from-hf", "CONFIG", "--dim", "32"], "--dim not taken"),
+    (["check", "--from-hf", "CONFIG", "--head-dim", "32"], "--head-dim not taken"),
+    (["check", "--from-hf", "CONFIG", "--dim", "32"], "--head-dim not taken"),
     (["check", "--from-hf", "CONFIG", "--kind", "bias"], "--kind not taken"),
     (["check", "--from-hf", "MISSING"], "no such file"),
     (["check", "--from-hf", "BAD"], "rope_type='su'"),

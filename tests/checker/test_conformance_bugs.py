@@ -289,7 +289,7 @@ def test_llama_native_four_axis_layout_is_accepted():
 
 
 def test_adapter_hard_coded_to_128_dims_hears_about_dim():
-    with pytest.raises(PosencError, match=r"--dim 128"):
+    with pytest.raises(PosencError, match=r"--head-dim 128"):
         check_callable(make_rope(dim_only=128), "rope")
     assert check_callable(make_rope(dim_only=128), "rope", dim=128).ok
 
@@ -335,5 +335,5 @@ def test_front_door_check_takes_a_callable_or_an_impl_string_with_expect():
 @pytest.mark.parametrize("dim", [100000, 5, 0])
 def test_head_dim_is_bounded_before_anything_is_allocated(dim):
     # --dim 100000 used to build 24 rotation matrices of 100000² entries (issue 12, item 5)
-    with pytest.raises(PosencError, match="--dim must be an even number in"):
+    with pytest.raises(PosencError, match="--head-dim must be an even number in"):
         check_callable(make_rope(), "rope", dim=dim)

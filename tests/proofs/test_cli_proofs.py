@@ -104,7 +104,7 @@ def test_check_bad_input_is_one_line(main, tmp_path, target, kind, needles):
 
 def test_check_odd_dim_is_bad_input(main):
     assert_one_line_error(main("check", str(EXAMPLES / "rope_interleaved.py:rope"), "--kind",
-                              "rope", "--dim", "5"), "--dim")
+                              "rope", "--head-dim", "5"), "--head-dim")
 
 
 @pytest.mark.parametrize("impl, expect, code", [
