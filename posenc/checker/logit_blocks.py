@@ -7,11 +7,12 @@ All S² blocks of D×D maps are S²·D³ flops (10 GFLOP at D = 256, S = 24).  T
 Gaussian q, k, whose mean square is ‖Δ‖_F² ≥ max_ab Δ_ab²; all PROBES² of them stay below a
 quarter of ``tol`` only if Δ is nearly orthogonal to every probe pair, an event of negligible
 probability for Gaussian probes.  The pairs (i, j) whose probes do not all stay below tol/4 are
-then compared entry by entry, in the order the counterexample is reported, and the first entry
-off by more than ``tol`` is the counterexample.  A float32 implementation gets every pair
+then compared entry by entry, and the first entry off by more than ``tol``, in the order the
+counterexample is reported, is the counterexample.  A float32 implementation gets every pair
 compared entry by entry (its Δ is ~D·1e-7 in Frobenius norm): those blocks are formed from
 sparse maps when the maps are sparse (a rotary map has two nonzero entries per column: a block
-costs O(D) instead of D³), so the exact comparison stays cheap at large D.
+costs O(D) instead of D³, and a row of blocks is one product), so the exact comparison stays
+cheap at large D.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def logit_probes(M: np.ndarray, K: np.ndarray) -> np.ndarray:
 
 
 class Blocks:
-    """G_ij = M_iᵀ K_j on demand, as sparse products when M and K are finite and sparse."""
+    """G_ij = M_iᵀ K_j on demand, a row of them (one i, several j) at a time: from sparse
+    products when M and K are finite and sparse (one product per row), else dense ones (one
+    per block asked for)."""
 
     def __init__(self, M: np.ndarray, K: np.ndarray) -> None:
         self.M, self.K = M, K
@@ -44,13 +47,20 @@ class Blocks:
         if np.isfinite(M).all() and np.isfinite(K).all() and \
                 np.count_nonzero(M) + np.count_nonzero(K) <= SPARSE_DENSITY * (M.size + K.size):
             from scipy import sparse
-            self.sparse = ([sparse.csr_matrix(m.T) for m in M], [sparse.csc_matrix(k) for k in K])
+            self.sparse = ([sparse.csr_matrix(m.T) for m in M],
+                           sparse.hstack([sparse.csc_matrix(k) for k in K], format="csc"))
 
     def __call__(self, i: int, j: int) -> np.ndarray:
+        return self.row(i, [j])[0]
+
+    def row(self, i: int, js: list[int]) -> list[np.ndarray]:
+        """[G_ij for j in js]."""
         if self.sparse is None:
-            return self.M[i].T @ self.K[j]
-        Ms, Ks = self.sparse
-        return (Ms[i] @ Ks[j]).toarray()
+            return [self.M[i].T @ self.K[j] for j in js]
+        Ms, K_all = self.sparse
+        D = self.K.shape[2]
+        G = (Ms[i] @ K_all).toarray().reshape(Ms[i].shape[0], len(self.K), D)   # (D, S, D)
+        return [G[:, j, :] for j in js]
 
 
 class Difference(NamedTuple):
@@ -68,18 +78,22 @@ def first_difference(G: Blocks, G2: Blocks, L: np.ndarray, L2: np.ndarray, tol: 
     """The first entry where the blocks G(i, j) and G2(i, j) differ by more than ``tol`` (pairs
     in ``order``, entries row-major), given their probe logits L, L2 (S, S, R, R) made with the
     same probes; with the largest deviation seen and whether it was read entry by entry (else
-    over the random content)."""
+    over the random content).  Every flagged pair is compared (a row of blocks is one sparse
+    product), and the first failing one in ``order`` is reported."""
     pdev = np.abs(L - L2).max(axis=(2, 3))
     flagged = np.argwhere(~(pdev <= tol / 4))
-    worst = 0.0
-    for i, j in sorted(((int(i), int(j)) for i, j in flagged), key=lambda t: order(*t)):
-        Gij, G2ij = G(i, j), G2(i, j)
-        dev = np.abs(Gij - G2ij)
-        worst = max(worst, float(np.nanmax(dev)) if np.isfinite(dev).any() else 0.0)
-        bad = np.argwhere(~(dev <= tol))
-        if bad.size:
-            a, b = (int(v) for v in bad[0])
-            return Difference(i, j, a, b, float(Gij[a, b]), float(G2ij[a, b])), worst, True
+    worst, found = 0.0, []
+    for i in sorted({int(i) for i in flagged[:, 0]}):          # a row of blocks at a time
+        js = sorted(int(j) for j in flagged[flagged[:, 0] == i, 1])
+        for j, Gij, G2ij in zip(js, G.row(i, js), G2.row(i, js)):
+            dev = np.abs(Gij - G2ij)
+            worst = max(worst, float(np.nanmax(dev)) if np.isfinite(dev).any() else 0.0)
+            bad = np.argwhere(~(dev <= tol))
+            if bad.size:
+                a, b = (int(v) for v in bad[0])
+                found.append(Difference(i, j, a, b, float(Gij[a, b]), float(G2ij[a, b])))
+    if found:
+        return min(found, key=lambda d: order(d.i, d.j)), worst, True
     if flagged.size:
         return None, worst, True
     return None, float(pdev.max()) if pdev.size else 0.0, False
