@@ -26,10 +26,15 @@ Bad input raises :class:`PosencError` (a :class:`ValueError`) with one line of t
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
-from .encodings import PESpec, all_entries, parse_spec, spec_from_dict  # noqa: F401
+from .api.arguments import public
+from .encodings import PESpec, all_entries, parse_spec, spec_from_dict
 from .errors import PosencError  # noqa: F401
+
+# Every public function refuses a call its signature does not take in one line (see public).
+all_entries, parse_spec, spec_from_dict = map(public, (all_entries, parse_spec, spec_from_dict))
 
 __version__ = "0.1.0"
 
@@ -65,6 +70,8 @@ def __getattr__(name: str) -> Any:
     except KeyError:
         raise AttributeError(f"module 'posenc' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module), attr)
+    if inspect.isfunction(value):   # a public function: a call it does not take is one line
+        value = public(value)
     globals()[name] = value
     return value
 

@@ -42,6 +42,18 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` for a one-line message, at most ``limit`` characters: a huge int is
+    named by its digit count (its repr may be thousands of digits, or refused by Python)."""
+    if is_int(value) and abs(value) >= 10 ** limit:
+        return f"an integer of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
+    try:
+        text = repr(value)
+    except Exception:                       # a repr that raises: name the type instead
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def field_hints(cls: type) -> dict[str, Any]:
     """Field name -> resolved type of a dataclass (annotation strings evaluated by typing)."""
     hints = typing.get_type_hints(cls)

@@ -29,6 +29,13 @@ Bounds (the reason each is where it is):
   are 15,000 training runs -- days on a GPU; a billion was planned silently before.
 * :data:`MAX_SEED` -- the largest seed a run may have (``--first-seed`` + seeds - 1).
 * :data:`MAX_LENGTHS` -- distinct sequence lengths of one ``posenc bound`` call.
+* :data:`MAX_SCALE` -- a RoPE scaling's numbers (``factor``, ``attention_factor``, YaRN's betas,
+  Llama 3's frequency factors, LongRoPE's per-plane factors): real models use at most a few
+  hundred; the attention factor s multiplies the logits by s², which overflowed float64 in
+  ``posenc bound`` for s = 1e200.
+* :data:`MAX_POSITIONS` -- a position count a model config states (``max_position_embeddings``
+  and its kin): read by ``--from-hf``; the lengths actually computed with stay under
+  :data:`MAX_SEQ_LEN`.
 * :data:`DENSE_LIMIT` -- the largest n for which an n x n array is ever formed (``posenc bound
   --method dense``; the numeric layer's operators otherwise stay matrix-free).
 
@@ -55,6 +62,8 @@ MAX_SEEDS = 1_000
 MAX_SEED = 2**31 - 1
 MAX_LENGTHS = 64
 DENSE_LIMIT = 8192
+MAX_SCALE = 1e6
+MAX_POSITIONS = 10**9
 
 #: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.
 MEMORY_FRACTION = 0.8

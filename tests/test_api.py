@@ -381,3 +381,32 @@ def test_bound_values_file_with_nan_names_the_file(tmp_path, capsys):
         f"posenc: error: values in {path} must be finite numbers (no NaN or infinity)"
     with pytest.raises(posenc.PosencError, match="^values must be finite"):
         posenc.bound("relative_bias", 8, values=np.array([1.0, np.inf]))
+
+
+FUNCTIONS = sorted(n for n in posenc.__all__ if callable(getattr(posenc, n))
+                   and not isinstance(getattr(posenc, n), type))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_every_public_function_refuses_an_unknown_keyword_in_one_line(name, tmp_path, monkeypatch):
+    """As the CLI refuses an unknown option ("unrecognized arguments: --bogus 1"), before any
+    work (run in an empty folder: nothing may be written); ablate, which takes **options,
+    names its options itself."""
+    import inspect
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(posenc.PosencError) as exc:
+        getattr(posenc, name)("rope", bogus=1)
+    text = str(exc.value)
+    if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(getattr(posenc, name)).parameters.values()):
+        assert "bogus" in text
+    else:
+        assert text.startswith(f"posenc.{name}: unrecognized arguments: bogus=1 (it takes ")
+    assert "\n" not in text and not list(tmp_path.iterdir())
+
+
+def test_a_missing_argument_is_one_line_and_the_signature_is_kept():
+    import inspect
+    with pytest.raises(posenc.PosencError, match=r"posenc.bound: missing a required argument: 'n'"):
+        posenc.bound("rope")
+    assert "head_dim" in inspect.signature(posenc.bound).parameters
+    assert posenc.bound.__doc__ and posenc.bound.__name__ == "bound"

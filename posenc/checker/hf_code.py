@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
 
 from ..encodings import parse_spec
 from ..encodings.hf_config import read_hf_config, spec_from_hf_config
@@ -49,6 +50,23 @@ def _transformers():
                           "(pip install 'posenc[thirdparty]')") from None
     logging.getLogger("transformers").setLevel(logging.ERROR)
     return transformers
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch on one intra-op thread inside the block (the thread count restored after).  The
+    check calls transformers' code hundreds of times on tiny tensors (24 positions × head dim);
+    with two threads each sin or cos of them spent ~1 ms of CPU in the thread pool instead of
+    ~0.02 ms, 5 of the 10 s of CPU a head-dim-256 check took (issue 40, item 6).  The values are
+    the same: these element-wise ops do not depend on the thread count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def hf_config_object(data: dict) -> Any:
@@ -197,16 +215,17 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     name = spec_text.partition(":")[0]
     kind = {"rope": "rope", "alibi": "bias", "relative_bias": "t5"}[name]
     expected = _merge(expectation(spec_text, info["model_type"]), expect, kind)
-    if kind == "rope":
-        code_info = spec_from_hf_config(data, seq_len=seq_len)[1] if code is not None else info
-        fn = rotary_function(data, code_info["rotary_dims"])
-        limit = _probe_limit(parse_spec(spec_text), info)
-        report = check_callable(fn, "rope", dim=info["head_dim"], expect=expected,
-                                max_positions=limit)
-    elif kind == "bias":
-        report = check_callable(alibi_function(data), "bias", expect=expected)
-    else:
-        report = check_callable(t5_function(data), "t5", expect=expected)
+    with one_torch_thread():
+        if kind == "rope":
+            code_info = spec_from_hf_config(data, seq_len=seq_len)[1] if code is not None else info
+            fn = rotary_function(data, code_info["rotary_dims"])
+            limit = _probe_limit(parse_spec(spec_text), info)
+            report = check_callable(fn, "rope", dim=info["head_dim"], expect=expected,
+                                    max_positions=limit)
+        elif kind == "bias":
+            report = check_callable(alibi_function(data), "bias", expect=expected)
+        else:
+            report = check_callable(t5_function(data), "t5", expect=expected)
     report.summary["from_hf"] = {"spec": spec_text, "model_type": info["model_type"],
                                  "head_dim": info["head_dim"], "heads": info["heads"],
                                  "source": info["source"]}

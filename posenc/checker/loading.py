@@ -11,6 +11,8 @@ Calling convention (documented in docs/usage.md): inputs are first given as nump
 (``float64`` data, ``int64`` positions); if the callable raises on them, the same inputs are given
 as torch tensors, and whichever works is used for every later call.  Outputs may be numpy arrays,
 torch tensors, or anything ``numpy.asarray`` accepts; they are converted to ``float64`` numpy.
+Only real numbers are taken (:func:`to_numpy`): complex, boolean, string and object outputs are
+refused in one line, from any array library.
 """
 
 from __future__ import annotations
@@ -111,19 +113,63 @@ def load_callable(impl: str) -> Callable[..., Any]:
     return obj
 
 
+#: numpy dtype kinds of real numbers: signed and unsigned integers, floats
+_REAL_KINDS = "iuf"
+#: what the refused dtype kinds are, in a message
+_NOT_REAL = {"c": "complex numbers (the imaginary part would be dropped)", "b": "booleans",
+             "O": "Python objects", "U": "strings", "S": "bytes", "M": "datetimes",
+             "m": "timedeltas", "V": "raw (void) records"}
+
+
+def _not_real(impl: str, kind: str, dtype: Any) -> PosencError:
+    what = _NOT_REAL.get(kind, f"dtype {dtype}")
+    return PosencError(f"{impl} returned {what} (dtype {dtype}); a PE function must return real "
+                       f"numbers (nothing was checked)")
+
+
+def _from_tensor(value: Any, impl: str) -> Any:
+    """A torch tensor (anything with ``detach`` and ``cpu``) as numpy: floats of any precision
+    (bfloat16 included) as float64, complex ones refused; other values unchanged."""
+    if not (hasattr(value, "detach") and hasattr(value, "cpu")):
+        return value
+    value = value.detach().cpu()
+    if getattr(value, "is_complex", lambda: False)():
+        raise _not_real(impl, "c", value.dtype)
+    if getattr(value, "is_floating_point", lambda: False)() and hasattr(value, "double"):
+        value = value.double()
+    return value.numpy()
+
+
+def _real_dtype(dtype: np.dtype) -> bool:
+    """A dtype of real numbers: numpy's ints and floats, or a float type numpy does not know by
+    kind (ml_dtypes' bfloat16 and float8, which JAX returns, have kind 'V')."""
+    return dtype.kind in _REAL_KINDS or (dtype.kind == "V" and dtype.names is None
+                                         and "float" in dtype.name)
+
+
 def to_numpy(value: Any, impl: str) -> np.ndarray:
-    """A returned value as a float64 numpy array (torch tensors detached and moved to CPU)."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):
-        value = value.detach().cpu()
-        if getattr(value, "is_complex", lambda: False)():
-            raise PosencError(f"{impl} returned a complex tensor; expected real values")
-        value = value.double().numpy() if hasattr(value, "double") else value.numpy()
+    """A returned value as a float64 numpy array, from numpy, torch (detached, on the CPU),
+    anything with ``__array__`` (JAX) or nested lists and tuples of these (a (q, k) pair).
+
+    Only real numbers are taken: complex values (whose imaginary part a float conversion drops),
+    booleans, strings and Python objects are refused in one line, whatever library returned
+    them."""
+    if isinstance(value, (tuple, list)):
+        value = [_from_tensor(v, impl) for v in value]
+    else:
+        value = _from_tensor(value, impl)
     try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        arr = np.asarray(value)
+    except Exception as exc:
         raise PosencError(f"{impl} returned {type(value).__name__}, not an array of real "
                           f"numbers ({one_line(exc)})") from None
-    return arr
+    if not _real_dtype(arr.dtype):
+        raise _not_real(impl, arr.dtype.kind, arr.dtype)
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise PosencError(f"{impl} returned dtype {arr.dtype}, not real numbers "
+                          f"({one_line(exc)})") from None
 
 
 class Caller:

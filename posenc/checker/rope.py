@@ -142,53 +142,27 @@ def check_norm(M: np.ndarray, positions: np.ndarray) -> Property:
     return Property("norm preservation", FAIL, "f(·, p) is not orthogonal", cex)
 
 
-# Random content probes of the logit blocks M_iᵀK_j (see :func:`check_shift`): R query and R key
-# directions give R² logits per (i, j) instead of D² entries.
-PROBES = 16
-
-
-def _logit_probes(M: np.ndarray, K: np.ndarray) -> np.ndarray:
-    """(S, S, R, R) logits q_rᵀ M_iᵀ K_j k_s for fixed random unit-variance q_r, k_s."""
-    rng = np.random.default_rng(7)
-    D = M.shape[1]
-    Q, Kv = rng.standard_normal((2, D, PROBES))
-    MQ, KK = M @ Q, K @ Kv                                                  # (S, D, R)
-    return np.einsum("idr,jds->ijrs", MQ, KK, optimize=True)
-
-
 def check_shift(M: np.ndarray, positions: np.ndarray, K: Optional[np.ndarray] = None) -> Property:
     """Q_iᵀK_j = Q_{i+1}ᵀK_{j+1}; the keys' maps ``K`` are the queries' ``M`` unless given (xPos).
 
-    The D×D blocks G_ij = M_iᵀK_j are S²·D³ flops (10 GFLOP at D = 256), so the difference
-    Δ = G_ij − G_{i+1,j+1} is first read through random content: qᵀΔk for PROBES² pairs of
-    fixed-seed Gaussian q, k, whose mean square is ‖Δ‖_F² ≥ max_ab Δ_ab²; all 256 of them stay
-    below a quarter of that only if Δ is nearly orthogonal to every probe pair, an event of
-    negligible probability for Gaussian probes.  The pairs (i, j) whose probes do not all stay
-    below TOL/4 are then checked entry by entry, in the order the counterexample is reported
-    (smallest i + j, then i), and the first failing entry is the counterexample; a float32
-    implementation gets its pairs checked entry by entry (its Δ is ~D·1e-7), which costs time
-    but changes no verdict.
-    """
+    The blocks are compared through random content first, then entry by entry where that does
+    not settle it (see :mod:`.logit_blocks`); the counterexample is the first failing entry in
+    the order smallest i + j, then i."""
+    from .logit_blocks import Blocks, first_difference, logit_probes
+
     K = M if K is None else K
-    L = _logit_probes(M, K)
-    pdev = np.abs(L[1:, 1:] - L[:-1, :-1]).max(axis=(2, 3))                 # (S-1, S-1)
-    flagged = np.argwhere(~(pdev <= TOL / 4))
-    worst = 0.0
-    for i, j in sorted(map(tuple, flagged), key=lambda t: (t[0] + t[1], t[0])):
-        Gij, Gnext = M[i].T @ K[j], M[i + 1].T @ K[j + 1]
-        dev = np.abs(Gij - Gnext)
-        worst = max(worst, float(np.nanmax(dev)) if np.isfinite(dev).any() else 0.0)
-        bad = np.argwhere(~(dev <= TOL))
-        if bad.size:
-            a, b = (int(v) for v in bad[0])
-            i, j = int(i), int(j)
-            cex = (f"q = e_{a}, k = e_{b}: ⟨f(q,{i}), f(k,{j})⟩ = {fmt(Gij[a, b])} but "
-                   f"⟨f(q,{i + 1}), f(k,{j + 1})⟩ = {fmt(Gnext[a, b])}")
-            return Property("shift invariance", FAIL, "the logit depends on absolute positions", cex)
+    L = logit_probes(M, K)
+    diff, worst, exact = first_difference(Blocks(M[:-1], K[:-1]), Blocks(M[1:], K[1:]),
+                                          L[:-1, :-1], L[1:, 1:], TOL,
+                                          order=lambda i, j: (i + j, i))
+    if diff is not None:
+        i, j, a, b = diff.i, diff.j, diff.a, diff.b
+        cex = (f"q = e_{a}, k = e_{b}: ⟨f(q,{i}), f(k,{j})⟩ = {fmt(diff.got)} but "
+               f"⟨f(q,{i + 1}), f(k,{j + 1})⟩ = {fmt(diff.want)}")
+        return Property("shift invariance", FAIL, "the logit depends on absolute positions", cex)
     return Property("shift invariance", PASS,
                     f"⟨f(q,i), f(k,j)⟩ depends on i−j only, i,j ≤ {positions[-1]} "
-                    f"(max dev {worst if flagged.size else float(pdev.max()):.1e} "
-                    f"{'entry by entry' if flagged.size else 'over random content'})")
+                    f"(max dev {worst:.1e} {'entry by entry' if exact else 'over random content'})")
 
 
 def find_planes(Ms: np.ndarray) -> tuple[Optional[list[tuple[int, int]]], str]:

@@ -4,11 +4,11 @@ validation helpers the entries share, and the entry with no parts (:class:`NoPE`
 from __future__ import annotations
 
 import dataclasses
-import math
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..coerce import is_int, is_number
+from ..coerce import is_int, is_number, shown
 from ..errors import PosencError
 from .expression import Expr
 from .parts import NOT_TOEPLITZ, Part
@@ -26,16 +26,16 @@ def _choice(pe: str, param: str, value: Any, options: tuple[str, ...]) -> None:
 
 
 def _positive(pe: str, param: str, value: Any) -> None:
-    _check(is_number(value)
-           and math.isfinite(value) and value > 0,
-           f"{pe}: {param} must be a positive number; got {value!r}")
+    """A positive finite number (a huge int is compared, never converted: no OverflowError)."""
+    _check(is_number(value) and 0 < value <= sys.float_info.max,
+           f"{pe}: {param} must be a positive number; got {shown(value)}")
 
 
 def _positive_int(pe: str, param: str, value: Any, limit: int) -> None:
     """A positive integer no larger than ``limit`` (a bound of :mod:`posenc.limits`)."""
     _check(is_int(value) and value >= 1,
-           f"{pe}: {param} must be a positive integer; got {value!r}")
-    _check(value <= limit, f"{pe}: {param}={value} exceeds the limit {limit}")
+           f"{pe}: {param} must be a positive integer; got {shown(value)}")
+    _check(value <= limit, f"{pe}: {param}={shown(value)} exceeds the limit {limit}")
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,12 @@ import json
 import math
 import os
 import re
+import stat
 from typing import Any, Callable, Optional
 
+from ..coerce import is_int, is_number, shown
 from ..errors import PosencError
+from ..limits import MAX_BUCKETS, MAX_HEADS, MAX_POSITIONS, MAX_SCALE, MAX_SEQ_LEN, MAX_WIDTH
 from .additive import ALiBi, RelativeBias
 from .base import PESpec
 from .rotary import RoPE
@@ -117,6 +120,43 @@ PARTIAL = ("phi", "phi3", "gpt_neox")
 #: transformers' default rope_theta (``RotaryEmbeddingConfigMixin.default_theta``).
 DEFAULT_THETA = 10000.0
 
+_ROTARY_READS = ("max_position_embeddings", "rope_parameters", "rope_scaling", "rope_theta",
+                 "partial_rotary_factor")
+#: model_type -> the position keys of a config that transformers' code for it reads (its config
+#: class's own parameters and the legacy rope keys it converts; tests/encodings/
+#: test_hf_config_transformers.py compares with transformers).  Every one is read by the mapping
+#: here; another key that mentions position is one transformers ignores, and so is it here (with
+#: a note).
+TRANSFORMERS_READS: dict[str, tuple[str, ...]] = {
+    **{m: _ROTARY_READS for m in ("llama", "mistral", "qwen2", "qwen3", "gemma", "phi")},
+    "phi3": _ROTARY_READS + ("original_max_position_embeddings",),
+    "gpt_neox": _ROTARY_READS + ("rotary_pct", "rotary_emb_base"),
+    "falcon": _ROTARY_READS + ("alibi",),
+    "gptj": ("n_positions", "rotary_dim"),
+    "bloom": (),
+    "mpt": ("attn_config", "learned_pos_emb", "max_seq_len"),
+    "t5": ("relative_attention_num_buckets", "relative_attention_max_distance"),
+}
+#: MPT's ``attn_config`` keys that transformers' MptAttentionConfig reads and that mention position.
+MPT_ATTN_READS = ("alibi", "alibi_bias_max")
+
+#: The largest config.json read (a real one is under 100 KB) and its deepest nesting (a real one
+#: nests 3 or 4 levels: quantization and sub-model configs).
+MAX_CONFIG_BYTES = 16 * 2**20
+MAX_CONFIG_DEPTH = 32
+#: The largest RoPE base read (real models use at most ~1e8).
+MAX_THETA = 1e15
+#: key -> the largest value it may have; a number read is in (0, bound], an integer in [1, bound].
+#: Keys not listed: numbers up to MAX_SCALE (scaling factors), integers up to MAX_POSITIONS
+#: (lengths).
+UPPER: dict[str, float] = {
+    "rope_theta": MAX_THETA, "partial_rotary_factor": 1.0,
+    **dict.fromkeys(("head_dim", "d_kv", "rotary_dim"), MAX_WIDTH),
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model"), MAX_WIDTH * MAX_HEADS),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads"), MAX_HEADS),
+    "relative_attention_num_buckets": MAX_BUCKETS, "relative_attention_max_distance": MAX_SEQ_LEN,
+}
+
 
 class _Config:
     """The config dict with its class defaults, recording which keys a mapping read."""
@@ -144,45 +184,116 @@ class _Config:
     def refuse(self, keys: str, why: str) -> PosencError:
         return PosencError(f"{self.where}: {keys}: {why}")
 
-    def number(self, key: str, value: Any, positive: bool = True) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or (positive and value <= 0):
-            raise self.refuse(key, f"must be a positive number; got {value!r}")
+    def ignore(self, keys: list[str]) -> None:
+        """A note for keys that mention position and that transformers' code does not read."""
+        if keys:
+            shown_keys = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+            self.notes.append(f"ignored {shown_keys}: transformers' {self.model_type} code does not "
+                              f"read {'it' if len(keys) == 1 else 'them'}")
+
+    def number(self, key: str, value: Any) -> float:
+        """A number in (0, UPPER[key]] (default MAX_SCALE); a huge int is compared, never
+        converted (no OverflowError), and NaN fails every comparison."""
+        hi = UPPER.get(key, MAX_SCALE)
+        if not (is_number(value) and 0 < value <= hi):
+            raise self.refuse(key, f"must be a positive number at most {hi:g}; got {shown(value)}")
         return float(value)
 
     def integer(self, key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value != int(value) or value < 1:
-            raise self.refuse(key, f"must be a positive integer; got {value!r}")
+        """An integer (an integral float too: JSON writers emit 2048.0) in [1, UPPER[key]]
+        (default MAX_POSITIONS)."""
+        hi = int(UPPER.get(key, MAX_POSITIONS))
+        if not (is_number(value) and 1 <= value <= hi and (is_int(value) or value.is_integer())):
+            raise self.refuse(key, f"must be an integer in [1, {hi}]; got {shown(value)}")
         return int(value)
 
 
 # --- reading ----------------------------------------------------------------------------------
 
 def read_hf_config(source: Any) -> tuple[dict, str]:
-    """``source`` (a path to a config.json, or a dict) -> (the dict, a name for messages)."""
+    """``source`` (a path to a config.json, or a dict) -> (the dict, a name for messages).
+
+    A path is read only if it is a regular file of at most MAX_CONFIG_BYTES (a FIFO, a device
+    such as /dev/urandom or a directory without config.json is refused before any read, so
+    nothing blocks or reads without end); its JSON, like a dict given, nests at most
+    MAX_CONFIG_DEPTH levels."""
     if isinstance(source, dict):
+        _check_depth(source, "config")
         return source, "config"
     if not isinstance(source, (str, os.PathLike)):
         raise PosencError(f"--from-hf takes a path to a config.json; got {type(source).__name__}")
     path = os.fspath(source)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise PosencError(f"--from-hf: no such file {path!r}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PosencError(f"--from-hf: cannot read {path!r}: "
-                          f"{getattr(exc, 'strerror', None) or exc}") from None
+    text = _read_regular(path)
+    depth = _text_depth(text)
+    if depth > MAX_CONFIG_DEPTH:
+        raise PosencError(f"--from-hf: {path} nests {depth} levels deep; a config.json nests a "
+                          f"few (the limit is {MAX_CONFIG_DEPTH})")
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        raise PosencError(f"--from-hf: {path} is not valid JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise PosencError(f"--from-hf: {path} is not valid JSON ({shown(str(exc), 160)})") from None
     if not isinstance(data, dict):
         raise PosencError(f"--from-hf: {path} holds a JSON {type(data).__name__}, not an object")
     return data, path
+
+
+def _read_regular(path: str) -> str:
+    """The text of ``path``: a regular file of at most MAX_CONFIG_BYTES, UTF-8.  Opened without
+    blocking (a FIFO with no writer would block ``open``) and checked on the open file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise PosencError(f"--from-hf: no such file {path!r}") from None
+    except OSError as exc:
+        raise PosencError(f"--from-hf: cannot read {path!r}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise PosencError(f"--from-hf: {path} is not a regular file (a FIFO, device or "
+                              f"socket); give a config.json")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise PosencError(f"--from-hf: {path} is {info.st_size} bytes; a config.json is "
+                              f"under 100 KB (the limit is {MAX_CONFIG_BYTES // 2**20} MiB)")
+        try:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)        # the file may grow after the stat
+        except OSError as exc:
+            raise PosencError(f"--from-hf: cannot read {path!r}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise PosencError(f"--from-hf: {path} is over {MAX_CONFIG_BYTES // 2**20} MiB; a "
+                          f"config.json is under 100 KB")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PosencError(f"--from-hf: cannot read {path!r}: not UTF-8 text ({exc.reason} at "
+                          f"byte {exc.start})") from None
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _text_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out (vectorised: a
+    16 MiB text takes milliseconds, and no parser recursion is involved)."""
+    import numpy as np
+
+    codes = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
+    steps = (np.isin(codes, (91, 123)).astype(np.int64) - np.isin(codes, (93, 125)))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _check_depth(data: Any, where: str) -> None:
+    """A dict given to the API nests at most MAX_CONFIG_DEPTH levels (walked without
+    recursion)."""
+    level = [data]
+    for _ in range(MAX_CONFIG_DEPTH + 1):
+        level = list({id(v): v for x in level for v in (x.values() if isinstance(x, dict) else x)
+                      if isinstance(v, (dict, list, tuple))}.values())     # shared ones once
+        if not level:
+            return
+    raise PosencError(f"--from-hf: {where} nests more than {MAX_CONFIG_DEPTH} levels deep; a "
+                      f"config.json nests a few")
 
 
 def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[str, dict]:
@@ -218,21 +329,26 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
         raise PosencError(f"{where}: no model_type; a Hugging Face config.json names its "
                           f"architecture there (supported: {', '.join(sorted(MAPPERS))})")
     if model_type not in MAPPERS:
-        raise PosencError(f"{where}: model_type {model_type!r} is not supported by --from-hf; "
+        raise PosencError(f"{where}: model_type {shown(model_type)} is not supported by --from-hf; "
                           f"supported: {', '.join(sorted(MAPPERS))}")
     cfg = _Config(data, where)
     spec, info = MAPPERS[model_type](cfg, seq_len)
-    _refuse_unread(cfg)
+    _ignore_unread(cfg)
     info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
     return spec.to_string(), info
 
 
-def _refuse_unread(cfg: _Config) -> None:
+def _ignore_unread(cfg: _Config) -> None:
+    """Keys that mention position and that no mapping read: transformers' code for this model
+    type ignores them (TRANSFORMERS_READS lists what it reads, and every mapping reads those),
+    so they are ignored here too, with a note; one transformers reads and no mapping did is a
+    bug of this module, refused."""
     unread = sorted(k for k in cfg.data if POSITIONAL.search(k) and k not in cfg.read)
-    if unread:
-        raise cfg.refuse(", ".join(unread), f"position field(s) that --from-hf does not read for "
-                                            f"model_type {cfg.model_type!r}; no catalogue spec "
-                                            f"states them")
+    missed = [k for k in unread if k in TRANSFORMERS_READS[cfg.model_type]]
+    if missed:
+        raise cfg.refuse(", ".join(missed), f"read by transformers' {cfg.model_type} and not by "
+                                            f"--from-hf (please report this)")
+    cfg.ignore(unread)
 
 
 # --- rotary -----------------------------------------------------------------------------------
@@ -241,12 +357,11 @@ def _one_of(cfg: _Config, values: dict[str, Any], what: str) -> Any:
     """The one value given for ``what`` under several names (two that differ: refused)."""
     given = {k: v for k, v in values.items() if v is not None}
 
-    def same(v: Any) -> Any:          # 10000 and 10000.0 are one value
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
-            else json.dumps(v, sort_keys=True)
+    def same(v: Any) -> Any:          # 10000 and 10000.0 are one value (equal, one hash)
+        return v if is_number(v) else json.dumps(v, sort_keys=True)
     if len({same(v) for v in given.values()}) > 1:
-        shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        raise cfg.refuse(", ".join(given), f"two values of the {what}: {shown}")
+        listed = ", ".join(f"{k}={shown(v)}" for k, v in given.items())
+        raise cfg.refuse(", ".join(given), f"two values of the {what}: {listed}")
     return next(iter(given.values()), None)
 
 
@@ -255,7 +370,7 @@ def _rope_dict(cfg: _Config) -> dict:
     params, legacy = cfg.get("rope_parameters"), cfg.get("rope_scaling")
     for key, value in (("rope_parameters", params), ("rope_scaling", legacy)):
         if value is not None and not isinstance(value, dict):
-            raise cfg.refuse(key, f"must be an object; got {value!r}")
+            raise cfg.refuse(key, f"must be an object; got {shown(value)}")
     if params and legacy:
         _one_of(cfg, {"rope_parameters": params, "rope_scaling": legacy}, "rope parameters")
     rope = dict(legacy or params or {})
@@ -274,15 +389,14 @@ def _rope(cfg: _Config, seq_len: Optional[int], *, head_dim: int, rotary_dims: O
     rope = _rope_dict(cfg)
     kind = _one_of(cfg, {"rope_type": rope.get("rope_type"), "type": rope.get("type")},
                    "rope type") or "default"
+    if not isinstance(kind, str):
+        raise cfg.refuse("rope_type", f"must be a string; got {shown(kind)}")
     if kind not in ROPE_KEYS:
-        raise cfg.refuse(f"rope_type={kind!r}", f"not in the catalogue (its scalings: "
+        raise cfg.refuse(f"rope_type={shown(kind)}", f"not in the catalogue (its scalings: "
                                                 f"{', '.join(ROPE_KEYS)})")
-    extra = sorted(k for k in rope if k not in ROPE_COMMON + ROPE_KEYS[kind])
-    if extra:
-        raise cfg.refuse(", ".join(f"rope_parameters.{k}" for k in extra),
-                         f"not a key of rope_type={kind!r} (it takes "
-                         f"{', '.join(ROPE_KEYS[kind]) or 'rope_theta and partial_rotary_factor only'}"
-                         f"); no catalogue spec states it")
+    # keys transformers' rope init of this type does not read (it warns, and ignores them)
+    cfg.ignore(sorted(f"rope_parameters.{k}" for k in rope
+                      if k not in ROPE_COMMON + ROPE_KEYS[kind]))
     base = _one_of(cfg, {"rope_parameters.rope_theta": rope.get("rope_theta"), **theta_keys},
                    "RoPE base")
     base = cfg.number("rope_theta", DEFAULT_THETA if base is None else base)
@@ -366,7 +480,7 @@ def _scaling(cfg: _Config, kind: str, rope: dict, seq_len: Optional[int]) -> dic
             value = rope.get(key)
             if not isinstance(value, list) or not value:
                 raise cfg.refuse(f"rope_parameters.{key}", f"must be a list of numbers; got "
-                                                           f"{value!r}")
+                                                           f"{shown(value)}")
             out[key] = tuple(cfg.number(key, v) for v in value)
         out["seq_len"] = _seq_len(cfg, seq_len, original, kind, default=None)
     return {k: v for k, v in out.items() if v is not None}
@@ -440,7 +554,7 @@ def _falcon(cfg: _Config, seq_len: Optional[int]) -> tuple[PESpec, dict]:
     head_dim, heads = _head_dim(cfg)
     alibi = cfg.get("alibi")
     if not isinstance(alibi, bool):
-        raise cfg.refuse("alibi", f"must be true or false; got {alibi!r}")
+        raise cfg.refuse("alibi", f"must be true or false; got {shown(alibi)}")
     if not alibi:
         return _llama_like(cfg, seq_len)
     cfg.get("rope_theta")             # unused with ALiBi; a scaling would be a contradiction
@@ -466,19 +580,16 @@ def _mpt(cfg: _Config, seq_len: Optional[int]) -> tuple[PESpec, dict]:
     head_dim, heads = _head_dim(cfg, "d_model", "n_heads")
     attn = cfg.get("attn_config") or {}
     if not isinstance(attn, dict):
-        raise cfg.refuse("attn_config", f"must be an object; got {attn!r}")
-    if attn.get("alibi", True) is not True:
-        raise cfg.refuse("attn_config.alibi", f"{attn['alibi']!r}: MPT without ALiBi (learned "
+        raise cfg.refuse("attn_config", f"must be an object; got {shown(attn)}")
+    if attn.get("alibi", True) is not True:      # (attn is a dict: refused above otherwise)
+        raise cfg.refuse("attn_config.alibi", f"{shown(attn['alibi'])}: MPT without ALiBi (learned "
                                               f"positions; transformers' MPT adds ALiBi anyway)")
     bias_max = attn.get("alibi_bias_max", 8)
     if bias_max != 8:
-        raise cfg.refuse("attn_config.alibi_bias_max", f"{bias_max!r}: slopes 2^(-{bias_max} h/H) "
+        raise cfg.refuse("attn_config.alibi_bias_max", f"{shown(bias_max)}: slopes 2^(-b h/H) with b ≠ 8 "
                                                        f"are not a catalogue schedule (8 is press)")
-    unread = sorted(k for k in attn if POSITIONAL.search(k) and k not in ("alibi",
-                                                                          "alibi_bias_max"))
-    if unread:
-        raise cfg.refuse(", ".join(f"attn_config.{k}" for k in unread),
-                         "position field(s) that --from-hf does not read")
+    cfg.ignore(sorted(f"attn_config.{k}" for k in attn
+                      if POSITIONAL.search(k) and k not in MPT_ATTN_READS))
     cfg.get("learned_pos_emb")        # MPT uses a learned table only without ALiBi
     cfg.get("max_seq_len")
     return _alibi(cfg, heads, head_dim)

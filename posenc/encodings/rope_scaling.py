@@ -36,12 +36,11 @@ not scaled.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..coerce import is_int, is_number
+from ..coerce import is_int, is_number, shown
 from ..errors import PosencError
-from ..limits import MAX_SEQ_LEN
+from ..limits import MAX_SCALE, MAX_SEQ_LEN
 
 #: scaling kind -> what it does to the frequencies (``posenc encodings`` prints it).
 SCALINGS: dict[str, str] = {
@@ -87,8 +86,9 @@ def _fail(msg: str) -> None:
 
 
 def _positive(name: str, value: Any) -> None:
-    if not (is_number(value) and math.isfinite(value) and value > 0):
-        _fail(f"{name} must be a positive number; got {value!r}")
+    """A positive number at most MAX_SCALE (compared as is: a huge int never meets float())."""
+    if not (is_number(value) and 0 < value <= MAX_SCALE):
+        _fail(f"{name} must be a positive number at most {MAX_SCALE:g}; got {shown(value)}")
 
 
 def _length(name: str, value: Any) -> None:
@@ -147,7 +147,7 @@ def validate(spec: Any) -> None:
             if value is None:
                 _fail(f"scaling=longrope needs {name}=F0;F1;... (one factor per rotary plane)")
             if not (isinstance(value, tuple) and value
-                    and all(is_number(v) and math.isfinite(v) and v > 0 for v in value)):
+                    and all(is_number(v) and 0 < v <= MAX_SCALE for v in value)):
                 shown = ";".join(map(str, value)) if isinstance(value, tuple) else repr(value)
                 _fail(f"{name} must be positive numbers F0;F1;...; got {shown}")
         if spec.original < 2 and spec.attention_factor is None and spec.factor > 1:

@@ -1,5 +1,6 @@
 """``spec_from_hf_config`` (issue 25, item 2): a local config.json -> the exact catalogue spec,
-per architecture; every position field it cannot state is refused in one line naming it.
+per architecture; every position field it cannot state is refused in one line naming it, and a
+position key transformers' code ignores is ignored with a note (issue 40, item 4).
 No transformers here (tests/encodings/test_hf_config_transformers.py compares with it)."""
 
 from __future__ import annotations
@@ -141,6 +142,39 @@ def test_length_dependent_scalings_say_the_length_they_are_stated_for():
     assert "max_position_embeddings=2048" in spec_from_hf_config(config)[1]["notes"][0]
 
 
+#: (config, the spec without the ignored keys, the note's words): keys transformers' code for the
+#: model type does not read -- real bloom-560m configs carry offset_alibi, gpt-j-6b's rotary
+IGNORED = {
+    "bloom offset_alibi": ({"model_type": "bloom", "n_head": 16, "hidden_size": 1024,
+                            "offset_alibi": 100}, "offset_alibi"),
+    "gptj rotary": ({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary": True,
+                     "rotary_dim": 64}, "rotary"),
+    "gptj rope_theta": ({"model_type": "gptj", "rope_theta": 500000.0}, "rope_theta"),
+    "llama position_embedding_type": ({"model_type": "llama", "position_embedding_type":
+                                       "absolute"}, "position_embedding_type"),
+    "qwen2 mrope_section": ({"model_type": "qwen2", "rope_scaling": {
+        "type": "default", "mrope_section": [16, 24, 24]}}, "rope_parameters.mrope_section"),
+    "mpt attn_config.rope": ({"model_type": "mpt", "attn_config": {"alibi": True, "rope": False,
+                                                                   "rope_theta": 10000}},
+                             "attn_config.rope, attn_config.rope_theta"),
+}
+
+
+@pytest.mark.parametrize("name", list(IGNORED))
+def test_keys_transformers_ignores_are_ignored_with_a_note(name):
+    config, keys = IGNORED[name]
+    top = [k for k in keys.split(", ") if "." not in k]
+    plain = {k: v for k, v in config.items() if k not in top}
+    if "rope_scaling" in config:
+        plain["rope_scaling"] = {"type": "default"}
+    if "attn_config" in config:
+        plain["attn_config"] = {"alibi": True}
+    spec, info = spec_from_hf_config(config)
+    assert spec == spec_from_hf_config(plain)[0]
+    notes = [n for n in info["notes"] if n.startswith("ignored ")]
+    assert len(notes) == 1 and keys in notes[0] and "does not read" in notes[0], info["notes"]
+
+
 REFUSED = {
     "no model_type": ({"hidden_size": 8}, "no model_type"),
     "unknown model_type": ({"model_type": "mamba"}, "model_type 'mamba' is not supported"),
@@ -151,12 +185,6 @@ REFUSED = {
                                                                "rope_theta"),
     "two neox bases": ({"model_type": "gpt_neox", "rope_theta": 10000, "rotary_emb_base": 20000},
                        "rope_theta, rotary_emb_base"),
-    "unread position key": ({"model_type": "llama", "position_embedding_type": "absolute"},
-                            "position_embedding_type"),
-    "unread rope key": ({"model_type": "qwen2", "rope_scaling": {"type": "default",
-                                                                 "mrope_section": [16, 24, 24]}},
-                        "rope_parameters.mrope_section"),
-    "gptj rope_theta": ({"model_type": "gptj", "rope_theta": 500000.0}, "rope_theta"),
     "per-layer rope": ({"model_type": "llama", "rope_parameters": {
         "full_attention": {"rope_type": "default"}}}, "rope_parameters[full_attention]"),
     "yarn truncate": ({"model_type": "llama", "rope_scaling": {

@@ -115,3 +115,24 @@ def test_the_assumed_class_defaults_are_transformers_own(model_type):
     assert (bare[1]["head_dim"], bare[1]["heads"]) == (head_dim, heads)
     if bare[0].startswith("rope"):          # the length dynamic NTK and YaRN/LongRoPE read
         assert bare[1]["max_position_embeddings"] == config.max_position_embeddings
+
+
+@pytest.mark.parametrize("model_type", sorted(MAPPERS))
+def test_every_position_key_transformers_reads_is_read_and_no_other_is_refused(model_type):
+    """TRANSFORMERS_READS holds the position keys of the model's config class (its parameters
+    and the legacy rope keys the class converts), so a key outside it is one transformers'
+    code ignores; and the mapping reads each of them (none is left to the "ignored" note)."""
+    import inspect
+
+    from posenc.encodings.hf_config import POSITIONAL, TRANSFORMERS_READS
+
+    cls = transformers.AutoConfig.for_model(model_type).__class__
+    params = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "__annotations__", {}))
+    params |= set(getattr(cls, "attribute_map", {}).values())
+    legacy = {"rope_scaling", "rope_theta", "partial_rotary_factor"} if "rope_parameters" in params \
+        else set()
+    assert {k for k in params | legacy if POSITIONAL.search(k)} <= set(TRANSFORMERS_READS[model_type])
+    config = {k: None for k in TRANSFORMERS_READS[model_type]}     # None: the class default
+    config["model_type"] = model_type
+    notes = spec_from_hf_config(config)[1]["notes"]
+    assert not [n for n in notes if n.startswith("ignored ")], notes
