@@ -16,7 +16,9 @@ which no later epoch can replace).  The cells cross
 and optional rows that separate the optimiser from the architecture (``--extra``):
 ``paperopt``: the paper code's optimiser (AdamW lr 1e-4, betas (0.98, 0.9), weight decay 1e-5,
 dropout 0.1) with last-epoch selection (no validation-based choice: patience None, every epoch
-evaluated on the test split, the last kept); ``data10x``: ten times the examples.
+evaluated on the test split, the last kept); ``data10x``: ten times the examples (30,000) for a
+tenth of the epochs (6), so the same number of optimiser steps (and the same schedule over them)
+sees ten times as many distinct examples.
 
     python scripts/diagnostic_grid.py OUT [--seeds 1000,1001,1002] [--workers 2]
         [--cells standard/clean42,...] [--extra paper/clean42/paperopt,...]
@@ -45,7 +47,7 @@ DATA = {"clean42": {"task.sampler": "clean", "task.vocab_size": 42},
 #: rows that separate the optimiser from the architecture (the issue's item 1, second half)
 EXTRA = {"paperopt": {"lr": 1e-4, "betas": (0.98, 0.9), "weight_decay": 1e-5,
                       "model.dropout": 0.1, "patience": None, "stop_on": "accuracy"},
-         "data10x": {"task.n_samples": 30000}}
+         "data10x": {"task.n_samples": 30000, "epochs": 6, "patience": 6}}
 
 
 def cell_config(cell: str, seed: int) -> Any:
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         cell_config(c, seeds[0])  # refuse a bad cell before any training
     # seed-major, paper code first: a partial grid holds whole seeds, the slow runs started early
     jobs = [(c, s, str(args.out)) for s in seeds
-            for c in sorted(cells, key=lambda c: not c.startswith("paper"))]
+            for c in sorted(cells, key=lambda c: (c.count("/"), not c.startswith("paper")))]
     with mp.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
         for line in pool.imap_unordered(_run, jobs):
             print(line, flush=True)
