@@ -182,7 +182,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
-              replicate_first_seed: Optional[int] = None, seed_groups: bool = False) -> Path:
+              replicate_first_seed: Optional[int] = None, seed_groups: bool = False,
+              keep_checkpoints: bool = False) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -203,6 +204,9 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     dynamics trains alone); each seed is still an ordinary run of the store, equal to its single
     run up to float rounding -- with dropout, a statistically equivalent run whose masks depend
     on its group's members (``summary.seed_group.members``).
+    ``keep_checkpoints``: keep each run's ``checkpoint.pt``; by default it is dropped once the
+    run's analysis is done, and the store keeps its results, metrics, ablation, probe and
+    dynamics (a store that can be committed and resumed: finished runs are skipped).
     """
     from ..report import reproduce as run_reproduction
 
@@ -230,4 +234,5 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             paper_code=arg.flag("paper_code", paper_code, optional=True),
                             replicate=arg.flag("replicate", replicate),
                             replicate_first_seed=replicate_first_seed,
-                            seed_groups=arg.flag("seed_groups", seed_groups))
+                            seed_groups=arg.flag("seed_groups", seed_groups),
+                            keep_checkpoints=arg.flag("keep_checkpoints", keep_checkpoints))

@@ -50,6 +50,10 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "single run up to float rounding; with dropout its masks depend on the "
                         "group's members, recorded in the run). Made for CUDA: on a CPU it "
                         "measured slower than single runs")
+    p.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep each run's checkpoint.pt (default: dropped once the run's ablation, "
+                        "probe and dynamics are done; the store keeps its results and resumes "
+                        "without them)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
                      first_seed=args.first_seed, paper_code=args.paper_code,
                      replicate=args.replicate, replicate_first_seed=args.replicate_first_seed,
-                     seed_groups=args.seed_groups)
+                     seed_groups=args.seed_groups, keep_checkpoints=args.keep_checkpoints)
     print(f"report: {path}")
     return 0
 

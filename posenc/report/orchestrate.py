@@ -27,8 +27,13 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
-              replicate_first_seed: Optional[int] = None, seed_groups: bool = False) -> Path:
+              replicate_first_seed: Optional[int] = None, seed_groups: bool = False,
+              keep_checkpoints: bool = False) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
+
+    A run's checkpoint is dropped once its analysis is done (its results, metrics, ablation,
+    probe and dynamics stay: :mod:`posenc.empirical.pipeline.kept_files`), unless
+    ``keep_checkpoints``; a checkpoint of a run finished before is left as it is.
 
     ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
     default store is then ``posenc-out/PRESET-paper-code``, and a store that holds runs of the
@@ -86,7 +91,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
                device=device, log=log, wait=wait, failed=failed, total=total,
-               seed_groups=seed_groups)
+               seed_groups=seed_groups, keep_checkpoints=keep_checkpoints)
     if until_decided:
         from ..verdicts.dynamics import evaluate_dynamics
         from ..verdicts.accuracy_deposit import evaluate
@@ -170,15 +175,18 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
              ray_address: Optional[str] = None, device: Optional[str] = None,
              log: Callable[[str], None] = print, wait: bool = False,
              failed: Optional[dict[str, str]] = None,
-             total: Optional[list[int]] = None, seed_groups: bool = False) -> list[Any]:
+             total: Optional[list[int]] = None, seed_groups: bool = False,
+             keep_checkpoints: bool = False) -> list[Any]:
     """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
     finished runs (:class:`~posenc.empirical.pipeline.experiment_result.ExperimentResult`, each checked
     against its job's config: a result that is not the run's is a PosencError).  Failures are
     logged and added to ``failed`` (run id -> message), the number
-    of runs to ``total[0]``.  ``seed_groups``: the seeds of a (task, role) train as one group."""
+    of runs to ``total[0]``.  ``seed_groups``: the seeds of a (task, role) train as one group.
+    ``keep_checkpoints``: keep each run's checkpoint (default: dropped once its analysis is done)."""
     from ..empirical.pipeline.reproduction import GROUP_WORKER, WORKER
     from ..empirical.pipeline.store import run_id
     from ..empirical.pipeline.sweep import run_jobs
+    from ..empirical.training.runs import CHECKPOINT
 
     jobs = plan.jobs(device=device, seed_groups=seed_groups)
     t0 = time.time()
@@ -198,7 +206,8 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
                        ray_address=ray_address, on_done=on_done, wait=wait,
                        on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"),
-                       group_worker=GROUP_WORKER if seed_groups else None)
+                       group_worker=GROUP_WORKER if seed_groups else None,
+                       drop=() if keep_checkpoints else (CHECKPOINT,))
     log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():
