@@ -166,6 +166,18 @@ def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weight
     assert {p: p.read_bytes() for p in files} == files  # nothing re-trained or rewritten
 
 
+@pytest.mark.parametrize("flag, keep", [([], False), (["--keep-checkpoints"], True)])
+def test_keep_checkpoints_reaches_the_sweep(tmp_path, monkeypatch, flag, keep):
+    """--keep-checkpoints (reproduce(keep_checkpoints=True)) keeps them; the default drops them."""
+    import posenc.report.orchestrate as orchestrate
+    from posenc.cli import main
+    seen = []
+    monkeypatch.setattr(orchestrate, "run_plan", lambda plan, store, **kw: seen.append(kw))
+    monkeypatch.setattr(orchestrate, "build_report", lambda root, **kw: Path(root) / "report.md")
+    assert main(["reproduce", *SMALL, *flag, "--replicate", "--out", str(tmp_path / "s")]) == 0
+    assert [kw["keep_checkpoints"] for kw in seen] == [keep, keep]  # the replica's sweep too
+
+
 def test_a_finished_run_missing_a_kept_file_is_refused_not_retrained(small_store_copy, capsys):
     """Issue 36: without its checkpoint nothing can redo a run's ablation: report and reproduce
     refuse the store in one line naming the run and the file, and train nothing."""
