@@ -182,7 +182,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
-              replicate_first_seed: Optional[int] = None) -> Path:
+              replicate_first_seed: Optional[int] = None,
+              keep_checkpoints: bool = False) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -198,6 +199,9 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     ``replicate``: also run the same plan on a disjoint seed set (``replicate_first_seed``,
     default ``first_seed`` + 2000) into ``OUT-replicate``; the report shows both verdicts of
     each claim side by side, and a claim is decided only where they agree.
+    ``keep_checkpoints``: keep each run's ``checkpoint.pt``; by default it is dropped once the
+    run's analysis is done, and the store keeps its results, metrics, ablation, probe and
+    dynamics (a store that can be committed and resumed: finished runs are skipped).
     """
     from ..report import reproduce as run_reproduction
 
@@ -224,4 +228,5 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             seed_batch=seed_batch, first_seed=first_seed,
                             paper_code=arg.flag("paper_code", paper_code, optional=True),
                             replicate=arg.flag("replicate", replicate),
-                            replicate_first_seed=replicate_first_seed)
+                            replicate_first_seed=replicate_first_seed,
+                            keep_checkpoints=arg.flag("keep_checkpoints", keep_checkpoints))

@@ -44,6 +44,10 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "(decided only where they agree)")
     p.add_argument("--replicate-first-seed", type=int, default=None,
                    help="with --replicate: the replication's first seed (default FIRST+2000)")
+    p.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep each run's checkpoint.pt (default: dropped once the run's ablation, "
+                        "probe and dynamics are done; the store keeps its results and resumes "
+                        "without them)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "
@@ -66,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
                      wait=args.wait, until_decided=args.until_decided,
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
                      first_seed=args.first_seed, paper_code=args.paper_code,
-                     replicate=args.replicate, replicate_first_seed=args.replicate_first_seed)
+                     replicate=args.replicate, replicate_first_seed=args.replicate_first_seed,
+                     keep_checkpoints=args.keep_checkpoints)
     print(f"report: {path}")
     return 0
 

@@ -1,6 +1,8 @@
 """``posenc report``: the report of a results store, from its stored runs alone.
 
-:func:`build_report` reads only the stored results -- no model is loaded -- asks
+:func:`build_report` reads only the stored results -- no model is loaded, so a store whose
+checkpoints were dropped reports as one that kept them, and a finished run that lacks a file a
+finished run keeps (:mod:`posenc.empirical.pipeline.kept_files`) is refused in one line -- asks
 :mod:`posenc.proofs` for the verdicts and writes ``STORE/report/report.md``
 (:mod:`.markdown`), ``report.json``, ``runs.csv`` and the figures (:mod:`.figures`,
 :mod:`.dynamics`).  The report holds no wall-clock times, so a sweep interrupted and resumed
@@ -37,6 +39,7 @@ PHASES = ("training", "dynamics", "ablation", "probe")
 
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
     from ..empirical.pipeline.experiment_result import ExperimentResult
+    from ..empirical.pipeline.kept_files import incomplete_run, missing_file
     from ..empirical.pipeline.store import RunStore
 
     store = RunStore(store_root, create=False)
@@ -44,7 +47,11 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
     for rec in store.records():
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
-        res = _with_current_dynamics(ExperimentResult.from_store(store, rec.id, rec.config))
+        stored = ExperimentResult.from_store(store, rec.id, rec.config)
+        missing = missing_file(store.run_dir(rec.id), stored.to_stored())
+        if missing is not None:  # a store that travels keeps these; one without them is damaged
+            raise incomplete_run(rec.label, store.run_dir(rec.id), missing, store_root)
+        res = _with_current_dynamics(stored)
         results.append(res)
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,

@@ -28,8 +28,13 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               until_decided: bool = False, max_seeds: Optional[int] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
-              replicate_first_seed: Optional[int] = None) -> Path:
+              replicate_first_seed: Optional[int] = None,
+              keep_checkpoints: bool = False) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
+
+    A run's checkpoint is dropped once its analysis is done (its results, metrics, ablation,
+    probe and dynamics stay: :mod:`posenc.empirical.pipeline.kept_files`), unless
+    ``keep_checkpoints``; a checkpoint of a run finished before is left as it is.
 
     ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
     default store is then ``posenc-out/PRESET-paper-code``, and a store that holds runs of the
@@ -87,7 +92,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     failed: dict[str, str] = {}
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
-               device=device, log=log, wait=wait, failed=failed, total=total)
+               device=device, log=log, wait=wait, failed=failed, total=total,
+               keep_checkpoints=keep_checkpoints)
     if until_decided:
         from ..verdicts.dynamics import evaluate_dynamics
         from ..verdicts.accuracy_deposit import evaluate
@@ -192,15 +198,18 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
              ray_address: Optional[str] = None, device: Optional[str] = None,
              log: Callable[[str], None] = print, wait: bool = False,
              failed: Optional[dict[str, str]] = None,
-             total: Optional[list[int]] = None) -> list[Any]:
+             total: Optional[list[int]] = None,
+             keep_checkpoints: bool = False) -> list[Any]:
     """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
     finished runs (:class:`~posenc.empirical.pipeline.experiment_result.ExperimentResult`, each checked
     against its job's config: a result that is not the run's is a PosencError).  Failures are
     logged and added to ``failed`` (run id -> message), the number
-    of runs to ``total[0]``."""
+    of runs to ``total[0]``.
+    ``keep_checkpoints``: keep each run's checkpoint (default: dropped once its analysis is done)."""
     from ..empirical.pipeline.reproduction import WORKER
     from ..empirical.pipeline.store import run_id
     from ..empirical.pipeline.sweep import run_jobs
+    from ..empirical.training.runs import CHECKPOINT
 
     jobs = plan.jobs(device=device)
     t0 = time.time()
@@ -218,7 +227,8 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
         f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
                        ray_address=ray_address, on_done=on_done, wait=wait,
-                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"))
+                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"),
+                       drop=() if keep_checkpoints else (CHECKPOINT,))
     log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():

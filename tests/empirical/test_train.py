@@ -88,9 +88,33 @@ def test_load_run_errors(tmp_path):
     (tmp_path / "r" / CHECKPOINT).write_bytes(b"this is not a checkpoint")
     with pytest.raises(PosencError, match="corrupt"):
         load_run(tmp_path / "r")
+    (tmp_path / "r" / RESULT).rename(tmp_path / "summary")
     (tmp_path / "r" / CHECKPOINT).unlink()
-    with pytest.raises(PosencError, match="no checkpoint"):
+    with pytest.raises(PosencError, match="no checkpoint"):  # an unfinished run
         load_run(tmp_path / "r")
+    (tmp_path / "summary").rename(tmp_path / "r" / RESULT)
+    with pytest.raises(PosencError, match="was stored without its checkpoint .posenc reproduce "
+                                          "drops it after the analysis; --keep-checkpoints keeps"):
+        load_run(tmp_path / "r")
+
+
+def test_a_finished_run_stored_without_its_checkpoint_is_finished_not_retrained(tmp_path):
+    """Issue 36: posenc reproduce drops a finished run's checkpoint; train() on the folder then
+    returns the run as found (metrics from metrics.jsonl) and writes nothing."""
+    first = train(tiny(epochs=2), tmp_path / "r")
+    (tmp_path / "r" / CHECKPOINT).unlink()
+    files = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
+    again = train(tiny(epochs=2), tmp_path / "r")
+    assert again.skipped and again.metrics == first.metrics
+    assert again.final_test_acc == first.final_test_acc and again.n_params == first.n_params
+    assert {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()} == files
+    (tmp_path / "r" / METRICS).write_text('{"epoch": 1, "test_acc": 0.0}\n')  # not the summary's
+    with pytest.raises(PosencError, match="disagrees"):
+        train(tiny(epochs=2), tmp_path / "r")
+    (tmp_path / "r" / METRICS).unlink()
+    with pytest.raises(PosencError, match="stored without its checkpoint and has no metrics.jsonl"):
+        train(tiny(epochs=2), tmp_path / "r")
+    assert train(tiny(epochs=2), tmp_path / "r", resume=False).metrics == first.metrics
 
 
 def test_config_json_round_trip_and_unknown_keys(tmp_path):

@@ -112,6 +112,11 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
     proc.wait()
     before = _finished(store)
     assert 1 <= len(before) < 4, "kill came too late to interrupt the sweep"
+    # a finished run's checkpoint is dropped at its commit (issue 36); one of a run in flight
+    # goes too, as it would from a store committed to git at this point
+    assert not list((store / "runs").glob("*/checkpoint.pt"))
+    for path in store.rglob("checkpoint.pt"):
+        path.unlink()
     resumed = posenc("reproduce", *SMALL, "--out", str(store), timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert f"skipped {len(before)} finished" in resumed.stdout
@@ -121,9 +126,75 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
         assert after[rid] == (content, mtime), f"finished run {rid} was redone or changed"
     listing = posenc("runs", str(store)).stdout
     assert "4 done, 0 pending, 0 running, 0 failed" in listing
+    assert not (store / "staging").exists() and not list(store.rglob("checkpoint.pt"))
+    # the report of the uninterrupted sweep, byte for byte: text, JSON and every figure
+    # (runs.csv and timings.md hold wall-clock times)
+    names = sorted(p.name for p in (small_store / "report").iterdir()
+                   if p.name not in ("runs.csv", "timings.md"))
+    assert {"report.md", "report.json", *FIGURES} <= set(names)
+    assert sorted(p.name for p in (store / "report").iterdir()
+                  if p.name not in ("runs.csv", "timings.md")) == names
+    for name in names:
+        assert (store / "report" / name).read_bytes() == \
+            (small_store / "report" / name).read_bytes(), name
+
+
+def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weights(small_store_copy,
+                                                                                  capsys):
+    """Issue 36: posenc reproduce drops each run's checkpoint after its analysis; the store still
+    lists its runs as finished, and whatever needs weights says why it cannot (in process: a
+    child's imports cost seconds each)."""
+    from posenc.cli import main
+    store = small_store_copy
+    runs = sorted((store / "runs").iterdir())
+    assert len(runs) == 4 and not list(store.rglob("checkpoint.pt"))
+    assert main(["runs", str(store)]) == 0
+    assert "4 done, 0 pending, 0 running, 0 failed" in capsys.readouterr().out
+    files = {p: p.read_bytes() for p in store.rglob("*") if p.is_file() and "index" not in p.name}
+    rope = next(r for r in runs if (r / "dynamics.jsonl").is_file())
+    why = "was stored without its checkpoint (posenc reproduce drops it after the analysis; " \
+          "--keep-checkpoints keeps it)"
+    seed = str(json.loads((rope / "train_config.json").read_text())["seed"])
+    for args in (["ablate", str(rope)],
+                 ["dynamics", str(rope), "--record", "--preset", "smoke", "--seed", seed]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
+    import posenc as api
+    with pytest.raises(api.PosencError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        api.load_run(rope)
+    assert {p: p.read_bytes() for p in files} == files  # nothing re-trained or rewritten
+
+
+@pytest.mark.parametrize("flag, keep", [([], False), (["--keep-checkpoints"], True)])
+def test_keep_checkpoints_reaches_the_sweep(tmp_path, monkeypatch, flag, keep):
+    """--keep-checkpoints (reproduce(keep_checkpoints=True)) keeps them; the default drops them."""
+    import posenc.report.orchestrate as orchestrate
+    from posenc.cli import main
+    seen = []
+    monkeypatch.setattr(orchestrate, "run_plan", lambda plan, store, **kw: seen.append(kw))
+    monkeypatch.setattr(orchestrate, "build_report", lambda root, **kw: Path(root) / "report.md")
+    assert main(["reproduce", *SMALL, *flag, "--replicate", "--out", str(tmp_path / "s")]) == 0
+    assert [kw["keep_checkpoints"] for kw in seen] == [keep, keep]  # the replica's sweep too
+
+
+def test_a_finished_run_missing_a_kept_file_is_refused_not_retrained(small_store_copy, capsys):
+    """Issue 36: without its checkpoint nothing can redo a run's ablation: report and reproduce
+    refuse the store in one line naming the run and the file, and train nothing."""
+    from posenc.cli import main
+    store = small_store_copy
+    run = next(r for r in sorted((store / "runs").iterdir()) if (r / "dynamics.jsonl").is_file())
+    label = json.loads((run / "run.json").read_text())["label"]
+    (run / "ablation_zero.json").unlink()
+    result = (run / "result.json").read_bytes()
+    for args in (["report", str(store)], ["reproduce", *SMALL, "--out", str(store)]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"run {label} ({run}) lacks ablation_zero.json" in err, err
+        assert "stored without its checkpoint" in err
+    assert (run / "result.json").read_bytes() == result and not (run / "ablation_zero.json").exists()
     assert not (store / "staging").exists()
-    assert (store / "report" / "report.md").read_text() == \
-        (small_store / "report" / "report.md").read_text()
 
 
 @pytest.mark.ray_cluster
@@ -140,7 +211,7 @@ def test_ray_backend_matches_local(tmp_path, small_store):
         b = json.loads((small_store / "runs" / rid / "result.json").read_text())
         assert a["ablation"] == b["ablation"] and a["probe"] == b["probe"]
         assert a["summary"]["test_acc"] == b["summary"]["test_acc"]
-        assert (store / "runs" / rid / "checkpoint.pt").is_file()
+        assert not (store / "runs" / rid / "checkpoint.pt").exists()  # dropped (issue 36)
 
 
 @pytest.mark.parametrize("args,fragment", [

@@ -8,7 +8,8 @@ Layout of a store folder::
       index.sqlite           runs(id, state, kind, label, config, created, finished, summary)
       runs/<id>/             one folder per run: config.json, run.json (kind, label, created),
                              metrics.jsonl, checkpoint, ablation tables, figures ... and,
-                             written LAST, result.json
+                             written LAST, result.json (``posenc reproduce`` drops the
+                             checkpoint before the commit: :mod:`.kept_files`)
 
 A run's id is a hash of its resolved config (canonical JSON), so the same
 config always lands in the same folder and a sweep started again finds it.

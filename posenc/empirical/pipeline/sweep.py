@@ -16,7 +16,11 @@ returns, this process moves the staging folder into ``runs/<id>`` and commits
 the result (see :mod:`~posenc.empirical.pipeline.store`).  Ray workers run in a temp
 folder on their node and send the files back with the result, so no shared
 file system is needed.  Finished runs are skipped; unfinished and failed ones
-are redone, and so is a finished run whose ``result.json`` is damaged.
+are redone, and so is a finished run whose ``result.json`` is damaged.  ``drop`` names files
+removed from each run's staging folder before it is committed (``posenc reproduce`` drops the
+checkpoint once the run's analysis is done: :mod:`~posenc.empirical.pipeline.kept_files`); a
+finished experiment run that lacks a file it keeps is redone when its checkpoint is there, and
+refused in one line when it is not (nothing could redo it but training it again).
 
 One writer per store: :func:`run_jobs` holds the store's lock
 (:mod:`~posenc.empirical.pipeline.store_lock`) from start to end; a second sweep into the same store
@@ -136,8 +140,12 @@ def check_ray_address(address: str | None) -> None:
 def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "local",
              workers: int = 1, threads: int = 1, ray_address: str | None = None,
              on_done: Callable[[str, Job, dict | None], None] | None = None,
-             wait: bool = False, on_wait: Callable[[str], None] | None = None) -> SweepSummary:
+             wait: bool = False, on_wait: Callable[[str], None] | None = None,
+             drop: tuple[str, ...] = ()) -> SweepSummary:
     """Execute every unfinished job; returns what was skipped, completed and failed.
+
+    ``drop``: file names removed from each job's folder before it is committed (a finished run
+    then never holds them; one interrupted between the two redoes the job).
 
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
@@ -152,7 +160,8 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
     if own:
         store.lock.acquire(wait=wait, on_wait=on_wait)
     try:
-        return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done)
+        return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done,
+                         drop)
     finally:
         if own:
             store.lock.release()
@@ -160,23 +169,26 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 
 def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, workers: int,
               threads: int, ray_address: str | None,
-              on_done: Callable[[str, Job, dict | None], None] | None) -> SweepSummary:
+              on_done: Callable[[str, Job, dict | None], None] | None,
+              drop: tuple[str, ...] = ()) -> SweepSummary:
     store.heal()
-    staging_root = store.root / "staging"
-    if staging_root.exists():
-        shutil.rmtree(staging_root, ignore_errors=True)
-    staging_root.mkdir()
     summary = SweepSummary()
     todo: list[tuple[str, Job]] = []
-    for job in jobs:
+    for job in jobs:  # (an incomplete run without its checkpoint is refused before any training)
         summary.total += 1
         rid = store.add(job.config, job.kind, job.label)
         if store.is_done(rid) and _intact(store, rid, job):
             summary.skipped += 1
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
+    staging_root = store.root / "staging"
+    if staging_root.exists():
+        shutil.rmtree(staging_root, ignore_errors=True)
+    staging_root.mkdir()
 
     def commit(rid: str, job: Job, staging: Path, result: dict) -> None:
+        for name in drop:
+            (staging / name).unlink(missing_ok=True)
         folder = store.run_dir(rid)
         if folder.exists():
             shutil.rmtree(folder)
@@ -272,16 +284,26 @@ def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed)
 
 def _intact(store: RunStore, rid: str, job: Job) -> bool:
     """Whether a finished run's result.json reads back and, for an experiment, is the result of
-    its config (task, role, seed); a damaged or foreign one is redone."""
+    its config (task, role, seed) and its folder holds every file a finished run keeps
+    (:mod:`.kept_files`); a damaged or foreign one is redone, and so is an incomplete one that
+    has its checkpoint -- one without it is a PosencError (it cannot be redone but by training
+    it again, which the user decides)."""
     try:
-        if job.kind == "experiment":
-            from .experiment_result import ExperimentResult
-            ExperimentResult.from_store(store, rid, job.config)
-        else:
+        if job.kind != "experiment":
             store.result(rid)
-        return True
+            return True
+        from .experiment_result import ExperimentResult
+        res = ExperimentResult.from_store(store, rid, job.config)
     except PosencError:
         return False
+    from .kept_files import has_checkpoint, incomplete_run, missing_file
+    folder = store.run_dir(rid)
+    missing = missing_file(folder, res.to_stored())
+    if missing is None:
+        return True
+    if has_checkpoint(folder):
+        return False
+    raise incomplete_run(job.label, folder, missing, store.root)
 
 
 def _describe(exc: BaseException) -> str:

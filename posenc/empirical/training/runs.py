@@ -3,7 +3,10 @@
 A run folder holds ``train_config.json`` (the resolved :class:`TrainConfig`),
 ``metrics.jsonl`` (one JSON object per finished epoch), ``checkpoint.pt``
 (model, optimiser and RNG state after the last finished epoch; the source of
-truth for resuming) and, once training has finished, ``train_summary.json``.
+truth for resuming) and, once training has finished, ``train_summary.json``.  A finished run
+may be stored without its checkpoint (``posenc reproduce`` drops it after the run's analysis:
+:mod:`posenc.empirical.pipeline.kept_files`): its results stay, and whatever needs its weights
+says so in one line (:func:`check_weights_kept`).
 The names leave ``config.json`` and ``result.json`` to the results store
 (:mod:`posenc.empirical.pipeline.store`), which may own the same folder.  Every
 file is written to a temporary name in the same folder and moved into place
@@ -118,6 +121,20 @@ def check_resumable(ckpt: dict[str, Any], path: str | Path) -> None:
     raise PosencError(f"checkpoint {path} has {why}; it cannot be resumed (start over with --restart)")
 
 
+def stored_without_checkpoint(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a finished run (``train_summary.json``) without ``checkpoint.pt``."""
+    run_dir = Path(run_dir)
+    return (run_dir / RESULT).is_file() and not (run_dir / CHECKPOINT).is_file()
+
+
+def check_weights_kept(run_dir: str | Path) -> None:
+    """One line refusing what needs the weights of a finished run stored without them."""
+    if stored_without_checkpoint(run_dir):
+        raise PosencError(f"run {run_dir} was stored without its checkpoint (posenc reproduce "
+                          f"drops it after the analysis; --keep-checkpoints keeps it): its results "
+                          f"are there, its weights are not")
+
+
 def read_config(run_dir: str | Path) -> TrainConfig:
     path = Path(run_dir) / CONFIG
     try:
@@ -226,6 +243,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu",
     if expected is not None and not same_run(config, expected):
         raise PosencError(f"{run_dir / CONFIG} is not the config asked for "
                           f"({config_diff(config, expected)})")
+    check_weights_kept(run_dir)
     ckpt = read_checkpoint(run_dir / CHECKPOINT, device)
     check_checkpoint(ckpt, run_dir / CHECKPOINT, config, f"its {CONFIG}")
     model = model_for(config)

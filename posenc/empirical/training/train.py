@@ -52,8 +52,9 @@ from ..config import TrainConfig, config_from_dict, memory_estimate
 from ..model.transformer import Transformer
 from ..fast import forward as fast_forward
 from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
-                   check_checkpoint, check_resumable, dataset_for, model_for, read_checkpoint,
-                   read_config, read_summary, same_run, write_metrics)
+                   check_checkpoint, check_resumable, check_summary, dataset_for, model_for,
+                   read_checkpoint, read_config, read_metrics, read_summary, same_run,
+                   stored_without_checkpoint, write_metrics)
 from .trace import TRACE, TraceRecorder, grad_norm
 from ..tasks import TaskData, carve_validation
 
@@ -202,7 +203,9 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
     ``progress``: show a tqdm bar (None: only on a TTY; elsewhere a line per epoch on stderr
     when the training split has :data:`LONG_EPOCH_EXAMPLES` examples or more).  ``resume=False``
     starts over even if the folder holds a finished or partial run of the same
-    config.  ``on_step(step, loss)`` is called after every optimiser step.
+    config.  A finished run stored without its checkpoint (``posenc reproduce`` drops it) is
+    finished: it is returned as found (its metrics from ``metrics.jsonl``), never re-trained.
+    ``on_step(step, loss)`` is called after every optimiser step.
     ``dynamics``: a :class:`~posenc.empirical.analysis.dynamics.DynamicsConfig` records positional
     gradient signals and head importance into ``dynamics.jsonl`` (None: nothing runs; it is not
     part of the config, so it changes neither the run id nor the training).
@@ -220,6 +223,14 @@ def train(config: TrainConfig, out_dir: str | Path | None = None, *, progress: O
         check_resumable(ckpt, out / CHECKPOINT)
         if (out / CONFIG).is_file() and (out / RESULT).is_file():
             return _finished(out, config, ckpt["metrics"])
+    elif resume and (out / CONFIG).is_file() and stored_without_checkpoint(out):
+        # finished, its checkpoint dropped (posenc reproduce): finished still, never re-trained
+        metrics = read_metrics(out)
+        if not metrics:
+            raise PosencError(f"run {out} was stored without its checkpoint and has no {METRICS}: "
+                              f"it cannot be read back; delete the folder to train it again")
+        check_summary(read_summary(out), metrics, out / RESULT)
+        return _finished(out, config, metrics)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -453,7 +464,8 @@ def _early_stopping_summary(config: TrainConfig, metrics: list[dict[str, Any]],
 
 
 def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> RunResult:
-    """A finished run, read back: the summary checked, the metrics from its checkpoint."""
+    """A finished run, read back: the summary checked, the metrics from its checkpoint (or, when
+    it was stored without one, from ``metrics.jsonl``)."""
     result = read_summary(out)
     return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
                      result["best_test_acc"], result["n_params"], result["seconds"],

@@ -1,0 +1,102 @@
+"""Stores that travel (posenc.empirical.pipeline.kept_files, issue 36 item 3): the sweep drops a
+run's checkpoint at its commit, skips a finished run stored without it, redoes an incomplete
+run that still has it and refuses, in one line and before anything runs, one that has not;
+with a stand-in experiment worker (no training)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from posenc.empirical.pipeline.kept_files import kept_files, missing_file
+from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.empirical.pipeline.store import RunStore, run_id
+from posenc.empirical.pipeline.sweep import run_jobs
+from posenc.empirical.training.runs import CHECKPOINT
+from posenc.errors import PosencError
+
+CALLS = []
+WORKER = f"{__name__}:fake_experiment_worker"
+
+
+def fake_experiment_worker(config, folder, threads):
+    """What the experiment worker leaves in a run folder, made up: a stand-in checkpoint too."""
+    train = config["train"]
+    CALLS.append(train["seed"])
+    folder = Path(folder)
+    for name in ("train_config.json", "train_summary.json", "ablation_zero.json", "probe.json"):
+        (folder / name).write_text("{}\n")
+    (folder / "metrics.jsonl").write_text('{"epoch": 1}\n')
+    (folder / CHECKPOINT).write_bytes(b"weights")
+    summary = {"task": train["task"]["name"], "pe": train["model"]["pe"], "seed": train["seed"],
+               "tags": config["tags"], "test_acc": 0.5}
+    return {"summary": summary, "ablation": {"zero": {}}, "probe": {"probe_r2": {}}, "metrics": []}
+
+
+def jobs():
+    return ReproductionPlan.for_command("smoke", 2, roles=["nope"], tasks=["distance"]).jobs()
+
+
+@pytest.fixture
+def store(tmp_path):
+    """Two finished runs, their checkpoints dropped at the commit."""
+    CALLS.clear()
+    s = RunStore(tmp_path / "store")
+    summary = run_jobs(s, jobs(), WORKER, drop=(CHECKPOINT,))
+    assert len(summary.completed) == 2 and CALLS == [0, 1]
+    CALLS.clear()
+    return s
+
+
+def test_the_checkpoint_is_dropped_at_the_commit_and_the_kept_files_stay(store):
+    for job in jobs():
+        folder = store.run_dir(run_id(job.config))
+        assert not (folder / CHECKPOINT).exists()
+        assert missing_file(folder, store.result(run_id(job.config))) is None
+    assert kept_files(store.result(run_id(jobs()[0].config))) == [
+        "result.json", "train_config.json", "train_summary.json", "metrics.jsonl",
+        "ablation_zero.json", "probe.json"]
+
+
+def test_without_drop_the_checkpoint_stays(tmp_path):
+    s = RunStore(tmp_path / "kept")
+    run_jobs(s, jobs()[:1], WORKER)
+    assert (s.run_dir(run_id(jobs()[0].config)) / CHECKPOINT).read_bytes() == b"weights"
+
+
+def test_a_finished_run_without_its_checkpoint_is_skipped(store):
+    summary = run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
+    assert summary.skipped == 2 and not summary.completed and CALLS == []
+
+
+def test_an_incomplete_run_without_its_checkpoint_is_refused_before_anything_runs(store):
+    first, second = (store.run_dir(run_id(j.config)) for j in jobs())
+    (second / "ablation_zero.json").unlink()
+    (first / "result.json").unlink()  # an unfinished run: it would run again, but nothing runs
+    before = (second / "result.json").read_bytes()
+    with pytest.raises(PosencError) as err:
+        run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
+    message = str(err.value)
+    assert "\n" not in message and "distance/nope/s1" in message and "ablation_zero.json" in message
+    assert "stored without its checkpoint" in message and "delete the folder" in message
+    assert CALLS == [] and (second / "result.json").read_bytes() == before
+    assert not (store.root / "staging").exists() and not store.lock.busy()
+
+
+def test_an_incomplete_run_with_its_checkpoint_is_redone(store):
+    second = store.run_dir(run_id(jobs()[1].config))
+    (second / "probe.json").unlink()
+    (second / CHECKPOINT).write_bytes(b"weights")
+    summary = run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
+    assert summary.skipped == 1 and CALLS == [1]
+    assert missing_file(second, store.result(run_id(jobs()[1].config))) is None
+    assert not (second / CHECKPOINT).exists()
+
+
+def test_what_a_result_says_was_measured_decides_the_kept_files():
+    diverged = {"summary": {}, "ablation": {}, "probe": None}
+    assert kept_files(diverged) == ["result.json", "train_config.json", "train_summary.json",
+                                    "metrics.jsonl"]
+    recorded = {"summary": {}, "ablation": {"zero": {}, "mean": {}}, "dynamics": {"deposit": [0, 0]}}
+    assert kept_files(recorded)[4:] == ["ablation_mean.json", "ablation_zero.json", "dynamics.jsonl"]
+    assert json.dumps(kept_files({"summary": {}}))  # a result with no measurement at all
