@@ -11,7 +11,8 @@ which no later epoch can replace).  The cells cross
   input embeddings, classifier over the vocabulary), with
 * data: ``clean42`` (the clean sampler at vocabulary 42), ``paper42`` (the paper's sampler at 42:
   ~80% of examples hold an extra trigger) and ``paper574`` (the paper's sampler at the code's 574:
-  ~19%),
+  ~19%), and ``regime``: the paper code's own distance task (the paper's sampler at 574, sides
+  1..25, gaps 1..70, padded to 128 tokens),
 
 and optional rows that separate the optimiser from the architecture (``--extra``):
 ``paperopt``: the paper code's optimiser (AdamW lr 1e-4, betas (0.98, 0.9), weight decay 1e-5,
@@ -21,12 +22,12 @@ tenth of the epochs (6), so the same number of optimiser steps (and the same sch
 sees ten times as many distinct examples.
 
     python scripts/diagnostic_grid.py OUT [--seeds 1000,1001,1002] [--workers 2]
-        [--cells standard/clean42,...] [--extra paper/clean42/paperopt,...]
+        [--cells standard/clean42,...] [--extra paper/clean42/paperopt,...] [--roles rope,...]
     python scripts/diagnostic_grid.py OUT --table
 
 Every run goes to ``OUT/<cell>/<run id>`` with its ``metrics.jsonl``, ``train_config.json`` and
-``train_summary.json``; the checkpoint is removed once the run has finished (the grid reads
-curves, not weights), and a run whose summary is there is skipped.  ``--table`` prints one row per
+``train_summary.json``; the checkpoint and the per-step trace are removed once the run has
+finished (the grid reads per-epoch curves), and a run whose summary is there is skipped.  ``--table`` prints one row per
 run: the last epoch's train and validation accuracy, the best validation accuracy and its epoch,
 and the test accuracy of the kept weights, plus each data set's Bayes ceiling.
 """
@@ -43,15 +44,24 @@ from typing import Any
 CODES = ("standard", "paper")
 DATA = {"clean42": {"task.sampler": "clean", "task.vocab_size": 42},
         "paper42": {"task.sampler": "paper", "task.vocab_size": 42},
-        "paper574": {"task.sampler": "paper", "task.vocab_size": 574}}
+        "paper574": {"task.sampler": "paper", "task.vocab_size": 574},
+        # the paper code's distance task: sides 1..25, gaps 1..70, padded to 128 (dis_gen)
+        "regime": {"task.sampler": "paper", "task.vocab_size": 574, "task.max_left": 25,
+                   "task.max_gap": 70, "task.max_right": 25, "task.seq_len": 128}}
 #: rows that separate the optimiser from the architecture (the issue's item 1, second half)
 EXTRA = {"paperopt": {"lr": 1e-4, "betas": (0.98, 0.9), "weight_decay": 1e-5,
                       "model.dropout": 0.1, "patience": None, "stop_on": "accuracy"},
          "data10x": {"task.n_samples": 30000, "epochs": 6, "patience": 6}}
 
 
-def cell_config(cell: str, seed: int) -> Any:
-    """The TrainConfig of one grid cell ``CODE/DATA[/EXTRA]`` at ``seed``."""
+#: files a finished grid run does not keep: the grid reads per-epoch curves, not weights or the
+#: per-step training trace (~50 bytes a step: 350 KB for a 7,080-step run)
+DROPPED = ("checkpoint.pt", "trace.jsonl")
+
+
+def cell_config(cell: str, seed: int, role_name: str = "rope") -> Any:
+    """The TrainConfig of one grid cell ``CODE/DATA[/EXTRA]`` at ``seed`` for the PE role
+    ``role_name`` (:data:`posenc.roles.ROLES`: its standard or paper-code spec)."""
     from posenc.empirical.config import apply_overrides, preset
     from posenc.empirical.paper_specs import paper_code_fields
     from posenc.roles import ROLES
@@ -61,7 +71,10 @@ def cell_config(cell: str, seed: int) -> Any:
             (len(parts) == 3 and parts[2] not in EXTRA):
         raise SystemExit(f"unknown cell {cell!r}: CODE/DATA[/EXTRA] with CODE in {CODES}, DATA in "
                          f"{tuple(DATA)}, EXTRA in {tuple(EXTRA)}")
-    role = next(r for r in ROLES if r.name == "rope")
+    roles = {r.name: r for r in ROLES}
+    if role_name not in roles:
+        raise SystemExit(f"unknown role {role_name!r}; known: {', '.join(roles)}")
+    role = roles[role_name]
     code, data = parts[0], parts[1]
     cfg = preset("quick", "distance", role.paper_spec if code == "paper" else role.spec, seed)
     changes: dict[str, Any] = {"patience": cfg.epochs, "num_threads": 1}
@@ -73,17 +86,18 @@ def cell_config(cell: str, seed: int) -> Any:
     return apply_overrides(cfg, changes)
 
 
-def _run(job: tuple[str, int, str]) -> str:
+def _run(job: tuple[str, str, int, str]) -> str:
     from posenc.empirical.training.train import train
 
-    cell, seed, out = job
-    cfg = cell_config(cell, seed)
+    cell, role, seed, out = job
+    cfg = cell_config(cell, seed, role)
     folder = Path(out) / cell.replace("/", "_") / cfg.run_id()
     if (folder / "train_summary.json").is_file():
-        return f"{cell} s{seed}: done before"
+        return f"{cell} {role} s{seed}: done before"
     result = train(cfg, folder, progress=False)
-    (folder / "checkpoint.pt").unlink(missing_ok=True)
-    return f"{cell} s{seed}: test {100 * result.final_test_acc:.1f}% in {result.seconds:.0f} s"
+    for name in DROPPED:
+        (folder / name).unlink(missing_ok=True)
+    return f"{cell} {role} s{seed}: test {100 * result.final_test_acc:.1f}% in {result.seconds:.0f} s"
 
 
 def _rows(out: Path) -> list[dict[str, Any]]:
@@ -96,7 +110,8 @@ def _rows(out: Path) -> list[dict[str, Any]]:
         last = metrics[-1]
         val = [m.get("val_acc") for m in metrics if "val_acc" in m]
         best = max(range(len(val)), key=lambda i: (val[i], -i)) if val else None
-        rows.append({"cell": folder.parent.name, "seed": cfg["seed"], "epochs": last["epoch"],
+        rows.append({"cell": folder.parent.name, "pe": cfg["model"]["pe"], "seed": cfg["seed"],
+                     "epochs": last["epoch"],
                      "train_acc": 100 * last["train_acc"],
                      "val_acc": 100 * last["val_acc"] if "val_acc" in last else None,
                      "best_val": 100 * val[best] if val else None,
@@ -109,10 +124,10 @@ def _rows(out: Path) -> list[dict[str, Any]]:
 def table(out: Path) -> str:
     def f(x: Any) -> str:
         return "-" if x is None else f"{x:.1f}"
-    lines = ["| cell | seed | epochs | train acc (last) | val acc (last) | best val (epoch) | "
-             "test acc (kept) | s |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| cell | PE | seed | epochs | train acc (last) | val acc (last) | best val (epoch) | "
+             "test acc (kept) | s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in _rows(out):
-        lines.append(f"| {r['cell']} | {r['seed']} | {r['epochs']} | {f(r['train_acc'])} | "
+        lines.append(f"| {r['cell']} | {r['pe']} | {r['seed']} | {r['epochs']} | {f(r['train_acc'])} | "
                      f"{f(r['val_acc'])} | {f(r['best_val'])} ({r['best_epoch'] or '-'}) | "
                      f"{f(r['test_acc'])} | {r['seconds']:.0f} |")
     return "\n".join(lines)
@@ -125,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--cells", default=",".join(f"{c}/{d}" for c in CODES for d in DATA))
     p.add_argument("--extra", default="", help="extra cells CODE/DATA/EXTRA, comma-separated")
+    p.add_argument("--roles", default="rope", help="PE roles, comma-separated (default rope)")
     p.add_argument("--table", action="store_true", help="print the table of finished runs only")
     args = p.parse_args(argv)
     if args.table:
@@ -132,11 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     seeds = [int(s) for s in args.seeds.split(",")]
     cells = [c for c in args.cells.split(",") + args.extra.split(",") if c]
+    roles = [r for r in args.roles.split(",") if r]
     for c in cells:
-        cell_config(c, seeds[0])  # refuse a bad cell before any training
+        for r in roles:
+            cell_config(c, seeds[0], r)  # refuse a bad cell or role before any training
     # seed-major, paper code first: a partial grid holds whole seeds, the slow runs started early
-    jobs = [(c, s, str(args.out)) for s in seeds
-            for c in sorted(cells, key=lambda c: (c.count("/"), not c.startswith("paper")))]
+    jobs = [(c, r, s, str(args.out)) for s in seeds
+            for c in sorted(cells, key=lambda c: (c.count("/"), not c.startswith("paper")))
+            for r in roles]
     with mp.get_context("spawn").Pool(args.workers, maxtasksperchild=1) as pool:
         for line in pool.imap_unordered(_run, jobs):
             print(line, flush=True)
