@@ -27,9 +27,10 @@ sees ten times as many distinct examples.
 
 Every run goes to ``OUT/<cell>/<run id>`` with its ``metrics.jsonl``, ``train_config.json`` and
 ``train_summary.json``; the checkpoint and the per-step trace are removed once the run has
-finished (the grid reads per-epoch curves), and a run whose summary is there is skipped.  ``--table`` prints one row per
-run: the last epoch's train and validation accuracy, the best validation accuracy and its epoch,
-and the test accuracy of the kept weights, plus each data set's Bayes ceiling.
+finished (the grid reads per-epoch curves), and a run whose summary is there is skipped.
+``--table`` prints one row per run: the last epoch's train and validation accuracy, the best
+validation accuracy and its epoch, and the test accuracy of the kept weights (the data sets'
+Bayes ceilings: ``posenc.empirical.bayes_ceiling``; docs/reproduction.md states them).
 """
 
 from __future__ import annotations
