@@ -29,7 +29,7 @@ import importlib
 import inspect
 from typing import Any
 
-from .api.arguments import public
+from .public_call import public
 from .encodings import PESpec, all_entries, parse_spec, spec_from_dict
 from .errors import PosencError  # noqa: F401
 

@@ -102,7 +102,7 @@ def coerce(hint: Any, value: Any, label: str, *, text: bool = True) -> Any:
     except PosencError:
         raise  # already one clear line (a PosencError is a ValueError too)
     except (ValueError, TypeError, OverflowError):
-        raise PosencError(f"{label} must be {kind_name(base)}; got {value!r}") from None
+        raise PosencError(f"{label} must be {kind_name(base)}; got {shown(value)}") from None
 
 
 def _convert(base: Any, value: Any, text: bool) -> Any:

@@ -404,6 +404,20 @@ def test_every_public_function_refuses_an_unknown_keyword_in_one_line(name, tmp_
     assert "\n" not in text and not list(tmp_path.iterdir())
 
 
+def test_public_functions_still_pickle_by_reference():
+    """The argument-checking wrapper is what ``posenc.NAME`` is, and pickles as that name (a
+    process pool or a functools.partial can take it)."""
+    import pickle
+    for name in ("parse_spec", "bound", "train", "check"):
+        fn = getattr(posenc, name)
+        assert pickle.loads(pickle.dumps(fn)) is fn
+
+
+def test_a_huge_integer_is_one_line_not_pythons_digit_limit():
+    with pytest.raises(posenc.PosencError, match="base must be float; got an integer of about 5001"):
+        posenc.spec_from_dict({"name": "rope", "base": 10 ** 5000})
+
+
 def test_a_missing_argument_is_one_line_and_the_signature_is_kept():
     import inspect
     with pytest.raises(posenc.PosencError, match=r"posenc.bound: missing a required argument: 'n'"):

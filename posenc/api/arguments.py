@@ -4,46 +4,17 @@ The layers check sizes and ranges (``posenc.limits``); these check what only a P
 can get wrong -- a string where a flag goes, a number where a path goes -- so that no bad
 argument reaches a layer as a TypeError or, worse, as a truthy string taken for True.
 
-:func:`public` checks the call itself -- an unknown keyword, a missing or extra argument -- for
-every public function (``posenc/__init__.py`` applies it to each one it exports), with the line
-the command line prints for an unknown option.
+The call itself -- an unknown keyword, a missing or extra argument -- is checked by
+:func:`posenc.public_call.public`, which ``posenc/__init__.py`` applies to every function it
+exports.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from ..coerce import shown
 from ..errors import PosencError
-
-
-def public(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` refusing a call its signature does not take with one PosencError line, as the
-    command line refuses an unknown option (``posenc: unrecognized arguments: --bogus 1``):
-    ``posenc.bound: unrecognized arguments: bogus=1 (it takes spec, n, head, ...)``.  The
-    arguments are bound to the signature before ``fn`` runs, so nothing has started; ``fn``'s
-    own TypeErrors are not touched.  The wrapper keeps ``fn``'s name, docstring and signature."""
-    signature = inspect.signature(fn)
-    name = f"posenc.{fn.__name__}"
-    open_keywords = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            unknown = [k for k in kwargs if k not in signature.parameters and not open_keywords]
-            takes = ", ".join(signature.parameters)
-            if unknown:
-                given = ", ".join(f"{k}={shown(kwargs[k])}" for k in unknown)
-                raise PosencError(f"{name}: unrecognized arguments: {given} (it takes "
-                                  f"{takes})") from None
-            raise PosencError(f"{name}: {exc} (it takes {takes})") from None
-        return fn(*args, **kwargs)
-    return checked
 
 
 def flag(name: str, value: Any, optional: bool = False) -> Optional[bool]:

@@ -395,8 +395,9 @@ def _check_bias(caller: Caller, impl: str, expected: Optional[dict]) -> Conforma
         props.extend(check_slopes(relative, kind, report.summary))
         if "slopes" not in report.summary and not by_row and not any(
                 p.name == "KERPLE-log form" and p.status == PASS for p in props):
+            from .t5 import N as T5_N
             from .t5_learned import check_t5_learned
-            props.append(check_t5_learned(caller))
+            props.append(check_t5_learned(_call(caller, 1, T5_N)[0]))  # head 0, (T5_N, T5_N)
         if props[-2].name == "ALiBi form" and props[-2].status == PASS and not by_row and \
                 any(np.any(relative[H] != B) for H, B in biases.items()):
             props[-2].detail += " (plus a constant on the diagonal, which softmax ignores)"

@@ -37,7 +37,7 @@ from .kinds import check_kind, check_max_positions
 from .report import ConformanceReport
 
 DEFAULT_TIMEOUT = 60.0
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])      # the folder that holds posenc/
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])      # the folder that holds posenc/
 
 
 def _last_line(text: str) -> str:

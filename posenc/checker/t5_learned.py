@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .loading import Caller
 from .report import FAIL, INFO, PASS, Property, fmt
 from .t5 import MAX_DISTANCE, N, NUM_BUCKETS, _name, match, reference, same_partition
 
@@ -39,11 +38,10 @@ def _counterexample(row: np.ndarray, rel: np.ndarray, best) -> str:
     return ""
 
 
-def check_t5_learned(caller: Caller) -> Property:
-    """The ``T5 buckets`` property of a Toeplitz bias that is not ALiBi (see the docstring)."""
-    from .bias import _call
-
-    B = _call(caller, 1, N)[0]                                              # (N, N)
+def check_t5_learned(B: np.ndarray) -> Property:
+    """The ``T5 buckets`` property of a Toeplitz bias that is not ALiBi (see the docstring), from
+    ``B`` (N, N): the bias of head 0 at n = :data:`.t5.N` (the caller reads it from the user's
+    function)."""
     rel = np.arange(-(N - 1), N)                                            # j − i
     row = np.concatenate([B[:0:-1, 0], B[0]])                               # bias at rel
     if not np.all(np.isfinite(row)):

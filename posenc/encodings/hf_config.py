@@ -286,8 +286,8 @@ def _text_depth(text: str) -> int:
 def _check_depth(data: Any, where: str) -> None:
     """A dict given to the API nests at most MAX_CONFIG_DEPTH levels (walked without
     recursion)."""
-    level = [data]
-    for _ in range(MAX_CONFIG_DEPTH + 1):
+    level = [data]  # the nodes at depth 1, 2, ... (the config itself is depth 1, as _text_depth counts)
+    for _ in range(MAX_CONFIG_DEPTH):
         level = list({id(v): v for x in level for v in (x.values() if isinstance(x, dict) else x)
                       if isinstance(v, (dict, list, tuple))}.values())     # shared ones once
         if not level:

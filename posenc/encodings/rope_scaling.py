@@ -148,8 +148,9 @@ def validate(spec: Any) -> None:
                 _fail(f"scaling=longrope needs {name}=F0;F1;... (one factor per rotary plane)")
             if not (isinstance(value, tuple) and value
                     and all(is_number(v) and 0 < v <= MAX_SCALE for v in value)):
-                shown = ";".join(map(str, value)) if isinstance(value, tuple) else repr(value)
-                _fail(f"{name} must be positive numbers F0;F1;...; got {shown}")
+                text = ";".join(shown(v, 20) for v in value) if isinstance(value, tuple) \
+                    else shown(value)
+                _fail(f"{name} must be positive numbers F0;F1;...; got {text}")
         if spec.original < 2 and spec.attention_factor is None and spec.factor > 1:
             _fail("longrope's default attention factor sqrt(1 + ln factor / ln original) needs "
                   "original >= 2 (or give attention_factor)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterator
 
-from ..coerce import coerce, field_hints
+from ..coerce import coerce, field_hints, shown
 from ..errors import PosencError
 from .additive import ADDITIVE_NAMES, Sinusoidal
 from .base import PESpec
@@ -120,9 +120,9 @@ def parse_spec(text: str) -> PESpec:
 def spec_from_dict(data: Any) -> PESpec:
     """Inverse of :meth:`PESpec.to_dict` (JSON round trip)."""
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-        raise PosencError(f"a PE spec must be an object with a 'name'; got {data!r}")
+        raise PosencError(f"a PE spec must be an object with a 'name'; got {shown(data, 200)}")
     params = {k: v for k, v in data.items() if k != "name"}
-    return _build(data["name"], params, repr(data))
+    return _build(data["name"], params, shown(data, 200))
 
 
 def derivable_entries() -> Iterator[tuple[str, PESpec]]:

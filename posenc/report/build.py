@@ -55,7 +55,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         results.append(res)
         s = res.summary
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
-                     "pe": res.pe, "seed": res.seed, "test_acc_pct": 100 * res.test_acc,
+                     "pe": res.pe, "seed": res.seed, "test_acc_pct": round(100 * res.test_acc, 6),
                      "epochs": s["epochs"], **_stopping_columns(s),
                      "train_seconds": round(s["seconds"], 2),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")

@@ -83,6 +83,25 @@ def test_an_incomplete_run_without_its_checkpoint_is_refused_before_anything_run
     assert not (store.root / "staging").exists() and not store.lock.busy()
 
 
+@pytest.mark.parametrize("damage", ["{}", "not json", ""])
+def test_a_damaged_result_without_its_checkpoint_is_refused_not_retrained(store, damage):
+    second = store.run_dir(run_id(jobs()[1].config))
+    (second / "result.json").write_text(damage)
+    with pytest.raises(PosencError) as err:
+        run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
+    message = str(err.value)
+    assert "\n" not in message and "distance/nope/s1" in message and "result.json" in message
+    assert "stored without its checkpoint" in message and CALLS == []
+
+
+def test_a_damaged_result_with_its_checkpoint_is_redone(store):
+    second = store.run_dir(run_id(jobs()[1].config))
+    (second / "result.json").write_text("{}")
+    (second / CHECKPOINT).write_bytes(b"weights")
+    summary = run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
+    assert summary.skipped == 1 and CALLS == [1]
+
+
 def test_an_incomplete_run_with_its_checkpoint_is_redone(store):
     second = store.run_dir(run_id(jobs()[1].config))
     (second / "probe.json").unlink()

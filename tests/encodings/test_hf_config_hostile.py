@@ -71,6 +71,24 @@ def test_brackets_inside_strings_do_not_count(tmp_path):
     assert spec_from_hf_config(path)[0] == CASES["llama"][1]
 
 
+@pytest.mark.parametrize("levels, ok", [(MAX_CONFIG_DEPTH, True), (MAX_CONFIG_DEPTH + 1, False)])
+def test_a_dict_and_its_json_text_meet_the_same_depth_limit(tmp_path, levels, ok):
+    """The config itself is level 1 in both counts: a dict and the file holding its JSON are
+    both taken, or both refused."""
+    config: dict = {}
+    for _ in range(levels - 2):
+        config = {"x": config}
+    config = {**CASES["llama"][0], "x": config}  # levels in all
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert json.dumps(config).count("{") == levels
+    for source in (config, path):
+        if ok:
+            assert spec_from_hf_config(source)[0] == CASES["llama"][1]
+        else:
+            refused(source, f"{MAX_CONFIG_DEPTH}")
+
+
 def test_a_deep_dict_from_the_api_is_refused():
     deep: dict = {"model_type": "llama"}
     for _ in range(2000):

@@ -98,8 +98,11 @@ def test_the_verdict_section_carries_the_warning():
     from types import SimpleNamespace
 
     from posenc.report.markdown import _verdicts
-    assert _verdicts(SimpleNamespace(verdicts=[], optional_stopping="WARN"))[-2:] == ["", "WARN"]
-    assert "WARN" not in _verdicts(SimpleNamespace(verdicts=[], optional_stopping=None))
+    def inputs(warning):  # no verdicts and no replication: the table's header and the warning
+        return SimpleNamespace(verdicts=[], optional_stopping=warning, replicated=[],
+                               replica_seeds=[], results=[])
+    assert _verdicts(inputs("WARN"))[-2:] == ["", "WARN"]
+    assert "WARN" not in _verdicts(inputs(None))
 
 
 def test_a_store_without_a_record_has_none_and_a_bad_record_is_refused(tmp_path):

@@ -286,8 +286,8 @@ def _intact(store: RunStore, rid: str, job: Job) -> bool:
     """Whether a finished run's result.json reads back and, for an experiment, is the result of
     its config (task, role, seed) and its folder holds every file a finished run keeps
     (:mod:`.kept_files`); a damaged or foreign one is redone, and so is an incomplete one that
-    has its checkpoint -- one without it is a PosencError (it cannot be redone but by training
-    it again, which the user decides)."""
+    has its checkpoint -- an experiment run without it (damaged, foreign or incomplete) is a
+    PosencError (it cannot be redone but by training it again, which the user decides)."""
     try:
         if job.kind != "experiment":
             store.result(rid)
@@ -295,6 +295,11 @@ def _intact(store: RunStore, rid: str, job: Job) -> bool:
         from .experiment_result import ExperimentResult
         res = ExperimentResult.from_store(store, rid, job.config)
     except PosencError:
+        from .kept_files import has_checkpoint, incomplete_run
+        folder = store.run_dir(rid)
+        if job.kind == "experiment" and folder.is_dir() and not has_checkpoint(folder):
+            raise incomplete_run(job.label, folder, "a readable result.json of its config",
+                                 store.root) from None
         return False
     from .kept_files import has_checkpoint, incomplete_run, missing_file
     folder = store.run_dir(rid)
