@@ -2,21 +2,15 @@
 kept in a run trained at another maximum (docs/reproduction.md, "Criterion (a) at a 120-epoch
 maximum")."""
 
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
+from script_loader import load_script
 
 @pytest.fixture
 def script(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("compare_max_epochs", None)
-    return importlib.import_module("compare_max_epochs")
+    return load_script(monkeypatch, "compare_max_epochs")
 
 
 def _write(folder, vals, losses, epochs, summary=None, lr=None):

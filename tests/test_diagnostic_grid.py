@@ -2,21 +2,15 @@
 docs/reproduction.md says they are, and its table reads a run folder's curve end points
 (no training here)."""
 
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
+from script_loader import load_script
 
 @pytest.fixture
 def grid(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("diagnostic_grid", None)
-    return importlib.import_module("diagnostic_grid")
+    return load_script(monkeypatch, "diagnostic_grid")
 
 
 def test_the_cells_differ_only_where_their_names_say(grid):
