@@ -193,8 +193,9 @@ def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
 
 def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypatch):
     """The rounds judge the results run_plan returns: a finished run whose result.json says
-    another seed than its config (a swapped or edited file) is redone by the sweep, and a result
-    that is still not its config's when it is read is an error, not a number."""
+    another seed than its config (a swapped or edited file) is redone by the sweep when its
+    checkpoint is kept (without it, the sweep refuses it: tests/empirical/test_kept_files.py),
+    and a result that is still not its config's when it is read is an error, not a number."""
     import json
 
     from posenc.empirical.pipeline import sweep
@@ -204,7 +205,7 @@ def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypat
     plan = ReproductionPlan.for_command("smoke", seeds=1, roles=["nope"], tasks=["distance"],
                                         overrides={"task.n_samples": 200, "epochs": 1})
     store = RunStore(tmp_path / "store")
-    (res,) = run_plan(plan, store, workers=1, log=lambda m: None)
+    (res,) = run_plan(plan, store, workers=1, log=lambda m: None, keep_checkpoints=True)
     (job,) = plan.jobs()
     seed = job.config["train"]["seed"]
     assert (res.task, res.role, res.seed) == ("distance", "nope", seed)
@@ -216,7 +217,8 @@ def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypat
         path.write_text(json.dumps(data))
 
     tamper()
-    (res,) = run_plan(plan, store, workers=1, log=lambda m: None)  # redone, not skipped
+    (res,) = run_plan(plan, store, workers=1, log=lambda m: None,
+                      keep_checkpoints=True)  # redone, not skipped
     assert res.seed == seed and json.loads(path.read_text())["summary"]["seed"] == seed
     tamper()
     monkeypatch.setattr(sweep, "_intact", lambda store, rid, job: True)  # as if it read back
