@@ -18,7 +18,8 @@ and optional rows that separate the optimiser from the architecture (``--extra``
 ``paperopt``: the paper code's optimiser (AdamW lr 1e-4, betas (0.98, 0.9), weight decay 1e-5,
 dropout 0.1) with last-epoch selection (no validation-based choice: patience None, every epoch
 evaluated on the test split, the last kept); ``data10x``: ten times the examples (30,000) for a
-tenth of the epochs (6), so the same number of optimiser steps (and the same schedule over them)
+tenth of the epochs (6), so nearly the same optimiser steps (7,092 against 7,140 at the quick
+sizes; the same schedule over them)
 sees ten times as many distinct examples.
 
     python scripts/diagnostic_grid.py OUT [--seeds 1000,1001,1002] [--workers 2]
@@ -56,7 +57,7 @@ EXTRA = {"paperopt": {"lr": 1e-4, "betas": (0.98, 0.9), "weight_decay": 1e-5,
 
 
 #: files a finished grid run does not keep: the grid reads per-epoch curves, not weights or the
-#: per-step training trace (~50 bytes a step: 350 KB for a 7,080-step run)
+#: per-step training trace (~50 bytes a step: 350 KB for a 7,140-step run)
 DROPPED = ("checkpoint.pt", "trace.jsonl")
 
 
