@@ -288,6 +288,9 @@ def _intact(store: RunStore, rid: str, job: Job) -> bool:
     (:mod:`.kept_files`); a damaged or foreign one is redone, and so is an incomplete one that
     has its checkpoint -- an experiment run without it (damaged, foreign or incomplete) is a
     PosencError (it cannot be redone but by training it again, which the user decides)."""
+    from .kept_files import has_checkpoint, incomplete_run, missing_file
+
+    folder = store.run_dir(rid)
     try:
         if job.kind != "experiment":
             store.result(rid)
@@ -295,14 +298,10 @@ def _intact(store: RunStore, rid: str, job: Job) -> bool:
         from .experiment_result import ExperimentResult
         res = ExperimentResult.from_store(store, rid, job.config)
     except PosencError:
-        from .kept_files import has_checkpoint, incomplete_run
-        folder = store.run_dir(rid)
         if job.kind == "experiment" and folder.is_dir() and not has_checkpoint(folder):
             raise incomplete_run(job.label, folder, "a readable result.json of its config",
                                  store.root) from None
         return False
-    from .kept_files import has_checkpoint, incomplete_run, missing_file
-    folder = store.run_dir(rid)
     missing = missing_file(folder, res.to_stored())
     if missing is None:
         return True
