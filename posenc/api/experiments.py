@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
 from ..limits import check_int
+from ..training_presets import PRESET_NAMES
 from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.analysis.ablation import AblationTable as AblationResult
     from ..empirical.training.runs import Run
 
-PRESETS = ("smoke", "quick", "paper")
+PRESETS = PRESET_NAMES
 BACKENDS = ("local", "ray")
 #: Keyword options that ablate() passes on to posenc.empirical.analysis.ablation.ablate.
 ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
@@ -37,7 +38,8 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
           resume: bool = True, progress: Optional[bool] = None) -> Run:
     """Train (or resume, or find finished) a small Transformer with ``pe`` on ``task``.
 
-    ``preset``: smoke | quick | paper sizes; ``config``: a TrainConfig or the path of a config
+    ``preset``: a training preset (:data:`posenc.training_presets.TRAINING_PRESETS`);
+    ``config``: a TrainConfig or the path of a config
     JSON instead of a preset; ``out``: the run folder (default ``runs/<run id>``);
     ``overrides``: dotted config fields, e.g. ``{"model.n_layers": 2}``.  Returns the
     loaded :class:`~posenc.empirical.training.runs.Run`, with ``run.training`` set.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..training_presets import preset_help
 from . import plain
 
 
@@ -28,7 +29,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="train RUN_DIR with dynamics recording (resumes; skips if finished)")
     g.add_argument("--task", default="distance", help="distance (default) or count")
     g.add_argument("--pe", default="rope", help="PE spec (default rope)")
-    g.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
+    g.add_argument("--preset", default="quick", help=preset_help())
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--epochs", type=int, help="override the preset's number of epochs")
     g.add_argument("--threads", type=int, help="torch threads, at least 1 (default: torch's)")
@@ -37,8 +38,8 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def _record(args: argparse.Namespace) -> None:
-    from ..empirical.config import check_threads, preset
     from ..empirical.analysis.dynamics import DynamicsConfig
+    from ..empirical.config import check_threads, preset
     from ..empirical.pipeline.dynamics_sweep import dynamics_worker
 
     if args.threads is not None:
@@ -98,12 +99,11 @@ def _text(s: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.analysis.dynamics_plots import plot_dynamics
     from ..empirical.analysis.dynamics_summary import summarize_run
-
-    from pathlib import Path
-
     from ..errors import PosencError
     if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf"):
         raise PosencError(f"--plot must name a .png or .pdf file; got {args.plot}")

@@ -8,7 +8,8 @@ import json
 
 
 def register(subs: argparse._SubParsersAction) -> None:
-    p = subs.add_parser("encodings", help="list the PE catalogue and the paper-code presets")
+    p = subs.add_parser("encodings", help="list the PE catalogue, the paper-code PE presets and the training "
+                                          "presets")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -16,6 +17,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..encodings import PRESETS, REGISTRY
     from ..encodings.rope_scaling import SCALINGS, USES
+    from ..training_presets import TRAINING_PRESETS
 
     rows = []
     for name, cls in REGISTRY.items():
@@ -25,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
     scalings = {kind: {"rule": rule, "parameters": list(USES[kind])}
                 for kind, rule in SCALINGS.items() if kind != "none"}
     if args.json:
-        print(json.dumps({"families": rows, "presets": presets, "rope_scalings": scalings},
-                         indent=2))
+        print(json.dumps({"families": rows, "presets": presets, "rope_scalings": scalings,
+                          "training_presets": TRAINING_PRESETS}, indent=2))
         return 0
     for row in rows:
         print(f"{row['name']:<17} {row['doc']}")
@@ -39,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     print("\npresets (the paper's code conventions):")
     for name, text in presets.items():
         print(f"    {name:<20} = {text}")
+    print("\ntraining presets (--preset of train, reproduce and dynamics):")
+    for name, text in TRAINING_PRESETS.items():
+        print(f"    {name:<12} {text}")
     return 0
 
 

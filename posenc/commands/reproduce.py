@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..training_presets import preset_help
+
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("reproduce", help="run the reproduction sweep and write report.md with verdicts")
-    p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
+    p.add_argument("--preset", default="quick", help=preset_help())
     p.add_argument("--backend", default="local", help="local (default) | ray")
     p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
     p.add_argument("--seeds", type=int, default=None,

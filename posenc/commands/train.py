@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import PosencError
+from ..training_presets import preset_help
 from . import hf_option
 
 
@@ -17,7 +18,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="PE spec, e.g. rope, alibi:slopes=exp, paper-rope (default rope)")
     hf_option.add(p, " in place of --pe; the model keeps the preset's sizes (its head dim, not "
                      "the config's)")
-    p.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
+    p.add_argument("--preset", default="quick", help=preset_help())
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="run folder (default runs/<task>_<pe>_<preset>_s<seed>_<hash>)")
     p.add_argument("--config", help="a config JSON (as written into a run folder) instead of a preset")
