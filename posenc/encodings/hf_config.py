@@ -59,15 +59,18 @@ unrelated to position (``vocab_size``, ``intermediate_size``, ...) are ignored.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, Optional
 
 from ..coerce import shown
 from ..errors import PosencError
-from .additive import ALiBi, RelativeBias
+from .additive import ALiBi, LearnedAbsolute, RelativeBias
 from .base import PESpec
 from .hf_read import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, read_hf_config
-from .hf_rope import ROPE_COMMON, ROPE_KEYS, HFConfig, head_dim_of, rope_dict, rope_spec
+from .hf_layer_groups import gemma2, gemma3_text, llama4_text
+from .hf_rope import (ROPE_COMMON, ROPE_KEYS, HFConfig, head_dim_of, head_rope, one_of, rope_dict,
+                      rope_spec)
 
 __all__ = ["MAPPERS", "MAX_CONFIG_BYTES", "MAX_CONFIG_DEPTH", "ROPE_COMMON", "ROPE_KEYS",
            "read_hf_config", "spec_from_hf_config"]
@@ -98,9 +101,36 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "mpt": {"d_model": 2048, "n_heads": 16, "max_seq_len": 2048},
     "t5": {"d_model": 512, "d_kv": 64, "num_heads": 8, "relative_attention_num_buckets": 32,
            "relative_attention_max_distance": 128},
+    "mixtral": {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+                "rope_theta": 1e6},
+    "qwen2_moe": {"hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 32768},
+    "olmo2": {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 2048},
+    "starcoder2": {"hidden_size": 3072, "num_attention_heads": 24,
+                   "max_position_embeddings": 4096},
+    "gemma2": {"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+               "max_position_embeddings": 8192, "num_hidden_layers": 26, "sliding_window": 4096,
+               "attn_logit_softcapping": 50.0},
+    "gemma3_text": {"hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+                    "max_position_embeddings": 131072, "num_hidden_layers": 26,
+                    "sliding_window": 4096, "sliding_window_pattern": 6,
+                    "theta_full_attention": 1e6, "theta_sliding_attention": 1e4},
+    "llama4_text": {"hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+                    "max_position_embeddings": 131072, "rope_theta": 5e5, "num_hidden_layers": 48,
+                    "no_rope_layer_interval": 4, "attention_chunk_size": 8192,
+                    "attn_temperature_tuning": True},
+    "deepseek_v3": {"hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64,
+                    "qk_nope_head_dim": 128, "kv_lora_rank": 512, "q_lora_rank": 1536,
+                    "max_position_embeddings": 4096, "rope_interleave": True},
+    "gpt2": {"n_embd": 768, "n_head": 12, "n_positions": 1024},
+    "bert": {"hidden_size": 768, "num_attention_heads": 12, "max_position_embeddings": 512,
+             "position_embedding_type": "absolute"},
 }
 #: Rotary models whose transformers code rotates the first int(head_dim * factor) dims only.
 PARTIAL = ("phi", "phi3", "gpt_neox")
+#: Multimodal model types -> the model type of their ``text_config`` (mapped in its place).
+WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+#: Rotary models with a ``sliding_window`` (every layer; Qwen: with ``use_sliding_window``).
+WINDOWED = ("mistral", "mixtral", "starcoder2", "qwen2", "qwen2_moe", "qwen3")
 
 _ROTARY_READS = ("max_position_embeddings", "rope_parameters", "rope_scaling", "rope_theta",
                  "partial_rotary_factor")
@@ -110,7 +140,13 @@ _ROTARY_READS = ("max_position_embeddings", "rope_parameters", "rope_scaling", "
 #: here; another key that mentions position is one transformers ignores, and so is it here (with
 #: a note).
 TRANSFORMERS_READS: dict[str, tuple[str, ...]] = {
-    **{m: _ROTARY_READS for m in ("llama", "mistral", "qwen2", "qwen3", "gemma", "phi")},
+    **{m: _ROTARY_READS for m in ("llama", "mistral", "qwen2", "qwen3", "gemma", "phi", "mixtral",
+                                  "qwen2_moe", "olmo2", "starcoder2", "gemma2")},
+    "gemma3_text": _ROTARY_READS + ("rope_local_base_freq",),
+    "llama4_text": _ROTARY_READS + ("no_rope_layers", "no_rope_layer_interval"),
+    "deepseek_v3": _ROTARY_READS + ("qk_rope_head_dim", "rope_interleave"),
+    "gpt2": ("n_positions", "max_position_embeddings"),
+    "bert": ("max_position_embeddings", "position_embedding_type"),
     "phi3": _ROTARY_READS + ("original_max_position_embeddings",),
     "gpt_neox": _ROTARY_READS + ("rotary_pct", "rotary_emb_base"),
     "falcon": _ROTARY_READS + ("alibi",),
@@ -122,7 +158,8 @@ TRANSFORMERS_READS: dict[str, tuple[str, ...]] = {
 #: MPT's ``attn_config`` keys that transformers' MptAttentionConfig reads and that mention position.
 MPT_ATTN_READS = ("alibi", "alibi_bias_max")
 
-def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[str, dict]:
+def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None,
+                        layers: Optional[str] = None) -> tuple[str, dict]:
     """Map a Hugging Face config to the catalogue spec its model uses.
 
     Parameters
@@ -133,6 +170,10 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
         The sequence length a length-dependent scaling is stated for; default the length up to
         which transformers uses its unscaled (dynamic NTK: ``max_position_embeddings``) or short
         (LongRoPE: ``original_max_position_embeddings``) frequencies.
+    layers : str, optional
+        The layer group to state, for a model whose layers differ in position (Gemma 3:
+        ``sliding_attention`` or ``full_attention``; Llama 4: ``rope`` or ``nope``); without it
+        such a model is refused, naming its groups (:mod:`.hf_layer_groups`).
 
     Returns
     -------
@@ -141,7 +182,8 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
     info : dict
         ``model_type``, ``head_dim``, ``heads``, ``max_position_embeddings`` (None where the
         model has none), ``rotary_dims`` (rotary models), ``notes`` (what the spec does not
-        say, in words) and ``source``.
+        say, in words) and ``source``; ``layer_groups`` (group -> number of layers) and
+        ``layers`` (the group stated) for a model of several layer groups.
 
     Raises
     ------
@@ -154,10 +196,16 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
     if not isinstance(model_type, str) or not model_type:
         raise PosencError(f"{where}: no model_type; a Hugging Face config.json names its "
                           f"architecture there (supported: {', '.join(sorted(MAPPERS))})")
+    if model_type in WRAPPERS:          # a multimodal config: its language model's
+        text = data.get("text_config")
+        if not isinstance(text, dict):
+            raise PosencError(f"{where}: model_type {model_type!r} without a text_config object")
+        data, model_type, where = {**text, "model_type": WRAPPERS[model_type]}, \
+            WRAPPERS[model_type], f"{where} text_config"
     if model_type not in MAPPERS:
         raise PosencError(f"{where}: model_type {shown(model_type)} is not supported by --from-hf; "
                           f"supported: {', '.join(sorted(MAPPERS))}")
-    cfg = HFConfig(data, where, DEFAULTS[model_type])
+    cfg = HFConfig(data, where, DEFAULTS[model_type], layers)
     spec, info = MAPPERS[model_type](cfg, seq_len)
     _ignore_unread(cfg)
     info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
@@ -181,19 +229,79 @@ def _ignore_unread(cfg: HFConfig) -> None:
 # --- architectures -----------------------------------------------------------------------------
 
 def _llama_like(cfg: HFConfig, seq_len: Optional[int]) -> tuple[PESpec, dict]:
-    """Llama, Mistral, Qwen2/3, Gemma, Phi, Phi-3 (and Falcon's RoPE): rotate_half,
-    transformers' rope dict; a partial rotary factor only where the model's code reads it."""
+    """Llama, Mistral, Mixtral, Qwen2/3 (MoE too), Gemma, OLMo 2, StarCoder2, Phi, Phi-3 (and
+    Falcon's RoPE): rotate_half, transformers' rope dict; a partial rotary factor only where the
+    model's code reads it."""
     head_dim, heads = head_dim_of(cfg)
-    spec, info = rope_spec(cfg, seq_len, head_dim=head_dim, rotary_dims=None,
-                       fraction_keys={"partial_rotary_factor": cfg.raw("partial_rotary_factor")},
+    result = head_rope(cfg, seq_len, head_dim, heads, partial=cfg.model_type in PARTIAL,
                        theta_keys={"rope_theta": cfg.raw("rope_theta")})
-    if info["rotary_dims"] != head_dim and cfg.model_type not in PARTIAL:
-        raise cfg.refuse("partial_rotary_factor", f"transformers' {cfg.model_type} rotates the "
-                                                  f"whole head (its default RoPE ignores the "
-                                                  f"factor, its scalings break on it)")
     cfg.get("original_max_position_embeddings")
+    if cfg.model_type in WINDOWED and cfg.given("sliding_window") \
+            and (cfg.model_type in ("mistral", "mixtral", "starcoder2")
+                 or cfg.get("use_sliding_window") is True):
+        cfg.notes.append(f"sliding_window={cfg.get('sliding_window')}: "
+                         f"{'its' if cfg.model_type.startswith('qwen') else 'every'} windowed "
+                         f"layer attends to the last {cfg.get('sliding_window')} keys only: a "
+                         f"mask, not part of the spec")
+    return result
+
+
+def _deepseek_v3(cfg: HFConfig, seq_len: Optional[int]) -> tuple[PESpec, dict]:
+    """DeepSeek-V3's multi-head latent attention: the logit of a head is q_nope . k_nope (no
+    position; q and k through the latents q_lora_rank and kv_lora_rank) plus the decoupled RoPE
+    q_rot . k_rot on qk_rope_head_dim dims (k_rot one per token, shared by the heads): a RoPE on
+    the fraction qk_rope_head_dim / (qk_nope_head_dim + qk_rope_head_dim) of the qk head, with
+    frequencies base^(-2m/qk_rope_head_dim) and the config's scaling."""
+    heads = cfg.integer("num_attention_heads", cfg.get("num_attention_heads"))
+    rope_dim = cfg.integer("qk_rope_head_dim", cfg.get("qk_rope_head_dim"))
+    head_dim = rope_dim + cfg.integer("qk_nope_head_dim", cfg.get("qk_nope_head_dim"))
+    interleave = cfg.get("rope_interleave")
+    if not isinstance(interleave, bool):
+        raise cfg.refuse("rope_interleave", f"must be true or false; got {shown(interleave)}")
+    spec, info = rope_spec(cfg, seq_len, head_dim=head_dim, rotary_dims=rope_dim,
+                           fraction_keys={"qk_rope_head_dim": rope_dim},
+                           theta_keys={"rope_theta": cfg.raw("rope_theta")},
+                           pairing="interleaved" if interleave else "half")
+    rope = rope_dict(cfg)
+    cfg.notes.append(f"MLA: the {head_dim - rope_dim} position-free dims come through latents "
+                     f"(kv_lora_rank={cfg.get('kv_lora_rank')}, q_lora_rank="
+                     f"{cfg.get('q_lora_rank')}); the RoPE key is shared by the heads; the spec "
+                     f"rotates the first {rope_dim} dims, transformers the last (the same logit)")
+    if rope.get("rope_type", rope.get("type", "default")) != "default" and rope.get("mscale_all_dim"):
+        f = rope.get("factor", 1.0)
+        m = 1.0 if f <= 1 else 0.1 * rope["mscale_all_dim"] * math.log(f) + 1.0
+        cfg.notes.append(f"mscale_all_dim={rope['mscale_all_dim']}: transformers multiplies the "
+                         f"whole logit (content and position) by {m * m:.6g} (a temperature, not "
+                         f"in the spec)")
     return spec, {"head_dim": head_dim, "heads": heads, **info,
                   "max_position_embeddings": cfg.get("max_position_embeddings")}
+
+
+def _learned(cfg: HFConfig, length: int, heads_key: str, hidden_key: str) -> tuple[PESpec, dict]:
+    """A learned absolute position table of ``length`` rows added to the input (GPT-2, BERT)."""
+    head_dim, heads = head_dim_of(cfg, hidden_key, heads_key)
+    try:
+        spec = LearnedAbsolute(max_len=length)
+    except PosencError as exc:
+        raise PosencError(f"{cfg.where}: {exc}") from None
+    return spec, {"head_dim": head_dim, "heads": heads, "max_position_embeddings": length}
+
+
+def _gpt2(cfg: HFConfig, seq_len: Optional[int]) -> tuple[PESpec, dict]:
+    length = one_of(cfg, {"n_positions": cfg.raw("n_positions"),
+                          "max_position_embeddings": cfg.raw("max_position_embeddings")},
+                    "table length") or cfg.defaults["n_positions"]
+    return _learned(cfg, cfg.integer("n_positions", length), "n_head", "n_embd")
+
+
+def _bert(cfg: HFConfig, seq_len: Optional[int]) -> tuple[PESpec, dict]:
+    kind = cfg.get("position_embedding_type")
+    if kind != "absolute":
+        raise cfg.refuse("position_embedding_type", f"{shown(kind)}: only 'absolute' (a learned "
+                                                    f"table) is in the catalogue (transformers 5 "
+                                                    f"reads no other)")
+    length = cfg.integer("max_position_embeddings", cfg.get("max_position_embeddings"))
+    return _learned(cfg, length, "num_attention_heads", "hidden_size")
 
 
 def _gpt_neox(cfg: HFConfig, seq_len: Optional[int]) -> tuple[PESpec, dict]:
@@ -289,5 +397,8 @@ MAPPERS: dict[str, Callable[[HFConfig, Optional[int]], tuple[PESpec, dict]]] = {
     "llama": _llama_like, "mistral": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like,
     "gemma": _llama_like, "phi": _llama_like, "phi3": _llama_like, "gpt_neox": _gpt_neox,
     "gptj": _gptj, "falcon": _falcon, "bloom": _bloom, "mpt": _mpt, "t5": _t5,
+    "mixtral": _llama_like, "qwen2_moe": _llama_like, "olmo2": _llama_like,
+    "starcoder2": _llama_like, "gemma2": gemma2, "gemma3_text": gemma3_text,
+    "llama4_text": llama4_text, "deepseek_v3": _deepseek_v3, "gpt2": _gpt2, "bert": _bert,
 }
 

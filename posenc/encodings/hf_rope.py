@@ -27,6 +27,8 @@ ROPE_KEYS: dict[str, tuple[str, ...]] = {
     "longrope": ("factor", "original_max_position_embeddings", "attention_factor",
                  "short_factor", "long_factor"),
 }
+#: model_type -> {old rope type: the one its transformers config class reads it as}.
+ALIASES: dict[str, dict[str, str]] = {"phi3": {"su": "longrope", "yarn": "longrope"}}
 #: Keys of a rope dict every type takes.
 ROPE_COMMON = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
 
@@ -41,7 +43,8 @@ MAX_THETA = 1e15
 #: (lengths).
 UPPER: dict[str, float] = {
     "rope_theta": MAX_THETA, "partial_rotary_factor": 1.0,
-    **dict.fromkeys(("head_dim", "d_kv", "rotary_dim"), MAX_WIDTH),
+    **dict.fromkeys(("head_dim", "d_kv", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim"),
+                    MAX_WIDTH),
     **dict.fromkeys(("hidden_size", "n_embd", "d_model"), MAX_WIDTH * MAX_HEADS),
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads"), MAX_HEADS),
     "relative_attention_num_buckets": MAX_BUCKETS, "relative_attention_max_distance": MAX_SEQ_LEN,
@@ -51,8 +54,10 @@ UPPER: dict[str, float] = {
 class HFConfig:
     """The config dict with its class defaults, recording which keys a mapping read."""
 
-    def __init__(self, data: dict, where: str, defaults: dict[str, Any]) -> None:
+    def __init__(self, data: dict, where: str, defaults: dict[str, Any],
+                 layers: Optional[str] = None) -> None:
         self.data, self.where, self.defaults = data, where, defaults
+        self.layers = layers              # the layer group to state (hf_layer_groups)
         self.model_type = data["model_type"]
         self.read: set[str] = {"model_type"}
         self.notes: list[str] = []
@@ -97,7 +102,7 @@ class HFConfig:
         return int(value)
 
 
-def _one_of(cfg: HFConfig, values: dict[str, Any], what: str) -> Any:
+def one_of(cfg: HFConfig, values: dict[str, Any], what: str) -> Any:
     """The one value given for ``what`` under several names (two that differ: refused)."""
     given = {k: v for k, v in values.items() if v is not None}
 
@@ -109,44 +114,56 @@ def _one_of(cfg: HFConfig, values: dict[str, Any], what: str) -> Any:
     return next(iter(given.values()), None)
 
 
-def rope_dict(cfg: HFConfig) -> dict:
-    """``rope_parameters`` or the legacy ``rope_scaling`` (transformers reads either)."""
+def rope_dict(cfg: HFConfig, groups: tuple[str, ...] = ()) -> dict:
+    """``rope_parameters`` or the legacy ``rope_scaling`` (transformers reads either).  A dict
+    nested per layer type (transformers 5: ``{"full_attention": {...}, ...}``) is returned as is
+    when its keys are among ``groups`` (the model's layer types), refused otherwise."""
     params, legacy = cfg.get("rope_parameters"), cfg.get("rope_scaling")
     for key, value in (("rope_parameters", params), ("rope_scaling", legacy)):
         if value is not None and not isinstance(value, dict):
             raise cfg.refuse(key, f"must be an object; got {shown(value)}")
     if params and legacy:
-        _one_of(cfg, {"rope_parameters": params, "rope_scaling": legacy}, "rope parameters")
+        one_of(cfg, {"rope_parameters": params, "rope_scaling": legacy}, "rope parameters")
     rope = dict(legacy or params or {})
     nested = [k for k, v in rope.items() if isinstance(v, dict)]
-    if nested:
+    if nested and not (groups and set(rope) <= set(groups)):
         raise cfg.refuse(f"rope_parameters[{', '.join(nested)}]",
-                         "per-layer RoPE (one rope per layer type) has no single catalogue spec")
+                         f"per-layer RoPE (one rope per layer type) has no single catalogue spec"
+                         f"{'' if not groups else ' (layer types: ' + ', '.join(groups) + ')'}")
     return {k: v for k, v in rope.items() if v is not None}
 
 
 def rope_spec(cfg: HFConfig, seq_len: Optional[int], *, head_dim: int, rotary_dims: Optional[int],
           fraction_keys: dict[str, Any], theta_keys: dict[str, Any],
-          pairing: str = "half") -> tuple[PESpec, dict]:
+          pairing: str = "half", rope: Optional[dict] = None,
+          default_theta: Optional[float] = None) -> tuple[PESpec, dict]:
     """The RoPE of a rotary config.  ``rotary_dims``: a fixed count (GPT-J's rotary_dim), else
-    ``int(head_dim * partial_rotary_factor)`` as transformers."""
-    rope = rope_dict(cfg)
-    kind = _one_of(cfg, {"rope_type": rope.get("rope_type"), "type": rope.get("type")},
+    ``int(head_dim * partial_rotary_factor)`` as transformers.  ``rope``: the rope dict of one
+    layer type (default the config's); ``default_theta``: its base when none is given (default
+    the config class's)."""
+    rope = rope_dict(cfg) if rope is None else rope
+    kind = one_of(cfg, {"rope_type": rope.get("rope_type"), "type": rope.get("type")},
                    "rope type") or "default"
     if not isinstance(kind, str):
         raise cfg.refuse("rope_type", f"must be a string; got {shown(kind)}")
+    if kind in ALIASES.get(cfg.model_type, {}):
+        cfg.notes.append(f"rope_type={kind!r} is read as {ALIASES[cfg.model_type][kind]!r}, as "
+                         f"transformers' {cfg.model_type} does (its old name)")
+        kind = ALIASES[cfg.model_type][kind]
     if kind not in ROPE_KEYS:
         raise cfg.refuse(f"rope_type={shown(kind)}", f"not in the catalogue (its scalings: "
                                                 f"{', '.join(ROPE_KEYS)})")
     # keys transformers' rope init of this type does not read (it warns, and ignores them)
     cfg.ignore(sorted(f"rope_parameters.{k}" for k in rope
                       if k not in ROPE_COMMON + ROPE_KEYS[kind]))
-    base = _one_of(cfg, {"rope_parameters.rope_theta": rope.get("rope_theta"), **theta_keys},
+    base = one_of(cfg, {"rope_parameters.rope_theta": rope.get("rope_theta"), **theta_keys},
                    "RoPE base")
-    base = cfg.number("rope_theta", cfg.defaults.get("rope_theta", DEFAULT_THETA) if base is None
-                      else base)
+    if base is None:
+        base = cfg.defaults.get("rope_theta", DEFAULT_THETA) if default_theta is None \
+            else default_theta
+    base = cfg.number("rope_theta", base)
     if rotary_dims is None:
-        factor = _one_of(cfg, {"rope_parameters.partial_rotary_factor":
+        factor = one_of(cfg, {"rope_parameters.partial_rotary_factor":
                                rope.get("partial_rotary_factor"), **fraction_keys},
                          "partial rotary factor")
         if factor is None:
@@ -256,3 +273,17 @@ def head_dim_of(cfg: HFConfig, hidden_key: str = "hidden_size",
     return cfg.integer("head_dim", head_dim), heads
 
 
+def head_rope(cfg: HFConfig, seq_len: Optional[int], head_dim: int, heads: int, *,
+              partial: bool = False, **kw: Any) -> tuple[PESpec, dict]:
+    """The RoPE of a rotate_half-style model's head, with its info; a partial rotary factor only
+    where the model's code reads it (``partial``; the others rotate the whole head: their default
+    RoPE ignores the factor, their scalings break on it)."""
+    spec, info = rope_spec(cfg, seq_len, head_dim=head_dim, rotary_dims=None,
+                           fraction_keys={"partial_rotary_factor": cfg.raw("partial_rotary_factor")},
+                           **kw)
+    if info["rotary_dims"] != head_dim and not partial:
+        raise cfg.refuse("partial_rotary_factor", f"transformers' {cfg.model_type} rotates the "
+                                                  f"whole head (its default RoPE ignores the "
+                                                  f"factor, its scalings break on it)")
+    return spec, {"head_dim": head_dim, "heads": heads, **info,
+                  "max_position_embeddings": cfg.get("max_position_embeddings")}
