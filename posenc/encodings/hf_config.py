@@ -255,6 +255,8 @@ def _deepseek_v3(cfg: HFConfig, seq_len: Optional[int]) -> tuple[PESpec, dict]:
     heads = cfg.integer("num_attention_heads", cfg.get("num_attention_heads"))
     rope_dim = cfg.integer("qk_rope_head_dim", cfg.get("qk_rope_head_dim"))
     head_dim = rope_dim + cfg.integer("qk_nope_head_dim", cfg.get("qk_nope_head_dim"))
+    if cfg.raw("partial_rotary_factor") not in (None, 1):
+        raise cfg.refuse("partial_rotary_factor", "DeepSeek-V3 rotates qk_rope_head_dim dims")
     interleave = cfg.get("rope_interleave")
     if not isinstance(interleave, bool):
         raise cfg.refuse("rope_interleave", f"must be true or false; got {shown(interleave)}")
