@@ -68,6 +68,7 @@ from ..errors import PosencError
 from .additive import ALiBi, LearnedAbsolute, RelativeBias
 from .base import PESpec
 from .hf_read import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, read_hf_config
+from . import hf_transformers
 from .hf_layer_groups import gemma2, gemma3_text, llama4_text
 from .hf_rope import (ROPE_COMMON, ROPE_KEYS, HFConfig, head_dim_of, head_rope, one_of, rope_dict,
                       rope_spec)
@@ -203,11 +204,15 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None,
         data, model_type, where = {**text, "model_type": WRAPPERS[model_type]}, \
             WRAPPERS[model_type], f"{where} text_config"
     if model_type not in MAPPERS:
-        raise PosencError(f"{where}: model_type {shown(model_type)} is not supported by --from-hf; "
-                          f"supported: {', '.join(sorted(MAPPERS))}")
-    cfg = HFConfig(data, where, DEFAULTS[model_type], layers)
-    spec, info = MAPPERS[model_type](cfg, seq_len)
-    _ignore_unread(cfg)
+        if not hf_transformers.available():
+            raise PosencError(f"{where}: model_type {shown(model_type)} is not supported by "
+                              f"--from-hf; supported: {', '.join(sorted(MAPPERS))} (with "
+                              f"transformers installed, any model type with RoPE it knows)")
+        spec, cfg, info = hf_transformers.spec_through_transformers(data, where, seq_len, layers)
+    else:
+        cfg = HFConfig(data, where, DEFAULTS[model_type], layers)
+        spec, info = MAPPERS[model_type](cfg, seq_len)
+        _ignore_unread(cfg)
     info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
     return spec.to_string(), info
 

@@ -168,3 +168,28 @@ def test_the_fixtures_specs_have_transformers_own_frequencies(name):
     spec = parse_spec(spec_text)
     np.testing.assert_allclose(rope_frequencies(spec, info["head_dim"]), inv_freq, rtol=1e-5, atol=0)
     assert rope_attention_factor(spec) == pytest.approx(float(s), rel=1e-12)
+
+
+@pytest.mark.parametrize("data, spec", [
+    ({"model_type": "stablelm", "hidden_size": 256, "num_attention_heads": 4,
+      "partial_rotary_factor": 0.25}, "rope:fraction=0.25,pairing=half"),
+    ({"model_type": "granite", "hidden_size": 256, "num_attention_heads": 4,
+      "rope_theta": 500000.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+     "rope:base=500000,pairing=half,scaling=linear,factor=2")])
+def test_a_model_type_outside_the_table_is_read_through_transformers(data, spec):
+    """Its standardised rope parameters: the spec has the frequencies of the model's own rotary
+    embedding."""
+    got, info = spec_from_hf_config(data)
+    assert got == spec and "not in --from-hf's table" in info["notes"][0]
+    inv_freq, s = hf_rotary(data)
+    np.testing.assert_allclose(rope_frequencies(parse_spec(got), info["head_dim"]), inv_freq,
+                               rtol=1e-5, atol=0)
+
+
+def test_a_model_type_without_rope_outside_the_table_is_refused_in_one_line():
+    from posenc.errors import PosencError
+
+    with pytest.raises(PosencError, match="RobertaConfig has no rope_parameters"):
+        spec_from_hf_config({"model_type": "roberta"})
+    with pytest.raises(PosencError, match="transformers refused the config"):
+        spec_from_hf_config({"model_type": "no_such_model"})

@@ -136,3 +136,23 @@ def test_bound_takes_hf_layers_and_refuses_it_without_from_hf(capsys):
     assert code == 0 and "rope:base=1000000,pairing=half (gemma3_text, head dim 256" in captured.err
     assert main(["bound", "rope", "--n", "8", "--hf-layers", "rope"]) == 2
     assert "--hf-layers goes with --from-hf" in capsys.readouterr().err
+
+
+def test_without_transformers_a_type_outside_the_table_is_refused_naming_the_table(monkeypatch):
+    from posenc.encodings import hf_transformers
+
+    monkeypatch.setattr(hf_transformers, "available", lambda: False)
+    with pytest.raises(PosencError) as exc:
+        spec_from_hf_config({"model_type": "stablelm"})
+    assert "'stablelm' is not supported by --from-hf; supported: bert, bloom" in str(exc.value)
+
+
+def test_hf_config_imports_neither_torch_nor_transformers():
+    import subprocess
+    import sys
+
+    code = ("import sys; import posenc.encodings.hf_config as h; "
+            "h.spec_from_hf_config({'model_type': 'llama'}); "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
