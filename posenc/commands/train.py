@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.from_hf is not None and args.config is not None:
         raise PosencError("train: --config holds its own PE; give --config or --from-hf, not both")
-    pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC")
+    pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC",
+                                  layers=args.hf_layers)
     pe = "rope" if pe is None else pe
     if info is not None:
         _fits_preset(pe, args)
