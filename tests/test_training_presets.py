@@ -91,3 +91,21 @@ def test_a_sweep_runs_whole_seeds_first():
     plan = ReproductionPlan.for_command("paper-small", 3, roles=["nope", "rope"])
     labels = [j.label for j in plan.jobs()]
     assert labels == [f"distance/{r}/s{s}" for s in range(3) for r in ("nope", "rope")]
+
+
+def test_paper_small_notes_state_the_presets_own_numbers():
+    """The notes cannot go stale: each number they give for paper-small is the preset's."""
+    from posenc.empirical.config import preset
+    from posenc.training_presets import PRESET_NOTES
+
+    c = preset("paper-small", "distance", "rope", 0)
+    t, m = c.task, c.model
+    n_train = round(t.n_samples * t.train_frac)
+    n_val = round(n_train * c.val_frac)
+    note = PRESET_NOTES["paper-small"]
+    for text in (f"width {m.d_model}", f"{m.n_heads} heads of dim {m.head_dim}",
+                 f"{m.n_layers} layers", f"d_ff {m.d_ff}", f"dropout {m.dropout:g}",
+                 f"{t.n_samples:,} examples", f"{n_train - n_val:,} train / {n_val:,} validation / "
+                 f"{t.n_samples - n_train:,} test", f"{c.epochs} epochs of batch {c.batch_size}",
+                 f"peak rate {c.lr:g}", f"clipping {c.grad_clip:g}", f"weight decay {c.weight_decay:g}"):
+        assert text in note, text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import textwrap
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -17,7 +18,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..encodings import PRESETS, REGISTRY
     from ..encodings.rope_scaling import SCALINGS, USES
-    from ..training_presets import TRAINING_PRESETS
+    from ..training_presets import PRESET_NOTES, TRAINING_PRESETS
 
     rows = []
     for name, cls in REGISTRY.items():
@@ -28,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
                 for kind, rule in SCALINGS.items() if kind != "none"}
     if args.json:
         print(json.dumps({"families": rows, "presets": presets, "rope_scalings": scalings,
-                          "training_presets": TRAINING_PRESETS}, indent=2))
+                          "training_presets": TRAINING_PRESETS,
+                          "training_preset_notes": PRESET_NOTES}, indent=2))
         return 0
     for row in rows:
         print(f"{row['name']:<17} {row['doc']}")
@@ -44,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
     print("\ntraining presets (--preset of train, reproduce and dynamics):")
     for name, text in TRAINING_PRESETS.items():
         print(f"    {name:<12} {text}")
+        if name in PRESET_NOTES:
+            print(textwrap.fill(PRESET_NOTES[name], width=100, initial_indent=" " * 17,
+                                subsequent_indent=" " * 17))
     return 0
 
 

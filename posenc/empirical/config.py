@@ -29,7 +29,7 @@ from ..coerce import coerce, field_hints, is_int
 from ..encodings import PRESETS, PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
-from ..training_presets import PAPER_CODE_PRESETS, PRESET_NAMES  # noqa: F401  (re-exported)
+from ..training_presets import PAPER_CODE_PRESETS, PRESET_NAMES, PRESET_NOTES  # noqa: F401
 from .paper_specs import CODES, check_paper_config, paper_code_task_fields
 
 TASKS = ("distance", "count")
@@ -396,14 +396,8 @@ class TrainConfig:
 _LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1, "step": "fast",
                         "stop_on": "accuracy"}
 
-NOTES = {
-    "paper": "from the paper's code: distance vocab_size 574, count 50,000 examples, MLA "
-             "150 epochs at batch 1024 (mla.py; the other roles 100 at 512); our choices (not "
-             "given by the paper): count vocab_size 128 (it must hold the 101 classes, which the "
-             "paper code's classifier over the vocabulary needs), gradient clipping 1.0 and "
-             "GELU; the distance task's longest example is L+G+R+2 = 122 tokens (the code "
-             "truncates at 120 and pads to 128; paper-code mode pads to 128).",
-}
+#: what each preset takes from the paper's code and where it differs (posenc encodings prints them)
+NOTES = PRESET_NOTES
 
 
 #: the calibration candidate (scripts/regime_calibration.py) the ``paper-small`` preset froze
