@@ -36,7 +36,8 @@ def test_the_compressed_file_replaces_the_plain_one_and_its_bytes_repeat(tmp_pat
     assert stored_file(tmp_path, "d.jsonl") == plain
     first = write_jsonl_gz(plain, ROWS).read_bytes()
     assert not plain.exists() and stored_file(tmp_path, "d.jsonl") == tmp_path / "d.jsonl.gz"
-    assert write_jsonl_gz(plain, ROWS).read_bytes() == first  # no time stamp in the header
+    assert write_jsonl_gz(plain, ROWS).read_bytes() == first
+    assert first[4:8] == bytes(4)  # the header's time stamp: none
     assert gzip.decompress(first) == "".join(json.dumps(r) + "\n" for r in ROWS).encode()
     assert stored_file(tmp_path, "other.jsonl") is None
 
