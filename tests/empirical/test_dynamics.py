@@ -199,6 +199,12 @@ def test_dynamics_file_reads_plain_or_compressed_and_a_damaged_one_is_one_line(t
     data = packed.read_bytes()
     packed.unlink()
     assert read_dynamics_file(run) == read_dynamics_file(run / DYNAMICS) == read
+    cfg = tiny(epochs=1)
+    assert read_dynamics_file(run, of=(cfg.task.name, cfg.model.pe, cfg.seed)) == read
+    with pytest.raises(PosencError, match=f"^{run / DYNAMICS} holds the dynamics of rope on "
+                                          f"distance, seed {cfg.seed}, not of the run it is in "
+                                          f"\\(rope on distance, seed {cfg.seed + 1}\\)$"):
+        read_dynamics_file(run, of=(cfg.task.name, cfg.model.pe, cfg.seed + 1))
     packed.write_bytes(data[:-9])  # cut short: the compressed file is the one read
     with pytest.raises(PosencError, match=f"^{packed} is damaged .*truncated"):
         read_dynamics_file(run)

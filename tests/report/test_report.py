@@ -141,11 +141,13 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
 
 
 def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same(small_store,
-                                                                               small_store_copy):
+                                                                               small_store_copy,
+                                                                               capsys):
     """Issue 36 item 3: a finished run's folder holds what kept_files lists (its dynamics
     compressed), config.json and run.json -- no checkpoint, trace or strip plot -- and the report
     needs nothing else; the same store with its dynamics files plain (as a store written before
-    holds them) reports byte for byte as the store it was made from."""
+    holds them) reports byte for byte as the store it was made from; a dynamics file of another
+    run is refused."""
     import gzip
 
     from posenc.cli import main
@@ -169,6 +171,16 @@ def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same
     for name in names:
         assert (store / "report" / name).read_bytes() == \
             (small_store / "report" / name).read_bytes(), name
+    # and a run's dynamics file is read as that run's: two swapped are refused in one line
+    first, second = (r / "dynamics.jsonl" for r in sorted((store / "runs").iterdir())
+                     if dynamics_file(r))
+    data = first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(data)
+    assert main(["report", str(store), "--no-theory"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds the dynamics of rope on distance, seed" in err, err
+    assert "not of the run it is in (rope on distance, seed" in err
 
 
 def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weights(small_store_copy,

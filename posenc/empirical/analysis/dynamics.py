@@ -371,9 +371,11 @@ class DynamicsRecorder:
         write_jsonl_gz(self.path, [self.header] + self.records)
 
 
-def read_dynamics_file(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_dynamics_file(path: str | Path, of: Optional[tuple[str, str, int]] = None
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, records) of a run's dynamics file (``path``: the run folder or the file, either
-    form); a missing or damaged file is a PosencError."""
+    form); a missing or damaged file is a PosencError, and so is, given ``of`` = (task, pe,
+    seed) of the run asked for, the file of another run."""
     path = Path(path)
     found = dynamics_file(path) if path.is_dir() else \
         path if path.is_file() else stored_file(path.parent, path.name)
@@ -385,4 +387,8 @@ def read_dynamics_file(path: str | Path) -> tuple[dict[str, Any], list[dict[str,
     if not rows or not isinstance(rows[0], dict) or rows[0].get("kind") != "header" \
             or rows[0].get("format") != FORMAT:
         raise PosencError(f"{found} is not a posenc dynamics file (format {FORMAT})")
+    held = tuple(rows[0].get(k) for k in ("task", "pe", "seed"))
+    if of is not None and held != tuple(of):
+        raise PosencError(f"{found} holds the dynamics of {held[1]} on {held[0]}, seed {held[2]}, "
+                          f"not of the run it is in ({of[1]} on {of[0]}, seed {of[2]})")
     return rows[0], [r for r in rows[1:] if isinstance(r, dict) and r.get("kind") == "record"]
