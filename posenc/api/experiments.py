@@ -201,8 +201,9 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     ``replicate``: also run the same plan on a disjoint seed set (``replicate_first_seed``,
     default ``first_seed`` + 2000) into ``OUT-replicate``; the report shows both verdicts of
     each claim side by side, and a claim is decided only where they agree.
-    ``keep_checkpoints``: keep each run's ``checkpoint.pt``; by default it is dropped once the
-    run's analysis is done, and the store keeps its results, metrics, ablation, probe and
+    ``keep_checkpoints``: keep each run's ``checkpoint.pt`` and ``trace.jsonl``; by default they
+    are dropped once the run's analysis is done, and the store keeps its results (the trace's
+    statistics among them), metrics, ablation, probe and
     dynamics (a store that can be committed and resumed: finished runs are skipped).
     """
     from ..report import reproduce as run_reproduction

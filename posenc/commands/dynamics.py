@@ -1,9 +1,10 @@
 """``posenc dynamics RUN_DIR``: the gradient seed and head importance over training (Gu et al., Sec. 6).
 
-Reads ``dynamics.jsonl`` of a run trained with dynamics recording (see
-:mod:`posenc.empirical.analysis.dynamics`); ``--record`` first trains (or resumes) such a run into RUN_DIR
-with a preset, then ablates it.  Prints when the deposit head's advantage appears and whether the
-first N steps predict it; ``--plot`` draws the seed / coherence / importance / margin curves.
+Reads ``dynamics.jsonl.gz`` (or a plain ``dynamics.jsonl`` of before) of a run trained with
+dynamics recording (see :mod:`posenc.empirical.analysis.dynamics`); ``--record`` first trains (or
+resumes) such a run into RUN_DIR with a preset, then ablates it.  Prints when the deposit
+head's advantage appears and whether the first N steps predict it; ``--plot`` draws the seed /
+coherence / importance / margin curves.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("dynamics", help="positional gradient seed, head importance and margins "
                                          "over training; can the deposit head be predicted early?",
                         description=plain(__doc__))
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder with dynamics.jsonl")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder with dynamics.jsonl(.gz)")
     p.add_argument("--early", type=int, metavar="N",
                    help="predict from the records of the first N steps (default 10%% of training)")
     p.add_argument("--plot", metavar="FILE", help="write the curves to FILE (.png or .pdf)")

@@ -47,9 +47,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--replicate-first-seed", type=int, default=None,
                    help="with --replicate: the replication's first seed (default FIRST+2000)")
     p.add_argument("--keep-checkpoints", action="store_true",
-                   help="keep each run's checkpoint.pt (default: dropped once the run's ablation, "
-                        "probe and dynamics are done; the store keeps its results and resumes "
-                        "without them)")
+                   help="keep each run's checkpoint.pt and per-step trace.jsonl (default: "
+                        "dropped once the run's ablation, probe and dynamics are done; the store "
+                        "keeps its results and resumes without them)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "

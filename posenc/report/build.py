@@ -38,6 +38,7 @@ PHASES = ("training", "dynamics", "ablation", "probe")
 
 
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
+    from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.pipeline.experiment_result import ExperimentResult
     from ..empirical.pipeline.kept_files import incomplete_run, missing_file
     from ..empirical.pipeline.store import RunStore
@@ -51,6 +52,8 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         missing = missing_file(store.run_dir(rec.id), stored.to_stored())
         if missing is not None:  # a store that travels keeps these; one without them is damaged
             raise incomplete_run(rec.label, store.run_dir(rec.id), missing, store_root)
+        if stored.dynamics:  # the figure reads it: whole, and this run's
+            read_dynamics_file(store.run_dir(rec.id), of=(stored.task, stored.pe, stored.seed))
         res = _with_current_dynamics(stored)
         results.append(res)
         s = res.summary
