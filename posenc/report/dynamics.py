@@ -78,7 +78,7 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
                                                                                   "prediction": {}}
     lines += ["*Sign balance*: the same early-window statistic as the coherence on the "
               "examples' signs alone, |#positive - #negative| / n, max over heads; the random-sign "
-              "null (Prop 6.1 / 6.2) is exact for it under any sign-symmetric signals, and for the "
+              "null (Prop 6.2) is exact for it under any sign-symmetric signals, and for the "
               "coherence only when the magnitudes are equal. *Null check*: whether coherence and "
               "sign balance fall on the same side of the null's q95 (posenc.verdicts.dynamics; "
               "Prop 6.2). *Sign-flip q95 (p)*: the coherence's 95% quantile and p-value under "
