@@ -76,7 +76,8 @@ def coherence_max(x: np.ndarray, signs: Optional[np.ndarray] = None) -> np.ndarr
     shape (B,).  A head whose signals are all 0 in a record has coherence 0 there."""
     if signs is None:
         signs = np.ones((1, x.shape[-1]))
-    sums = np.abs(np.einsum("bn,rkn->brk", signs, x))        # (B, R, K)
+    R, K, N = x.shape
+    sums = np.abs(signs @ x.reshape(R * K, N).T).reshape(-1, R, K)  # (B, R, K)
     norms = np.abs(x).sum(axis=-1)                             # (R, K)
     coh = np.where(norms > 0, sums / np.where(norms > 0, norms, 1.0), 0.0)
     return coh.mean(axis=1).max(axis=1)
