@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..empirical.training.trace import MATCHED_SKIP, matched_epochs_cv
 from ..roles import ADDITIVE
 from .accuracy_runs import UNIT, Runs
 from .accuracy_runs import judged_part as _part
@@ -38,6 +37,7 @@ def matched_cv_lead(runs: Runs, seed: int, roles: tuple[str, ...] = ROLES) -> Op
     """Seed ``seed``'s matched-phase CVs: ``{"epochs": E, "cv": {role: X}, "lead": min over the
     additive roles of X - X(roles[0])}``; None when a run lacks the per-epoch CVs, or the
     window is empty."""
+    from ..empirical.training.trace import matched_epochs_cv  # (torch: not at import)
     per_epoch = [(runs.by[(D, r)][seed].trace or {}).get("grad_norm_epoch_cv") for r in roles]
     if any(p is None for p in per_epoch):
         return None
@@ -57,6 +57,7 @@ def _whole_run(runs: Runs, key: str):
 
 def stability_verdict(runs: Runs) -> Verdict:
     """The verdict on S (module doc)."""
+    from ..empirical.training.trace import MATCHED_SKIP
     def matched(s: int) -> Optional[float]:
         got = matched_cv_lead(runs, s)
         return None if got is None else got["lead"]

@@ -43,7 +43,7 @@ From the per-example signals of a fixed probe set of training examples, split in
 ``acc_drop``        the accuracy drop -- every ``ablation_every``-th record and at the end
 ``margin``          per layer, top minus runner-up of |seed| (``signal``) and of ``importance``
 ``psi_q``           only in the records of the early window (``step <=``
-                    :func:`~.dynamics_summary.default_early_steps`): the per-example signals
+                    :func:`~.early_window.default_early_steps`): the per-example signals
                     themselves, quantised per (layer, head) (:func:`.sign_flip.quantised`), for
                     the sign-flip randomisation of Prop. 6.1 (:mod:`.sign_flip`)
 
@@ -76,7 +76,7 @@ from ...atomic import atomic_write_text
 from ...coerce import is_int
 from ...errors import PosencError
 from .ablation import ablated_logits
-from .dynamics_summary import default_early_steps
+from .early_window import default_early_steps
 from .sign_flip import quantised
 from ..model.transformer import Transformer
 from ..tasks import TaskData

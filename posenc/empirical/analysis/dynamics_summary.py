@@ -47,17 +47,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ...errors import PosencError
+from .early_window import default_early_steps
 from .sign_flip import sign_flip_test, window_signals
 
 
 def nan_of(x: Optional[float]) -> float:
     """A recorded number, None (not recorded) as NaN."""
     return float("nan") if x is None else float(x)
-
-
-def default_early_steps(total_steps: int, every: int) -> int:
-    """The early window's last step by default: 10% of training, at least one record interval."""
-    return max(int(every), round(0.1 * total_steps))
 
 
 def _argmax(grid: list[list[float]], layers: Optional[list[int]] = None) -> Optional[tuple[int, int]]:
