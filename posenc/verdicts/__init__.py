@@ -10,7 +10,8 @@
   judged on them, shared by the claims below;
 * :mod:`.accuracy_deposit` -- claims 10-14 of the design, the accuracy and deposit tables;
 * :mod:`.measured`  -- the claims measured as the paper states them, and negative controls;
-* :mod:`.dynamics`  -- the training-dynamics claims (Prop. 6.1 / 6.2, Thm. 6.1).
+* :mod:`.dynamics`  -- the training-dynamics claims (Prop. 6.1 / 6.2, Thm. 6.1);
+* :mod:`.stability` -- claim S over matched phases of training.
 
 Importing this package loads nothing heavy.
 """

@@ -18,6 +18,7 @@ from posenc.empirical.analysis.dynamics import (DYNAMICS, DynamicsConfig, _rotar
                                                 head_importance, margin, per_example_signals,
                                                 read_dynamics_file)
 from posenc.empirical.analysis.dynamics_summary import summarize
+from posenc.empirical.analysis.sign_flip import QMAX
 from posenc.empirical.pipeline.dynamics_sweep import dynamics_worker
 from posenc.empirical.model.transformer import build_model
 from posenc.empirical.training.runs import METRICS, read_config
@@ -181,6 +182,16 @@ def test_dynamics_file_has_the_documented_fields(tmp_path):
         assert len(r["margin"]["signal"]) == L
         seed, batches = r["seed"][0][0], r["seed_batches"][0][0]
         assert seed == pytest.approx(sum(batches) / nb, rel=1e-5)  # equal batches of 5
+    # the early window's records (steps <= 10% of training, at least one interval: 0 and 3)
+    # keep the per-example signals, quantised per (layer, head) with the coherence unchanged
+    assert [r["step"] for r in records if "psi_q" in r] == [0, 3]
+    for r in records[:2]:
+        for l in range(L):
+            for h in range(H):
+                q = r["psi_q"][l][h]
+                assert len(q) == 20 and max(abs(v) for v in q) == QMAX
+                assert abs(sum(q)) / sum(abs(v) for v in q) == pytest.approx(
+                    r["coherence"][l][h], abs=1e-3)
     # importance on every 2nd record (steps 0, 6, 12) and the final one
     assert [r["step"] for r in records if "importance" in r] == [0, 6, 12]
     assert all(len(r["margin"]["importance"]) == L for r in records if "importance" in r)

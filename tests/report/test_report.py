@@ -411,3 +411,8 @@ def test_a_dynamics_summary_older_than_the_sign_balance_is_made_again_only_when_
         pytest.approx(fresh["sign_balance_max"])
     other = dict(stored, coherence_max=stored["coherence_max"] + 0.1)  # not this file's summary
     assert _with_current_dynamics(res(other)).dynamics == other
+    # a summary older than Thm 6.1's scale-free margins is made again the same way
+    scale_free = ("signal_margin_relative", "signal_relative_gains", "signal_relative_mean_log_gain")
+    older = {k: v for k, v in _json.loads(_json.dumps(fresh)).items() if k not in scale_free}
+    assert _with_current_dynamics(res(older)).dynamics["signal_relative_mean_log_gain"] == \
+        pytest.approx(fresh["signal_relative_mean_log_gain"])

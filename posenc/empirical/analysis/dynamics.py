@@ -42,6 +42,10 @@ From the per-example signals of a fixed probe set of training examples, split in
                     examples (the batched single-head ablation of :mod:`.ablation`), and
 ``acc_drop``        the accuracy drop -- every ``ablation_every``-th record and at the end
 ``margin``          per layer, top minus runner-up of |seed| (``signal``) and of ``importance``
+``psi_q``           only in the records of the early window (``step <=``
+                    :func:`~.early_window.default_early_steps`): the per-example signals
+                    themselves, quantised per (layer, head) (:func:`.sign_flip.quantised`), for
+                    the sign-flip randomisation of Prop. 6.1 (:mod:`.sign_flip`)
 
 **File** ``dynamics.jsonl.gz`` in the run folder (gzip-compressed JSON lines,
 :mod:`posenc.compressed`; a run recorded before keeps a plain ``dynamics.jsonl``, read the
@@ -73,6 +77,8 @@ from ...coerce import is_int
 from ...compressed import read_jsonl, stored_file, write_jsonl_gz
 from ...errors import PosencError
 from .ablation import ablated_logits
+from .early_window import default_early_steps
+from .sign_flip import quantised
 from ..model.transformer import Transformer
 from ..tasks import TaskData
 
@@ -291,8 +297,9 @@ def signal_grids(P: torch.Tensor, probe_batches: int) -> dict[str, Any]:
 
 
 def measure(model: Transformer, probe: TaskData, held: Optional[TaskData],
-            probe_batches: int, chunk: int = 32) -> dict[str, Any]:
-    """One record's measurements (see the module doc); ``held=None`` skips the importance."""
+            probe_batches: int, chunk: int = 32, keep_signals: bool = False) -> dict[str, Any]:
+    """One record's measurements (see the module doc); ``held=None`` skips the importance;
+    ``keep_signals``: the record keeps the per-example signals (``psi_q``)."""
     dev = next(model.parameters()).device
     n = len(probe)
     psi, gate, loss = [], [], []
@@ -302,9 +309,11 @@ def measure(model: Transformer, probe: TaskData, held: Optional[TaskData],
         psi.append(out["psi"].double().cpu())
         gate.append(out["gate"].double().cpu())
         loss.append(out["loss"].double().cpu())
-    rec: dict[str, Any] = {"loss": _r(torch.cat(loss).mean()),
-                           **signal_grids(torch.cat(psi, dim=1), probe_batches),
+    P = torch.cat(psi, dim=1)
+    rec: dict[str, Any] = {"loss": _r(torch.cat(loss).mean()), **signal_grids(P, probe_batches),
                            "attribution": _grid(-torch.cat(gate, dim=1).mean(1))}
+    if keep_signals:
+        rec["psi_q"] = quantised(P.numpy())
     margins = rec.pop("margin")
     if held is not None:
         imp = head_importance(model, held)
@@ -362,8 +371,9 @@ class DynamicsRecorder:
         with_importance = final or (step // self.cfg.every) % self.cfg.ablation_every == 0
         rec = {"kind": "record", "step": step, "epoch": round(step / self.steps_per_epoch, 4),
                "final": final}
+        early = step <= default_early_steps(self.total, self.cfg.every)
         rec.update(measure(model, self.probe, self.held if with_importance else None,
-                           self.batches))
+                           self.batches, keep_signals=early))
         self.records.append(rec)
         self.seconds += time.perf_counter() - t0
 
