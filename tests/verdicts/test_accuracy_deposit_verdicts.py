@@ -191,3 +191,26 @@ def test_paper_code_runs_get_e10_for_the_code_rope_too():
     by = {v.claim: v for v in evaluate(runs)}
     assert by["E10"].verdict == "refuted" and by["E10 (code rope)"].verdict == "confirmed"
     assert by["E10 (code rope)"].parts[0]["part"] == "absolute+rope - best other"
+
+
+def test_e12_contrasts_rope_with_each_additive_pe_not_their_max():
+    """RoPE's index 0.8 on 6 seeds; each additive PE spreads it (0.55) but has one noisy seed at
+    0.85, a different seed for each PE.  Each contrast RoPE - PE is positive (+0.20 [+0.07,
+    +0.33]), so RoPE concentrates more than each; the max of the three noisy indices exceeds
+    RoPE's on half the seeds, and the old primary (RoPE - max over additive) was inconclusive --
+    this test fails when the max is restored."""
+    runs = []
+    for s in range(6):
+        runs.append(result(D, "rope", s, 0.9, drop=0.6, index=0.8))
+        for i, role in enumerate(("absolute", "relative", "alibi")):
+            runs.append(result(D, role, s, 0.9, drop=0.1, index=0.85 if s == i else 0.55))
+    v = next(v for v in evaluate(runs) if v.claim == "E12")
+    di = v.parts[1]
+    assert di["primary"] and v.verdict == "confirmed"
+    assert [c["part"] for c in di["conditions"]] == ["rope - absolute", "rope - relative",
+                                                     "rope - alibi"]
+    for c in di["conditions"]:
+        assert c["verdict"] == "confirmed" and c["estimate"] == pytest.approx(0.2)
+    from posenc.verdicts.verdict import judge
+    old = [0.8 - max(0.85 if s == i else 0.55 for i in range(3)) for s in range(6)]
+    assert judge(old)["verdict"] == "inconclusive"  # what the max over the additive PEs said
