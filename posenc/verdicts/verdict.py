@@ -41,7 +41,10 @@ then one test at the 95% level (two-sided interval: a decision in either directi
 correction is applied across claims (the report states this and how many primary tests it
 judged).  The alternative, Holm's step-down correction over every part, would judge ~25
 parts at levels down to 0.05/25 and let a secondary part veto a claim; a primary fixed in advance
-keeps each claim's verdict about the statistic that states it.
+keeps each claim's verdict about the statistic that states it.  A claim that states several
+conditions at once (AD: the deposit head's drop large *and* every other head's small; E12: RoPE
+above *each* additive PE) has one primary part that joins them
+(:func:`~.conjunction.conjunction`): its null is the claim's negation, some condition failing.
 
 **Run-to-run noise** (:func:`judge_standardized`): where a claim compares a change with the
 noise of the runs rather than with 0 (RA: the relative table's log change), the statistic is

@@ -97,3 +97,8 @@ def test_a_below_all_ordering_compares_with_the_worst_other():
     seeds = [0, 1, 2]
     assert not ordering_at_ceiling(runs, C, "alibi", ("rope", "nope"), seeds, against=min)
     assert ordering_at_ceiling(runs, C, "alibi", ("rope", "nope"), seeds, against=max)
+    # AL2 so: NoPE at 90% below ALiBi at 99%, every other PE at 99.5%: refuted, not a ceiling
+    roles = {"nope": 0.90, "absolute": 0.995, "relative": 0.995, "rope": 0.995, "mla": 0.995}
+    results = [result(C, r, s, a + 0.001 * s) for r, a in roles.items() for s in range(3)]
+    results += [result(C, "alibi", s, 0.99 - 0.002 * s) for s in range(3)]
+    assert verdicts(results)["AL2"].verdict == "refuted"
