@@ -66,6 +66,9 @@ def conjunction(name: str, conditions: Sequence[dict[str, Any]], level: float = 
         return {**out, "estimate": None, "interval": None,
                 "note": "; ".join(dict.fromkeys(c.get("note", "no seeds") for c in conds))}
     notes = list(dict.fromkeys(c["note"] for c in conds if c.get("note")))
+    if verdict == "refuted":
+        notes.append("refuted by " + ", ".join(c["part"] for c in conds if c.get("refuted_at"))
+                     + f": its {100 * strict:.4g}% interval lies wholly on the other side")
     if notes:
         out["note"] = "; ".join(notes)
     common = sorted(set.intersection(*(set(c.get("seeds", [])) for c in conds)))

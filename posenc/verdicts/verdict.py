@@ -279,9 +279,12 @@ def measured_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
     out = []
     for p in parts:
         name = _label(p)
-        if p.get("conditions"):
+        if p.get("conditions") and p["estimate"] is None:
+            out.append(f"{name}: {p['note']}")
+        elif p.get("conditions"):
             out.append(f"{name} (all of): " + measured_text(
-                [{**c, "primary": True} for c in p["conditions"]], digits).replace("; ", ", "))
+                [{**c, "primary": True} for c in p["conditions"]], digits).replace("; ", ", ")
+                + (f" ({p['note']})" if p.get("note") else ""))
         elif p["estimate"] is None:
             out.append(f"{name}: {p['note']}")
         elif p["n"] < 2:

@@ -51,7 +51,9 @@ def test_a_refutation_needs_the_bonferroni_level():
     assert conjunction("two", [ok, cond("weak", weak)])["verdict"] == "inconclusive"
     assert conjunction("one", [cond("weak", weak)])["verdict"] == "refuted"
     strong = [-3.0, -3.1, -2.9, -3.05]
-    assert conjunction("two", [ok, cond("strong", strong)])["verdict"] == "refuted"
+    out = conjunction("two", [ok, cond("strong", strong)])
+    assert out["verdict"] == "refuted" and "refuted by strong: its 97.5% interval" in out["note"]
+    assert "refuted by strong" in measured_text([out])
 
 
 def test_the_part_shows_the_weakest_condition_and_every_condition():
@@ -72,6 +74,7 @@ def test_a_condition_without_seeds_leaves_it_undecided():
              "interval": None, "note": "no runs for xpos", "task": "distance", "roles": ["xpos"]}
     out = conjunction("all", [cond("ok", [3.0, 3.1, 2.9]), empty])
     assert out["verdict"] == "inconclusive" and "no runs for xpos" in out["note"]
-    assert conjunction("none", [empty])["estimate"] is None
+    none = conjunction("none", [empty, {**empty, "part": "also missing"}])
+    assert none["estimate"] is None and measured_text([none]) == "none: no runs for xpos"
     with pytest.raises(ValueError):
         conjunction("none", [])
