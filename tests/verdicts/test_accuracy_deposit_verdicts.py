@@ -70,7 +70,7 @@ def _deposit_runs(alibi_acc, chance, rope_acc=0.9, alibi_index=0.99):
     return out
 
 
-def test_a_pe_at_chance_leaves_the_max_over_additive_pes():
+def test_a_pe_at_chance_leaves_the_additive_contrasts():
     # ALiBi at 2% with chance 1.4%: it learned nothing, and its 90-point "drop" is noise
     v = next(v for v in evaluate(_deposit_runs(0.02, 0.014)) if v.claim == "E12")
     assert v.verdict == "confirmed", v.parts
@@ -79,9 +79,11 @@ def test_a_pe_at_chance_leaves_the_max_over_additive_pes():
     # the filter is what decides here (and it fails if the filter is removed)
     runs = _deposit_runs(0.02, None)
     assert next(v for v in evaluate(runs) if v.claim == "E12").verdict == "refuted"
-    # a learned ALiBi (50% against chance 1.4%) stays in the max
+    # a learned ALiBi (50% against chance 1.4%) keeps its contrast, which refutes E12
     learned = next(v for v in evaluate(_deposit_runs(0.5, 0.014)) if v.claim == "E12")
-    assert learned.verdict == "refuted" and not any("alibi" in p.get("note", "") for p in learned.parts)
+    assert learned.verdict == "refuted"
+    assert not any("did not learn" in p.get("note", "") for p in learned.parts)
+    assert "refuted by rope - alibi" in learned.parts[1]["note"]
 
 
 def test_within_the_margin_of_chance_is_not_learned():
