@@ -25,14 +25,8 @@ NC2  The deposit's depth: RoPE on distance, the largest single-head drop in laye
      largest in any later layer, > 0 points (the deposit is in the first layer).
 NC3  Learned absolute PE (the paper code's "random" PE) as one more additive PE:
      **(b)** ``DI(rope) - DI(learned)`` > 0; shown: (a) ``acc(rope) - acc(learned)``; distance.
-S    v1's "multiplicative coupling stabilises optimisation", from the training trace
-     (:mod:`posenc.empirical.training.trace`) on distance: ``min over additive PEs of X - X(rope)`` > 0
-     for X = **(a)** the gradient norm's windowed coefficient of variation (defined on every
-     step of every run); shown: (b) the loss-spike rate (a count of rare events).  The share
-     of training until the smoothed batch accuracy reaches 90% of its final value is reported
-     beside them but not judged either: it compares a PE with its own final
-     accuracy, so a PE that learns little (final accuracy near chance) "arrives" early --
-     on the quick preset the relative table (14% on distance) made it refute S on its own.
+S    (:mod:`.stability`): the gradient norm's per-epoch CV over matched epochs, additive PEs
+     against RoPE.
 RA   A relative PE "attenuates its bias toward zero" on the count task: with
      ``A = log(final / initial)`` of the learned per-offset table's head-centred RMS (mean over
      layers), **(a)** the change judged against its run-to-run noise: ``delta = mean A(count) /
@@ -67,11 +61,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..roles import ADDITIVE
 from .accuracy_runs import NO_ABLATION, POINTS, UNIT, Runs, learned_part, versus_additive
 from .accuracy_runs import judged_part as _part
 from .alibi_claims import evaluate_alibi
 from .conjunction import conjunction
+from .stability import stability_verdict
 from .verdict import Verdict, verdict_from_parts
 
 if TYPE_CHECKING:
@@ -213,24 +207,7 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
                                     0.0, "above", bounds=UNIT, missing_note=NO_ABLATION))],
         digits=2, primary=1))
 
-    def lead(key: str):
-        def stat(s: int) -> Optional[float]:
-            vals = [_trace(by[(D, r)][s], key) for r in ("rope",) + ADDITIVE]
-            return None if any(v is None for v in vals) else min(vals[1:]) - vals[0]
-        return stat
-    not_traced = NOT_RECORDED.format(what="no training trace")
-    out.append(_v(
-        "S", "Multiplicative coupling (RoPE) stabilises optimisation compared with the additive "
-             "PEs",
-        "min over additive PEs of X - X(rope), X = primary (a) gradient-norm CV (mean over "
-        "windows of W steps); shown (b) loss-spike rate; distance (steps to 90% of the final "
-        "accuracy is shown in the trace table, not judged: a PE that learns little gets there "
-        "early)",
-        "v1: multiplicative coupling improves optimisation stability",
-        [_part(f"{name}: additive - rope", runs, D, ("rope",) + ADDITIVE, lead(key), 0.0,
-               "above", bounds=None if key == "grad_norm_cv" else UNIT, missing_note=not_traced)
-         for name, key in (("grad-norm CV", "grad_norm_cv"), ("spike rate", "spike_rate"))],
-        primary=0))
+    out.append(stability_verdict(runs))
 
     def att(task: str, s: int) -> Optional[float]:
         return _attenuation(by[(task, "relative")][s])

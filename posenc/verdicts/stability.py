@@ -33,6 +33,10 @@ NOT_TRACED = ("not recorded: {what} (runs trained before it was recorded; re-run
 ROLES = ("rope",) + ADDITIVE
 
 
+#: epochs left out at the start of the matched window (warm-up): the trace's own
+#: ``posenc.empirical.training.trace.MATCHED_SKIP`` (a test holds them equal; this module loads no torch)
+MATCHED_SKIP = 1
+
 def matched_cv_lead(runs: Runs, seed: int, roles: tuple[str, ...] = ROLES) -> Optional[dict[str, Any]]:
     """Seed ``seed``'s matched-phase CVs: ``{"epochs": E, "cv": {role: X}, "lead": min over the
     additive roles of X - X(roles[0])}``; None when a run lacks the per-epoch CVs, or the
@@ -57,7 +61,6 @@ def _whole_run(runs: Runs, key: str):
 
 def stability_verdict(runs: Runs) -> Verdict:
     """The verdict on S (module doc)."""
-    from ..empirical.training.trace import MATCHED_SKIP
     def matched(s: int) -> Optional[float]:
         got = matched_cv_lead(runs, s)
         return None if got is None else got["lead"]

@@ -70,3 +70,11 @@ def test_s_without_per_epoch_cvs_or_a_window_is_not_recorded():
     one_epoch = [run(r, s, [0.3] if r == "rope" else [0.3, 0.2]) for r in ROLES for s in (0, 1)]
     v = stability_verdict(Runs(one_epoch))
     assert v.verdict == "inconclusive" and "no epoch after the first" in v.parts[0]["note"]
+
+
+def test_the_matched_window_skips_what_the_trace_skips():
+    """posenc.verdicts.stability loads no torch, so it states the trace's warm-up skip itself."""
+    from posenc.empirical.training.trace import MATCHED_SKIP as traced
+    from posenc.verdicts.stability import MATCHED_SKIP
+
+    assert MATCHED_SKIP == traced
