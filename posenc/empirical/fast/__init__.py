@@ -60,8 +60,6 @@ def why_not(model: torch.nn.Module, tokens: torch.Tensor) -> Optional[tuple[int,
                   if type(b.attn) not in MODULES})
     if odd:
         return logging.WARNING, f"attention module(s) {', '.join(odd)} have no packed forward"
-    if not model.cfg.mask_padding:
-        return logging.INFO, "padding is not masked (mask_padding=False): nothing to pack"
     if tokens.device.type != "cpu":
         return logging.INFO, f"packing is measured on a CPU only; {tokens.device.type} runs the reference"
     if model.hooked():
