@@ -5,7 +5,7 @@ is averaged over the pairs (mean +- standard error), so background load hits bot
 * ``--ab door`` (default): the fast path's door (``fast.forward``) against the reference forward
   ``model(tokens)``, the same weights and fused AdamW in both;
 * ``--ab chunks``: the door with the packed attention in chunks of rows (the default
-  ``packed_attention.CHUNK_SCORES``) against the door in one pass.
+  ``packed_attention.CHUNK_ABOVE``) against the door in one pass.
 
 The config is train_step.py's (``--paper-code`` always; ``--preset``, ``--set``), e.g.
 python benchmarks/paper_code_ab.py --pe rope,alibi,nope --rounds 6 --set task.vocab_size=574
@@ -40,7 +40,7 @@ def main() -> None:
     ns = argparse.Namespace(set=args.set, heads=None, d_model=None, samples=None, paper_code=True,
                             preset=args.preset, task="distance")
     torch.set_num_threads(1)
-    default = packed_attention.CHUNK_SCORES
+    default = packed_attention.CHUNK_ABOVE
     for pe in args.pe.split(","):
         cfg = ts.make_config(ns, pe)
         B = args.batch_size or cfg.batch_size
@@ -57,7 +57,7 @@ def main() -> None:
                               batches, opt=make_optimizer(b_model, cfg))
 
         def arm(step, one_pass: bool, i: int) -> float:
-            packed_attention.CHUNK_SCORES = 1 << 62 if one_pass else default
+            packed_attention.CHUNK_ABOVE = 1 << 62 if one_pass else default
             return step(i)[1]
         for i in range(2):  # warm-up
             arm(a_step, False, i), arm(b_step, chunks, i)
@@ -71,7 +71,7 @@ def main() -> None:
                     b = arm(b_step, chunks, i)
                     a = arm(a_step, False, i)
                 a_cpu.append(a), b_cpu.append(b), ratios.append(b / a)
-        packed_attention.CHUNK_SCORES = default
+        packed_attention.CHUNK_ABOVE = default
         names = ("chunks", "one pass") if chunks else ("door", "reference")
         print(f"{pe}, batch {B} x {batches[0][0].shape[1]}: CPU ms/step {names[0]} median "
               f"{1000 * statistics.median(a_cpu):.1f} (min {1000 * min(a_cpu):.1f}), {names[1]} median "

@@ -99,9 +99,11 @@ def test_fast_forward_equals_the_reference_in_float64(name, pe, where, kw, padde
     ("paper-rope", "paper"), ("paper-relative", "paper"), ("paper-alibi", "paper"),
     ("rope", {}), ("relative_bias", {"causal": True}), ("alibi", {"kv_source": "input"})])
 def test_the_attention_in_chunks_equals_the_reference(monkeypatch, pe, kw):
-    """pa.CHUNK_SCORES 0: every attention row a chunk of its own, P recomputed in the backward
-    (the paper code's 128-token rows run so); through PackedAttention (keys and values from the
-    input), the block stack (merged rows' block masks) and a learned bias's gradient."""
+    """Every attention row a chunk of its own (CHUNK_ABOVE and CHUNK_SCORES 0), P recomputed in
+    the backward (the paper code's 128-token rows run in chunks); through PackedAttention (keys
+    and values from the input), the block stack (merged rows' block masks) and a learned bias's
+    gradient."""
+    monkeypatch.setattr(fast.packed_attention, "CHUNK_ABOVE", 0)
     monkeypatch.setattr(fast.packed_attention, "CHUNK_SCORES", 0)
     if kw == "paper":
         kw = {k.split(".", 1)[1]: v for k, v in paper_code_fields(parse_spec(pe)).items()}

@@ -2,6 +2,7 @@
 gradient of its forward (float64 gradcheck), its forward is attention computed example by example in each
 example's own frame (a plain loop), and the model takes it exactly where it covers the case."""
 
+import contextlib
 import math
 from unittest import mock
 
@@ -110,9 +111,15 @@ def _drawn(case, seed):
 CHUNKS = st.sampled_from([None, 1, 2])
 
 
+@contextlib.contextmanager
 def _chunked(rows, T):
-    """pa.CHUNK_SCORES set so that the attention runs ``rows`` rows per chunk (None: as is)."""
-    return mock.patch.object(pa, "CHUNK_SCORES", pa.CHUNK_SCORES if rows is None else rows * H * T * T)
+    """pa.CHUNK_ABOVE / CHUNK_SCORES set so that the attention runs ``rows`` rows per chunk
+    (None: as is)."""
+    if rows is None:
+        yield
+        return
+    with mock.patch.object(pa, "CHUNK_ABOVE", 0), mock.patch.object(pa, "CHUNK_SCORES", rows * H * T * T):
+        yield
 
 
 @settings(max_examples=40, deadline=None)
@@ -141,10 +148,12 @@ def test_backward_is_the_gradient_of_the_forward(case, seed, chunk):
 
 
 def test_chunk_rows():
-    """One pass up to CHUNK_SCORES score elements, then chunks of whole rows within it (at
-    least one); the paper code's 128-token rows at 8 heads: 2 rows a chunk."""
-    assert pa.chunk_rows(2, 8, 128) is None and pa.chunk_rows(3, 8, 128) == 2
-    assert pa.chunk_rows(16, 8, 128) == 2 and pa.chunk_rows(4, 8, 512) == 1
+    """One pass up to CHUNK_ABOVE score elements (the quick preset's rows: at most 16 of 58
+    tokens), then chunks of whole rows within CHUNK_SCORES (at least one); the paper code's
+    128-token rows at 8 heads: 2 rows a chunk."""
+    assert pa.chunk_rows(16, 8, 58) is None and pa.chunk_rows(8, 8, 128) is None
+    assert pa.chunk_rows(9, 8, 128) == 2 and pa.chunk_rows(16, 8, 128) == 2
+    assert pa.chunk_rows(4, 8, 512) == 1
 
 
 def _model(pe, **kw):

@@ -39,13 +39,16 @@ from .packing import Packing, index_tensor
 from ..model.pe.rotary import Rotary
 
 
-#: Scores (rows * heads * T * T elements) above which :func:`attend` runs in chunks of rows,
-#: each chunk's scores, pattern and their gradients staying in a core's cache, and the backward
-#: recomputes P per chunk instead of reading it back (the paper code's 128-token rows: 16 x 8
-#: heads of 128 x 128 scores, 8 MiB a layer, ran forward and backward ~1.7x faster in chunks of
-#: 2 rows = 1 MiB on this project's 2-core machine, 2 MiB of L2 per core; 2026-12-04).  Below
-#: it (the quick preset's packed rows) one pass, P saved.
-CHUNK_SCORES = 1 << 18
+#: Scores (rows * heads * T * T elements) above which :func:`attend` runs in chunks of rows of
+#: at most :data:`CHUNK_SCORES` scores (at least one row), each chunk's scores, pattern and
+#: their gradients staying in a core's cache, and the backward recomputes P per chunk instead of
+#: reading it back.  The paper code's 128-token rows at batch 16 and 8 heads (8 MiB of scores a
+#: layer) run in chunks of 2 rows = 1 MiB: a training step 1.05x faster at batch 16, 1.6x at
+#: batch 64 (benchmarks/results/train_step_paper_code_cpu_2026-12-04.txt; this project's 2-core
+#: machine has 2 MiB of L2 per core), with logits and gradients bit for bit those of one pass
+#: there.  At or below ``CHUNK_ABOVE`` (4 MiB: the quick preset's packed rows, at most 16 x 8 x
+#: 58^2 = 0.43M scores) one pass, P saved, as before.
+CHUNK_ABOVE, CHUNK_SCORES = 1 << 20, 1 << 18
 
 
 class HeadSlots:
@@ -108,9 +111,10 @@ def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor]) -> None:
 
 
 def chunk_rows(rows: int, heads: int, seq: int) -> Optional[int]:
-    """Rows per chunk when the scores of all ``rows`` exceed :data:`CHUNK_SCORES` elements (at
-    least one row per chunk), else None (one pass, P saved for the backward)."""
-    if rows * heads * seq * seq <= CHUNK_SCORES:
+    """Rows per chunk when the scores of all ``rows`` exceed :data:`CHUNK_ABOVE` elements (at
+    most :data:`CHUNK_SCORES` scores a chunk, at least one row), else None (one pass, P saved
+    for the backward)."""
+    if rows * heads * seq * seq <= CHUNK_ABOVE:
         return None
     return max(1, CHUNK_SCORES // (heads * seq * seq))
 
