@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from diagnostic_grid import DROPPED, cell_config, table  # noqa: E402
+from diagnostic_grid import DROPPED, cell_config  # noqa: E402
 
 BASE_CELL = "paper/regime"
 #: candidate -> overrides of the base cell's config; 30,000 examples = 18,900 training, 2,100
@@ -70,6 +70,32 @@ def _run(job: tuple[str, str, int, str]) -> str:
         (folder / name).unlink(missing_ok=True)
     return (f"{candidate} {role} s{seed}: test {100 * result.final_test_acc:.1f}% in "
             f"{result.seconds:.0f} s ({cpu:.0f} s CPU)")
+
+
+def table(out: Path) -> str:
+    """One row per finished run: candidate, role, seed, optimiser steps, batch, peak rate, the
+    last epoch's train and validation accuracy, the best validation accuracy (epoch), the test
+    accuracy of the kept weights, and the run's CPU seconds (one thread; recorded from wave 4
+    on) beside its wall seconds (under a load that varied from run to run)."""
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.1f}"
+    lines = ["| candidate | PE | seed | steps | batch | peak lr | train % (last) | val % (last) | "
+             "best val % (epoch) | test % | CPU s | wall s |", "|---" * 12 + "|"]
+    for summary in sorted(out.glob("*/*/train_summary.json")):
+        folder = summary.parent
+        cfg = json.loads((folder / "train_config.json").read_text())
+        metrics = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines() if x]
+        info = json.loads(summary.read_text())
+        cpu_file = folder / "cpu_seconds.json"
+        cpu = json.loads(cpu_file.read_text())["cpu_seconds"] if cpu_file.is_file() else None
+        val = [m["val_acc"] for m in metrics]
+        best = max(range(len(val)), key=lambda i: (val[i], -i))
+        lines.append(f"| {folder.parent.name} | {cfg['model']['pe']} | {cfg['seed']} | "
+                     f"{metrics[-1]['step']} | {cfg['batch_size']} | {cfg['lr']:g} | "
+                     f"{f(100 * metrics[-1]['train_acc'])} | {f(100 * val[-1])} | "
+                     f"{f(100 * val[best])} ({best + 1}) | {f(100 * info['final']['test_acc'])} | "
+                     f"{f(cpu)} | {info['seconds']:.0f} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
