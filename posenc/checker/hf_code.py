@@ -31,8 +31,8 @@ import logging
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
-from ..encodings import parse_spec
-from ..encodings.hf_config import read_hf_config, spec_from_hf_config
+from ..encodings import PESpec
+from ..encodings.hf_config import hf_spec, read_hf_config
 from ..errors import PosencError
 from .expect import ROPE_KEYS, SCALING_KEYS, parse_expect
 from .report import ConformanceReport
@@ -155,9 +155,8 @@ def t5_function(data: dict) -> Callable:
     return b
 
 
-def expectation(spec_text: str, model_type: str) -> dict:
+def expectation(spec: PESpec, model_type: str) -> dict:
     """The ``--expect`` dict stating the spec's conventions."""
-    spec = parse_spec(spec_text)
     if spec.name == "rope":
         out = {k: getattr(spec, k) for k in ROPE_KEYS}
         if spec.scaled:
@@ -172,7 +171,7 @@ def expectation(spec_text: str, model_type: str) -> dict:
     if spec.name == "relative_bias" and spec.mode == "t5":
         return {"bidirectional": "true", "num_buckets": spec.num_buckets,
                 "max_distance": spec.max_distance}
-    raise PosencError(f"check --from-hf: no transformers code to check for {spec_text}")
+    raise PosencError(f"check --from-hf: no transformers code to check for {spec.to_string()}")
 
 
 def _merge(derived: dict, expect: Any, kind: str) -> dict:
@@ -208,31 +207,31 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     """
     from . import check_callable
 
-    spec_text, info = spec_from_hf_config(source, seq_len=seq_len)
+    spec, info = hf_spec(source, seq_len=seq_len)
     data = read_hf_config(code if code is not None else source)[0]
     if code is not None and data.get("model_type") != info["model_type"]:
         raise PosencError("check --from-hf: the code's config is another model type")
-    name = spec_text.partition(":")[0]
-    kind = {"rope": "rope", "alibi": "bias", "relative_bias": "t5"}[name]
-    expected = _merge(expectation(spec_text, info["model_type"]), expect, kind)
+    kind = {"rope": "rope", "alibi": "bias", "relative_bias": "t5"}[spec.name]
+    expected = _merge(expectation(spec, info["model_type"]), expect, kind)
     with one_torch_thread():
         if kind == "rope":
-            code_info = spec_from_hf_config(data, seq_len=seq_len)[1] if code is not None else info
+            code_info = hf_spec(data, seq_len=seq_len)[1] if code is not None else info
             fn = rotary_function(data, code_info["rotary_dims"])
-            limit = _probe_limit(parse_spec(spec_text), info)
+            limit = _probe_limit(spec, info)
             report = check_callable(fn, "rope", dim=info["head_dim"], expect=expected,
                                     max_positions=limit)
         elif kind == "bias":
             report = check_callable(alibi_function(data), "bias", expect=expected)
         else:
             report = check_callable(t5_function(data), "t5", expect=expected)
+    spec_text = spec.to_string()
     report.summary["from_hf"] = {"spec": spec_text, "model_type": info["model_type"],
                                  "head_dim": info["head_dim"], "heads": info["heads"],
                                  "source": info["source"]}
     return report, spec_text, info
 
 
-def _probe_limit(spec: Any, info: dict) -> Optional[int]:
+def _probe_limit(spec: PESpec, info: dict) -> Optional[int]:
     """Positions the rotary function is probed below: a length-dependent scaling changes its
     frequencies past its length; GPT-J's table ends at n_positions (the check finds that)."""
     if spec.scaling == "dynamic":

@@ -62,10 +62,13 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError("derive: give --all or --from-hf CONFIG, not both")
     if args.latex and args.json:
         raise PosencError("derive: --latex and --json are exclusive")
-    spec_text, info = hf_option.resolve(args.spec, args.from_hf, "derive")
-    if args.all == (spec_text is not None):
+    given, info = hf_option.resolve(args.spec, args.from_hf, "derive")
+    if args.all == (given is not None):
         raise PosencError("derive: give either a SPEC, --from-hf CONFIG or --all")
-    entries = list(derivable_entries()) if args.all else [(spec_text, parse_spec(spec_text))]
+    if args.all:
+        entries = list(derivable_entries())
+    else:
+        entries = [(given, parse_spec(given)) if isinstance(given, str) else (given.to_string(), given)]
     if info is not None:
         args.head_dim = symbolic_head_dim(entries[0][1], args.head_dim)
         print(f"  derived at head dim {args.head_dim or 4}, {args.heads} heads (symbolic "

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..errors import PosencError
+
+if TYPE_CHECKING:  # the catalogue is imported only when a command runs
+    from ..encodings import PESpec
 
 HELP = ("a local Hugging Face config.json (or its folder) instead of a spec: its positional "
         "encoding as the exact catalogue spec (no hub access)")
@@ -24,18 +27,19 @@ def add(p: argparse.ArgumentParser, extra: str = "") -> None:
 
 
 def resolve(spec: Optional[str], config: Optional[str], what: str,
-            spec_name: str = "a SPEC") -> tuple[Optional[str], Optional[dict]]:
-    """(spec text, info) from a positional spec or ``--from-hf`` (exactly one of them, or
-    neither: (None, None)); the mapping is said on stderr."""
-    from ..encodings.hf_config import spec_from_hf_config
+            spec_name: str = "a SPEC") -> tuple[str | PESpec | None, Optional[dict]]:
+    """The PE and the config's info from a positional spec (its text as given; info None) or
+    ``--from-hf`` (the config's catalogue spec, parsed) -- exactly one of them, or neither:
+    (None, None); the mapping is said on stderr."""
+    from ..encodings.hf_config import hf_spec
 
     if config is None:
         return spec, None
     if spec is not None:
         raise PosencError(f"{what}: give {spec_name} or --from-hf CONFIG, not both")
-    text, info = spec_from_hf_config(config)
-    say(text, info)
-    return text, info
+    parsed, info = hf_spec(config)
+    say(parsed.to_string(), info)
+    return parsed, info
 
 
 def say(text: str, info: dict, note: str = "") -> None:

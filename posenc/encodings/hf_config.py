@@ -323,6 +323,13 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
         One line: an unreadable file, an unknown ``model_type``, or the key(s) that change
         position and have no catalogue form (see the module docstring).
     """
+    spec, info = hf_spec(source, seq_len=seq_len)
+    return spec.to_string(), info
+
+
+def hf_spec(source: Any, *, seq_len: Optional[int] = None) -> tuple[PESpec, dict]:
+    """:func:`spec_from_hf_config` with the catalogue spec itself (a :class:`PESpec`) in place of
+    its string: what ``--from-hf`` passes on."""
     data, where = read_hf_config(source)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or not model_type:
@@ -334,8 +341,7 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None) -> tuple[
     cfg = _Config(data, where)
     spec, info = MAPPERS[model_type](cfg, seq_len)
     _ignore_unread(cfg)
-    info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
-    return spec.to_string(), info
+    return spec, {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
 
 
 def _ignore_unread(cfg: _Config) -> None:
