@@ -16,6 +16,7 @@ rotary plane against NoPE's, beside the plane-averaged A o K.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
@@ -264,7 +265,6 @@ def _plot_decay(ax, sc, envelope: tuple) -> None:
 
 def _progress(line: str) -> None:
     """A stage of a long length (n >= 100,000), on stderr: the tables and JSON stay on stdout."""
-    import sys
     print(f"posenc: {line}", file=sys.stderr, flush=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from . import plain
 
@@ -101,8 +102,6 @@ def run(args: argparse.Namespace) -> int:
     from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.analysis.dynamics_plots import plot_dynamics
     from ..empirical.analysis.dynamics_summary import summarize_run
-
-    from pathlib import Path
 
     from ..errors import PosencError
     if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf"):

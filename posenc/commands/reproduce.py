@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -77,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _overrides(items):
-    import json
-
     from ..errors import PosencError
 
     out = {}

@@ -13,6 +13,7 @@ go to ``runs.csv`` beside it.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -69,9 +70,6 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
     null's check): adopted only when every value the stored summary has comes out the same,
     so the new summary adds statistics and changes none (else the stored one is kept, and the
     check reads "not checked")."""
-    import dataclasses
-    import json
-
     from ..empirical.analysis.dynamics_summary import summarize_run
     if not res.dynamics or "sign_balance_max" in res.dynamics or res.run_dir is None:
         return res
