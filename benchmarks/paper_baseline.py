@@ -16,6 +16,18 @@ Written from reading the paper's code (Qihuai27/Deposit-Pattern-Research, dis_ge
 * softmax, dropout, ``matmul`` with v, heads merged, out projection, dropout, residual;
   pre-LN feed-forward Linear-ReLU-Linear, dropout, residual;
 * no final LayerNorm; mean over ALL positions (padding is not masked); one Linear classifier.
+
+:class:`PaperMLAModel` is the same for ``dis_gen/mla.py`` (``MLATransformerDecoder``): a learned
+position table (1, max_len, D) added to the embedding; per layer pre-LN latent attention on the
+layer-normed residual stream -- c_q = W_DQ x, c_kv = W_DKV x, content parts W_UQ c_q, W_UK c_kv,
+values W_UV c_kv, one decoupled part W_QR c_q / W_KR x (head_dim wide, shared by the heads)
+through the code's mix of sin/cos (the even and odd entries of cat[sin, cos], output as
+cat[even part, odd part]: not a rotation), scores over [content ; decoupled] / sqrt(2 head_dim),
+padding keys masked; no projection biases; feed-forward Linear-GELU-Dropout-Linear-Dropout; a
+final LayerNorm, mean over the real tokens, one Linear classifier.
+
+Parameter names are the code's, so :func:`code_state_dict` gives a state dict that
+``posenc.empirical.training.paper_import.convert`` maps onto posenc's paper-code model.
 """
 
 from __future__ import annotations
@@ -114,3 +126,90 @@ class PaperModel(nn.Module):
         for layer in self.layers:
             x = layer(x, emb)  # keys and values from the input embedding in every layer
         return self.fc_out(x.mean(dim=1))
+
+
+def _mla_mix(t: torch.Tensor, T: int) -> torch.Tensor:
+    """The paper MLA's position mix of (..., T, d): sin and cos are the even and odd entries of
+    cat[sin, cos] of position x inverse frequencies; out: cat[even cos' - odd sin', even sin' +
+    odd cos'] (halves, not interleaved)."""
+    d = t.shape[-1]
+    ang = torch.arange(T, dtype=torch.float, device=t.device)[:, None] * _inv_freq(d).to(t.device)
+    table = torch.cat([ang.sin(), ang.cos()], dim=-1)  # (T, d)
+    s, c = table[:, 0::2], table[:, 1::2]
+    even, odd = t[..., 0::2], t[..., 1::2]
+    return torch.cat([even * c - odd * s, even * s + odd * c], dim=-1)
+
+
+class PaperMLAAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, latent: int):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, d_model // n_heads
+        dh = self.head_dim
+        self.W_DKV, self.W_DQ = nn.Linear(d_model, latent, bias=False), nn.Linear(d_model, latent, bias=False)
+        self.W_UK, self.W_UV = nn.Linear(latent, d_model, bias=False), nn.Linear(latent, d_model, bias=False)
+        self.W_UQ = nn.Linear(latent, d_model, bias=False)
+        self.W_KR, self.W_QR = nn.Linear(d_model, dh, bias=False), nn.Linear(latent, dh, bias=False)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        B, T, D = x.shape
+        H, dh = self.n_heads, self.head_dim
+        c_kv, c_q = self.W_DKV(x), self.W_DQ(x)
+        k_r = _mla_mix(self.W_KR(x), T)[:, None].expand(B, H, T, dh)
+        q_r = _mla_mix(self.W_QR(c_q), T)[:, None].expand(B, H, T, dh)
+        k = torch.cat([self.W_UK(c_kv).view(B, T, H, dh).transpose(1, 2), k_r], dim=-1)
+        q = torch.cat([self.W_UQ(c_q).view(B, T, H, dh).transpose(1, 2), q_r], dim=-1)
+        v = self.W_UV(c_kv).view(B, T, H, dh).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(2 * dh)
+        scores = scores.masked_fill(~keep[:, None, None, :], float("-inf"))
+        z = torch.matmul(F.softmax(scores, dim=-1), v).transpose(1, 2).reshape(B, T, D)
+        return self.out_proj(z)
+
+
+class PaperMLALayer(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, latent: int):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = PaperMLAAttention(d_model, n_heads, latent)
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout),
+                                 nn.Linear(d_ff, d_model), nn.Dropout(dropout))
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), keep)
+        return x + self.ffn(self.norm2(x))
+
+
+class PaperMLAModel(nn.Module):
+    """``forward(tokens (B, T)) -> logits (B, n_classes)``: dis_gen/mla.py's model (module doc);
+    padding is token 0 (the code's attention_mask: tokens != 0)."""
+
+    def __init__(self, vocab: int, n_classes: int, d_model: int, n_heads: int, n_layers: int,
+                 d_ff: int, dropout: float, latent: int, max_len: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, d_model)
+        self.pos_embed = nn.Parameter(torch.zeros(1, max_len, d_model))
+        self.layers = nn.ModuleList(PaperMLALayer(d_model, n_heads, d_ff, dropout, latent)
+                                    for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.fc_out = nn.Linear(d_model, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        keep = tokens != 0
+        x = self.embedding(tokens) + self.pos_embed[:, :tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x, keep)
+        w = keep.to(x.dtype)[:, :, None]
+        return self.fc_out((self.ln_f(x) * w).sum(1) / w.sum(1))
+
+
+def code_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """``model``'s parameters under the paper code's names (what its scripts save): the
+    baseline's parameter names are the code's; the code's RoPE stores its inverse frequencies as
+    the buffers ``position_encoding.inv_freq`` (over d_model) and ``layers.L.rope.inv_freq`` (over
+    the head dim), added here for a :class:`PaperModel` with pe ``rope``."""
+    sd = {k: v.detach().clone() for k, v in model.named_parameters()}
+    if isinstance(model, PaperModel) and model.pe == "rope":
+        sd["position_encoding.inv_freq"] = model.inv_freq.clone()
+        for l, layer in enumerate(model.layers):
+            sd[f"layers.{l}.rope.inv_freq"] = layer.inv_freq.clone()
+    return sd

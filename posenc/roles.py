@@ -48,6 +48,9 @@ ROLES = (
     # the paper code's "random" PE: a learned table
     Role("learned", "learned_absolute", "paper-random", (DISTANCE,) if LEARNED_IN_DEFAULT else ()),
     Role("xpos", "xpos", "xpos"),
+    # ALiBi with the paper code's slopes exp(-h/H), h = 0..H-1 (the default role has Press's
+    # slopes in standard mode); paper-code mode runs these slopes for `alibi` already
+    Role("alibi-exp0", "alibi:slopes=exp0", "paper-alibi"),
     Role("kerple", "kerple_log", "kerple_log"),
 )
 BY_NAME = {r.name: r for r in ROLES}

@@ -105,14 +105,31 @@ def test_train_refuses_a_spec_the_presets_head_does_not_fit_before_writing(tmp_p
     assert not (tmp_path / "run").exists()
 
 
-def test_derive_refuses_a_spec_no_symbolic_head_fits(tmp_path, capsys):
+def test_derive_states_longrope_planes_no_symbolic_head_fits_at_the_configs_head_dim(tmp_path,
+                                                                                      capsys):
     phi3 = {"model_type": "phi3", "hidden_size": 128, "num_attention_heads": 4,
             "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 16,
                              "long_factor": [4.0] * 16}}
-    code, out, err = run(capsys, "derive", "--from-hf", write(tmp_path, phi3))
-    line = err.splitlines()[-1]
-    assert code == 2 and out == "" and "no symbolic head dim up to 8 fits" in line
-    assert "16 entries" in line
+    code, out, err = run(capsys, "derive", "--from-hf", write(tmp_path, phi3), "--heads", "1")
+    assert code == 0 and "its 16 planes do not fit a symbolic head" in err
+    assert "the config's planes (head dim 32" in out and "m=15 " in out
+
+
+def test_derive_of_a_partial_longrope_states_its_planes_too(tmp_path, capsys):
+    phi4 = {"model_type": "phi3", "hidden_size": 128, "num_attention_heads": 4,
+            "partial_rotary_factor": 0.75,               # Phi-4-mini's fraction: 24 of 32 dims
+            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 12,
+                             "long_factor": [4.0] * 12}}
+    code, out, err = run(capsys, "derive", "--from-hf", write(tmp_path, phi4), "--heads", "1")
+    assert code == 0 and "derived with the factors of its first 1 " in err, err
+    assert "m=11 " in out and "m=12 " not in out
+
+
+def test_derive_refuses_what_no_symbolic_head_fits(tmp_path, capsys):
+    neox = {"model_type": "gpt_neox", "hidden_size": 96, "num_attention_heads": 3,
+            "rotary_pct": 0.1}                  # 3 of 32 dims rotate: odd, refused by the mapping
+    code, out, err = run(capsys, "derive", "--from-hf", write(tmp_path, neox))
+    assert code == 2 and out == "" and "rotary dims" in err.splitlines()[-1]
 
 
 def test_check_from_hf_json_names_the_config_and_its_spec(tmp_path, capsys):

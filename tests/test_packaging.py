@@ -19,7 +19,7 @@ PACKAGE = ROOT / "posenc"
 DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}
 #: Imports allowed outside install_requires: extras (by name) and optional ones guarded by
 #: ``except ImportError`` at their only use.
-EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "thirdparty"}
+EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "hf"}
 
 
 def _pyproject() -> dict:

@@ -50,3 +50,13 @@ def test_every_roles_spec_is_in_the_catalogue(role):
         assert spec.heads == role.rope_heads
     if role.additive:
         assert spec.family.startswith("additive")
+
+
+def test_alibi_with_the_paper_codes_slopes_is_an_extra_role():
+    """The standard model's `alibi` has Press's slopes; `alibi-exp0` has the paper code's
+    exp(-h/H), h = 0..H-1, in both modes, and runs only when named (not in the default sweep)."""
+    role = roles.BY_NAME["alibi-exp0"]
+    assert parse_spec(role.spec).slopes == "exp0" and parse_spec(role.paper_spec).slopes == "exp0"
+    assert parse_spec(roles.BY_NAME["alibi"].spec).slopes == "press"
+    assert "alibi-exp0" in roles.EXTRA and not role.additive
+    assert all("alibi-exp0" not in roles.default_roles(t) for t in (roles.DISTANCE, roles.COUNT))

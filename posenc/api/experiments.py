@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
 from ..limits import check_int
+from ..training_presets import PRESET_NAMES
 from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.analysis.ablation import AblationTable as AblationResult
     from ..empirical.training.runs import Run
 
-PRESETS = ("smoke", "quick", "paper")
+PRESETS = PRESET_NAMES
 BACKENDS = ("local", "ray")
 #: Keyword options that ablate() passes on to posenc.empirical.analysis.ablation.ablate.
 ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
@@ -38,7 +39,8 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     """Train (or resume, or find finished) a small Transformer with ``pe`` on ``task``.
 
     ``pe``: a spec string (``"alibi:slopes=exp"``) or a :class:`~posenc.PESpec`;
-    ``preset``: smoke | quick | paper sizes; ``config``: a TrainConfig or the path of a config
+    ``preset``: a training preset (:data:`posenc.training_presets.TRAINING_PRESETS`);
+    ``config``: a TrainConfig or the path of a config
     JSON instead of a preset; ``out``: the run folder (default ``runs/<run id>``);
     ``overrides``: dotted config fields, e.g. ``{"model.n_layers": 2}``.  Returns the
     loaded :class:`~posenc.empirical.training.runs.Run`, with ``run.training`` set.
@@ -198,8 +200,9 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     ``replicate``: also run the same plan on a disjoint seed set (``replicate_first_seed``,
     default ``first_seed`` + 2000) into ``OUT-replicate``; the report shows both verdicts of
     each claim side by side, and a claim is decided only where they agree.
-    ``keep_checkpoints``: keep each run's ``checkpoint.pt``; by default it is dropped once the
-    run's analysis is done, and the store keeps its results, metrics, ablation, probe and
+    ``keep_checkpoints``: keep each run's ``checkpoint.pt`` and ``trace.jsonl``; by default they
+    are dropped once the run's analysis is done, and the store keeps its results (the trace's
+    statistics among them), metrics, ablation, probe and
     dynamics (a store that can be committed and resumed: finished runs are skipped).
     """
     from ..report import reproduce as run_reproduction

@@ -39,7 +39,9 @@ from .report import ConformanceReport
 
 #: model types whose attention rotates a slice it takes itself (``apply_rotary_pos_emb`` sees
 #: only the rotary dims); the others' ``apply_rotary_pos_emb`` gets the whole head.
-SLICED_BY_ATTENTION = ("phi", "gptj")
+SLICED_BY_ATTENTION = ("phi", "gptj", "deepseek_v3")
+#: spec name -> the kind of check of its transformers code.
+CHECKED = {"rope": "rope", "alibi": "bias", "relative_bias": "t5"}
 
 
 def _transformers():
@@ -97,7 +99,10 @@ def rotary_function(data: dict, rotary_dims: int) -> Callable:
         raise PosencError(f"transformers' {model_type} has {len(names)} rotary embedding classes; "
                           f"expected one")
     embedding = getattr(mod, names[0])(config)
-    apply = mod.apply_rotary_pos_emb
+    apply, apply_name = mod.apply_rotary_pos_emb, "apply_rotary_pos_emb"
+    if getattr(config, "rope_interleave", False):
+        apply = _interleaved(mod.apply_rotary_pos_emb_interleave)
+        apply_name = "apply_rotary_pos_emb_interleave (its output permutation undone)"
     sliced = model_type in SLICED_BY_ATTENTION
 
     def f(x, positions):
@@ -114,8 +119,23 @@ def rotary_function(data: dict, rotary_dims: int) -> Callable:
             out = apply(x4[..., :rotary_dims], x4[..., :rotary_dims], cos, sin)[0]
             return torch.cat([out, x4[..., rotary_dims:]], -1).reshape(shape)
         return apply(x4, x4, cos, sin)[0].reshape(shape)
-    f.__qualname__ = f"transformers {model_type} {names[0]} + apply_rotary_pos_emb"
+    f.__qualname__ = f"transformers {model_type} {names[0]} + {apply_name}"
     return f
+
+
+def _interleaved(apply: Callable) -> Callable:
+    """DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` with its output in its input's layout: it
+    rotates the pairs (2i, 2i+1) and writes them to (i, i + r/2), one permutation of q and of k
+    that leaves every logit as it is (transformers: interleaved weights for efficiency); undone
+    here, so that the function checked is the rotation itself."""
+    import torch
+
+    def unpermuted(q, k, cos, sin):
+        def back(x):
+            half = x.shape[-1] // 2
+            return torch.stack([x[..., :half], x[..., half:]], -1).flatten(-2)
+        return tuple(back(x) for x in apply(q, k, cos, sin))
+    return unpermuted
 
 
 def alibi_function(data: dict) -> Callable:
@@ -211,7 +231,12 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     data = read_hf_config(code if code is not None else source)[0]
     if code is not None and data.get("model_type") != info["model_type"]:
         raise PosencError("check --from-hf: the code's config is another model type")
-    kind = {"rope": "rope", "alibi": "bias", "relative_bias": "t5"}[spec.name]
+    spec_text = spec.to_string()
+    if spec.name not in CHECKED:
+        raise PosencError(f"check --from-hf: {info['model_type']}'s {spec_text} has no transformers "
+                          f"position code to check (a learned table or none); check takes RoPE, "
+                          f"ALiBi and T5 buckets")
+    kind = CHECKED[spec.name]
     expected = _merge(expectation(spec, info["model_type"]), expect, kind)
     with one_torch_thread():
         if kind == "rope":
@@ -224,7 +249,6 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
             report = check_callable(alibi_function(data), "bias", expect=expected)
         else:
             report = check_callable(t5_function(data), "t5", expect=expected)
-    spec_text = spec.to_string()
     report.summary["from_hf"] = {"spec": spec_text, "model_type": info["model_type"],
                                  "head_dim": info["head_dim"], "heads": info["heads"],
                                  "source": info["source"]}

@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plot is not None:                        # suffix and folder, before any work
         check_figure_path(args.plot, ("png",))
-    given, info = hf_option.resolve(args.spec, args.from_hf, "bound")
+    given, info = hf_option.resolve(args.spec, args.from_hf, "bound", layers=args.hf_layers)
     if given is None:
         raise PosencError("bound: give a SPEC or --from-hf CONFIG")
     if args.head_dim is None:

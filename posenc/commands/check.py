@@ -43,7 +43,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="seconds the child process running IMPL may take (default 60)")
     hf_option.add(p, "; checks transformers' own rotary, ALiBi or T5 code for that "
                      "architecture, built from the config, against that spec (--expect keys "
-                     "replace the spec's)")
+                     "replace the spec's)", layers=False)
     p.add_argument("--max-positions", type=int, default=None, metavar="N",
                    help="probe a rotary function only at positions below N (its position "
                         "table's size; default: detected as the first position that raises)")

@@ -34,23 +34,48 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def symbolic_head_dim(spec, given: int | None) -> int | None:
-    """The head dim to derive a config's RoPE at: ``given``, else the smallest even one from 4
-    up to the symbolic limit that the spec fits (``fraction=0.25`` needs 8); none: refused."""
+def symbolic_head_dim(spec, given: int | None):
+    """(head dim, spec) to derive a config's RoPE at: ``given``, else the smallest even one from 4
+    up to the symbolic limit that the spec fits (``fraction=0.25`` needs 8).  None fits a spec
+    whose per-plane lists (longrope) are longer than the symbolic head has planes: its form and
+    proofs do not depend on the factors, so it is derived at the smallest head dim with the
+    factors of its first planes (its own planes are stated numerically by
+    :func:`config_planes`); any other misfit is refused."""
+    import dataclasses
+
     from ..errors import PosencError
     from ..limits import MAX_SYMBOLIC_DIM
 
     if given is not None or not hasattr(spec, "rotary_dims"):
-        return given
+        return given, spec
     for d in range(4, MAX_SYMBOLIC_DIM + 1, 2):
         try:
             spec.rotary_dims(d)
         except PosencError as exc:
             why = str(exc)
             continue
-        return d
+        return d, spec
+    if spec.scaling == "longrope":
+        for d in range(4, MAX_SYMBOLIC_DIM + 1, 2):
+            for k in range(1, d // 2 + 1):
+                cut = dataclasses.replace(spec, short_factor=spec.short_factor[:k],
+                                          long_factor=spec.long_factor[:k])
+                try:
+                    cut.rotary_dims(d)
+                except PosencError:
+                    continue
+                return d, cut
     raise PosencError(f"derive --from-hf: no symbolic head dim up to {MAX_SYMBOLIC_DIM} fits "
                       f"{spec.to_string()[:80]}: {why} (bound --from-hf takes the config's)")
+
+
+def config_planes(spec, head_dim: int) -> dict:
+    """The rotary planes of ``spec`` at the config's head dim, numerically: theta'_m (scaled) and
+    the attention factor s."""
+    from ..numerics.conventions import rope_attention_factor, rope_frequencies
+
+    return {"head_dim": head_dim, "theta": [float(t) for t in rope_frequencies(spec, head_dim)],
+            "attention_factor": float(rope_attention_factor(spec))}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,22 +87,33 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError("derive: give --all or --from-hf CONFIG, not both")
     if args.latex and args.json:
         raise PosencError("derive: --latex and --json are exclusive")
-    given, info = hf_option.resolve(args.spec, args.from_hf, "derive")
+    given, info = hf_option.resolve(args.spec, args.from_hf, "derive", layers=args.hf_layers)
     if args.all == (given is not None):
         raise PosencError("derive: give either a SPEC, --from-hf CONFIG or --all")
     if args.all:
         entries = list(derivable_entries())
     else:
         entries = [(given, parse_spec(given)) if isinstance(given, str) else (given.to_string(), given)]
+    planes = None
     if info is not None:
-        args.head_dim = symbolic_head_dim(entries[0][1], args.head_dim)
+        config_spec = entries[0][1]
+        args.head_dim, symbolic = symbolic_head_dim(config_spec, args.head_dim)
         print(f"  derived at head dim {args.head_dim or 4}, {args.heads} heads (symbolic "
               f"sizes; --head-dim, --heads)", file=sys.stderr)
+        if symbolic is not config_spec:
+            entries = [(entries[0][0], symbolic)]
+            planes = config_planes(config_spec, info["head_dim"])
+            print(f"  its {len(planes['theta'])} planes do not fit a symbolic head: the form is "
+                  f"derived with the factors of its first {len(symbolic.short_factor)} (it and its "
+                  f"proofs hold for any factors); the config's planes at head dim "
+                  f"{info['head_dim']} follow numerically", file=sys.stderr)
     skipped = [name for name, spec in all_entries() if not spec.has_toeplitz_form] if args.all else []
     forms = [(name, derive(spec, head_dim=args.head_dim, model_dim=args.model_dim,
                            n_heads=args.heads)) for name, spec in entries]
     if args.json:
         out = [dict(f.to_dict(), entry=name) for name, f in forms]
+        if planes is not None:
+            out[0]["config_planes"] = planes
         print(json.dumps(out if args.all else out[0], indent=2))
     else:
         for n, (name, form) in enumerate(forms):
@@ -86,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
             if args.all:
                 print(f"## {name}")
             print(form.latex() if args.latex else form.text())
+        if planes is not None:
+            print(f"\nthe config's planes (head dim {planes['head_dim']}; attention factor s = "
+                  f"{planes['attention_factor']:.6g}): theta'_m")
+            for m, theta in enumerate(planes["theta"]):
+                print(f"  m={m:<3} theta'_{m} = {theta:.9g}")
         if args.all and not args.latex:
             print("\nsummary: entry, declared family, derived family")
             for name, form in forms:

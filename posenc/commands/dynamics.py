@@ -1,9 +1,10 @@
 """``posenc dynamics RUN_DIR``: the gradient seed and head importance over training (Gu et al., Sec. 6).
 
-Reads ``dynamics.jsonl`` of a run trained with dynamics recording (see
-:mod:`posenc.empirical.analysis.dynamics`); ``--record`` first trains (or resumes) such a run into RUN_DIR
-with a preset, then ablates it.  Prints when the deposit head's advantage appears and whether the
-first N steps predict it; ``--plot`` draws the seed / coherence / importance / margin curves.
+Reads ``dynamics.jsonl.gz`` (or a plain ``dynamics.jsonl`` of before) of a run trained with
+dynamics recording (see :mod:`posenc.empirical.analysis.dynamics`); ``--record`` first trains (or
+resumes) such a run into RUN_DIR with a preset, then ablates it.  Prints when the deposit
+head's advantage appears and whether the first N steps predict it; ``--plot`` draws the seed /
+coherence / importance / margin curves.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..training_presets import preset_help
 from . import plain
 
 
@@ -19,7 +21,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("dynamics", help="positional gradient seed, head importance and margins "
                                          "over training; can the deposit head be predicted early?",
                         description=plain(__doc__))
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder with dynamics.jsonl")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder with dynamics.jsonl(.gz)")
     p.add_argument("--early", type=int, metavar="N",
                    help="predict from the records of the first N steps (default 10%% of training)")
     p.add_argument("--plot", metavar="FILE", help="write the curves to FILE (.png or .pdf)")
@@ -29,7 +31,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="train RUN_DIR with dynamics recording (resumes; skips if finished)")
     g.add_argument("--task", default="distance", help="distance (default) or count")
     g.add_argument("--pe", default="rope", help="PE spec (default rope)")
-    g.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
+    g.add_argument("--preset", default="quick", help=preset_help())
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--epochs", type=int, help="override the preset's number of epochs")
     g.add_argument("--threads", type=int, help="torch threads, at least 1 (default: torch's)")
@@ -38,8 +40,8 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def _record(args: argparse.Namespace) -> None:
-    from ..empirical.config import check_threads, preset
     from ..empirical.analysis.dynamics import DynamicsConfig
+    from ..empirical.config import check_threads, preset
     from ..empirical.pipeline.dynamics_sweep import dynamics_worker
 
     if args.threads is not None:
@@ -102,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
     from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.analysis.dynamics_plots import plot_dynamics
     from ..empirical.analysis.dynamics_summary import summarize_run
-
     from ..errors import PosencError
     if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf"):
         raise PosencError(f"--plot must name a .png or .pdf file; got {args.plot}")

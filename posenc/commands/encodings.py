@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import textwrap
 
 
 def register(subs: argparse._SubParsersAction) -> None:
-    p = subs.add_parser("encodings", help="list the PE catalogue and the paper-code presets")
+    p = subs.add_parser("encodings", help="list the PE catalogue, the paper-code PE presets and the training "
+                                          "presets")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -16,6 +18,7 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..encodings import PRESETS, REGISTRY
     from ..encodings.rope_scaling import SCALINGS, USES
+    from ..training_presets import PRESET_NOTES, TRAINING_PRESETS
 
     rows = []
     for name, cls in REGISTRY.items():
@@ -25,8 +28,9 @@ def run(args: argparse.Namespace) -> int:
     scalings = {kind: {"rule": rule, "parameters": list(USES[kind])}
                 for kind, rule in SCALINGS.items() if kind != "none"}
     if args.json:
-        print(json.dumps({"families": rows, "presets": presets, "rope_scalings": scalings},
-                         indent=2))
+        print(json.dumps({"families": rows, "presets": presets, "rope_scalings": scalings,
+                          "training_presets": TRAINING_PRESETS,
+                          "training_preset_notes": PRESET_NOTES}, indent=2))
         return 0
     for row in rows:
         print(f"{row['name']:<17} {row['doc']}")
@@ -39,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
     print("\npresets (the paper's code conventions):")
     for name, text in presets.items():
         print(f"    {name:<20} = {text}")
+    print("\ntraining presets (--preset of train, reproduce and dynamics):")
+    for name, text in TRAINING_PRESETS.items():
+        print(f"    {name:<12} {text}")
+        if name in PRESET_NOTES:
+            print(textwrap.fill(PRESET_NOTES[name], width=100, initial_indent=" " * 17,
+                                subsequent_indent=" " * 17))
     return 0
 
 

@@ -21,23 +21,31 @@ HELP = ("a local Hugging Face config.json (or its folder) instead of a spec: its
         "encoding as the exact catalogue spec (no hub access)")
 
 
-def add(p: argparse.ArgumentParser, extra: str = "") -> None:
-    """Add ``--from-hf CONFIG`` to a command's parser."""
+def add(p: argparse.ArgumentParser, extra: str = "", layers: bool = True) -> None:
+    """Add ``--from-hf CONFIG`` (and ``--hf-layers GROUP``) to a command's parser."""
     p.add_argument("--from-hf", metavar="CONFIG", default=None, help=HELP + extra)
+    if layers:
+        p.add_argument("--hf-layers", metavar="GROUP", default=None,
+                       help="with --from-hf, for a model whose layers differ in position (Gemma 3: "
+                            "sliding_attention or full_attention; Llama 4: rope or nope): the "
+                            "layer group to state")
 
 
 def resolve(spec: Optional[str], config: Optional[str], what: str,
-            spec_name: str = "a SPEC") -> tuple[str | PESpec | None, Optional[dict]]:
+            spec_name: str = "a SPEC", layers: Optional[str] = None
+            ) -> tuple[str | PESpec | None, Optional[dict]]:
     """The PE and the config's info from a positional spec (its text as given; info None) or
-    ``--from-hf`` (the config's catalogue spec, parsed) -- exactly one of them, or neither:
-    (None, None); the mapping is said on stderr."""
+    ``--from-hf`` (the config's catalogue spec of layer group ``layers``, parsed) -- exactly one
+    of them, or neither: (None, None); the mapping is said on stderr."""
     from ..encodings.hf_config import hf_spec
 
     if config is None:
+        if layers is not None:
+            raise PosencError(f"{what}: --hf-layers goes with --from-hf CONFIG")
         return spec, None
     if spec is not None:
         raise PosencError(f"{what}: give {spec_name} or --from-hf CONFIG, not both")
-    parsed, info = hf_spec(config)
+    parsed, info = hf_spec(config, layers=layers)
     say(parsed.to_string(), info)
     return parsed, info
 

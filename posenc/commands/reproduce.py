@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..training_presets import preset_help
+
 
 def register(subs: argparse._SubParsersAction) -> None:
     p = subs.add_parser("reproduce", help="run the reproduction sweep and write report.md with verdicts")
-    p.add_argument("--preset", default="quick", help="smoke | quick (default) | paper")
+    p.add_argument("--preset", default="quick", help=preset_help())
     p.add_argument("--backend", default="local", help="local (default) | ray")
     p.add_argument("--out", default=None, help="results store folder (default posenc-out/PRESET)")
     p.add_argument("--seeds", type=int, default=None,
@@ -46,9 +48,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--replicate-first-seed", type=int, default=None,
                    help="with --replicate: the replication's first seed (default FIRST+2000)")
     p.add_argument("--keep-checkpoints", action="store_true",
-                   help="keep each run's checkpoint.pt (default: dropped once the run's ablation, "
-                        "probe and dynamics are done; the store keeps its results and resumes "
-                        "without them)")
+                   help="keep each run's checkpoint.pt and per-step trace.jsonl (default: "
+                        "dropped once the run's ablation, probe and dynamics are done; the store "
+                        "keeps its results and resumes without them)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
+from ..training_presets import preset_help
 from . import hf_option
 
 if TYPE_CHECKING:  # the catalogue is imported only when the command runs
@@ -21,7 +22,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="PE spec, e.g. rope, alibi:slopes=exp, paper-rope (default rope)")
     hf_option.add(p, " in place of --pe; the model keeps the preset's sizes (its head dim, not "
                      "the config's)")
-    p.add_argument("--preset", default="quick", help="smoke, quick (default) or paper")
+    p.add_argument("--preset", default="quick", help=preset_help())
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="run folder (default runs/<task>_<pe>_<preset>_s<seed>_<hash>)")
     p.add_argument("--config", help="a config JSON (as written into a run folder) instead of a preset")
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.from_hf is not None and args.config is not None:
         raise PosencError("train: --config holds its own PE; give --config or --from-hf, not both")
-    pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC")
+    pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC",
+                                  layers=args.hf_layers)
     pe = "rope" if pe is None else pe
     if info is not None:
         _fits_preset(pe, args)

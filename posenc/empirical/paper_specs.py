@@ -22,6 +22,7 @@ from typing import Any
 
 from ..encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
 from ..errors import PosencError
+from ..training_presets import PAPER_CODE_PRESETS
 
 CODES = ("posenc", "paper")
 
@@ -107,7 +108,7 @@ def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:
     the number of classes where smaller (the quick distance task: 42 classes).  The distance
     task's data come from the paper's sampler (``task.sampler = paper``: triggers among the
     fillers, no repeat inside a segment, which needs a vocabulary of at least the longest
-    segment + 1).  At the ``paper`` preset the examples of both tasks are padded to
+    segment + 1).  At the ``paper`` and ``paper-small`` presets the examples of both tasks are padded to
     :data:`PAPER_CODE_LENGTH` as the code pads them (distance: ``task.seq_len``; count:
     ``task.pad_to``, its 120 tokens then 8 PAD), and the paper code's model pools every
     position, padding included."""
@@ -116,9 +117,9 @@ def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:
     if task.name == "distance":
         need = max(need, max(task.max_left, task.max_gap, task.max_right) + 1)
         fields["task.sampler"] = "paper"
-        if preset == "paper":
+        if preset in PAPER_CODE_PRESETS:
             fields["task.seq_len"] = max(PAPER_CODE_LENGTH, task.length)
-    elif preset == "paper" and task.length < PAPER_CODE_LENGTH:
+    elif preset in PAPER_CODE_PRESETS and task.length < PAPER_CODE_LENGTH:
         fields["task.pad_to"] = PAPER_CODE_LENGTH
     if task.vocab_size < need:
         fields["task.vocab_size"] = need

@@ -39,6 +39,7 @@ PHASES = ("training", "dynamics", "ablation", "probe")
 
 
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
+    from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.pipeline.experiment_result import ExperimentResult
     from ..empirical.pipeline.kept_files import incomplete_run, missing_file
     from ..empirical.pipeline.store import RunStore
@@ -52,6 +53,8 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         missing = missing_file(store.run_dir(rec.id), stored.to_stored())
         if missing is not None:  # a store that travels keeps these; one without them is damaged
             raise incomplete_run(rec.label, store.run_dir(rec.id), missing, store_root)
+        if stored.dynamics:  # the figure reads it: whole, and this run's
+            read_dynamics_file(store.run_dir(rec.id), of=(stored.task, stored.pe, stored.seed))
         res = _with_current_dynamics(stored)
         results.append(res)
         s = res.summary
@@ -64,14 +67,19 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
     return results, rows
 
 
+#: keys of a current dynamics summary that a summary made before them lacks
+CURRENT_DYNAMICS = ("sign_balance_max", "signal_relative_mean_log_gain")
+
+
 def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
     """The result with its dynamics summary made again from the run's ``dynamics.jsonl`` when
-    the stored one predates a statistic the verdicts use (``sign_balance_max``, the random-sign
-    null's check): adopted only when every value the stored summary has comes out the same,
-    so the new summary adds statistics and changes none (else the stored one is kept, and the
-    check reads "not checked")."""
+    the stored one predates a statistic the verdicts use (:data:`CURRENT_DYNAMICS`: the
+    random-sign null's check, Thm. 6.1's scale-free margins; the sign-flip null of Prop. 6.1
+    needs signals that only newer recordings keep): adopted only when every value the stored
+    summary has comes out the same, so the new summary adds statistics and changes none (else
+    the stored one is kept, and the check reads "not checked")."""
     from ..empirical.analysis.dynamics_summary import summarize_run
-    if not res.dynamics or "sign_balance_max" in res.dynamics or res.run_dir is None:
+    if not res.dynamics or res.run_dir is None or all(k in res.dynamics for k in CURRENT_DYNAMICS):
         return res
     try:
         fresh = json.loads(json.dumps(summarize_run(res.run_dir)))

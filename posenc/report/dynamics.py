@@ -78,14 +78,21 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
                                                                                   "prediction": {}}
     lines += ["*Sign balance*: the same early-window statistic as the coherence on the "
               "examples' signs alone, |#positive - #negative| / n, max over heads; the random-sign "
-              "null (Prop 6.1 / 6.2) is exact for it under any sign-symmetric signals, and for the "
+              "null (Prop 6.2) is exact for it under any sign-symmetric signals, and for the "
               "coherence only when the magnitudes are equal. *Null check*: whether coherence and "
-              "sign balance fall on the same side of the null's q95 (posenc.verdicts.dynamics).",
+              "sign balance fall on the same side of the null's q95 (posenc.verdicts.dynamics; "
+              "Prop 6.2). *Sign-flip q95 (p)*: the coherence's 95% quantile and p-value under "
+              "sign-flip randomisation of the recorded per-example signals, exact under sign "
+              "symmetry whatever the magnitudes (Prop 6.1's null). *Scale-free log-gain*: the "
+              "same log-gain of the early |seed| margin divided by the layer's mean |seed| "
+              "(Thm 6.1).",
               "",
               *md_header(["PE (role)", "seed", "deposit (layer, head)", "early coherence, max",
-                          "sign balance, max", "null q95", "null check", "batch sign consistency",
-                          "early |seed| margin per layer", "final importance margin per layer",
-                          "log-gain (importance)", "lead from (share of training)"])]
+                          "sign balance, max", "null q95", "null check", "sign-flip q95 (p)",
+                          "batch sign consistency", "early |seed| margin per layer",
+                          "scale-free log-gain (|seed| margin)",
+                          "final importance margin per layer", "log-gain (importance)",
+                          "lead from (share of training)"])]
     runs = []
     for res in dyn_results:
         d, role = res.dynamics, res.role
@@ -95,10 +102,13 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
         q95 = (random_sign_null(int(d["probe_examples"]), int(d["signal_heads"]))["quantile"]
                if d.get("probe_examples") and d.get("signal_heads") else None)
         held = "-" if check is None else "holds" if check["holds"] else "**fails**"
+        flip = d.get("sign_flip")
+        flip_txt = "-" if flip is None else f"{flip['quantile']:.3f} ({flip['p_value']:.3f})"
         lines.append(md_row([role, res.seed, f"L{d['deposit'][0]} H{d['deposit'][1]}",
                              _f(d.get("coherence_max")), _f(d.get("sign_balance_max")), _f(q95),
-                             held, _f(d.get("batch_sign_consistency"), ".2f"),
+                             held, flip_txt, _f(d.get("batch_sign_consistency"), ".2f"),
                              _margins(d.get("signal_margin")),
+                             _f(d.get("signal_relative_mean_log_gain"), "+.2f"),
                              _margins(d.get("importance_margin")),
                              _f(d.get("importance_mean_log_gain"), "+.2f"), lead_txt]))
         runs.append({"role": role, "seed": res.seed, "deposit": d["deposit"],
@@ -110,6 +120,8 @@ def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], d
                      "importance_margin": d.get("importance_margin"),
                      "importance_mean_log_gain": d.get("importance_mean_log_gain"),
                      "signal_mean_log_gain": d.get("signal_mean_log_gain"),
+                     "signal_relative_mean_log_gain": d.get("signal_relative_mean_log_gain"),
+                     "sign_flip": flip,
                      "advantage_step": lead, "total_steps": d["total_steps"]})
     table = prediction_table(res for res in dyn_results)
     lines += ["", "**Can the deposit head be predicted from the first 10% of training?** Hits "

@@ -124,9 +124,11 @@ def multiplicity_text(verdicts: list[Any]) -> str:
             "claims: each claim is its own hypothesis, read on its own (by chance alone about "
             f"{0.05 * tested:.1f} of them would be decided wrongly if every one sat exactly on "
             "its threshold). RA's primary part compares the relative table's change with its "
-            "run-to-run noise (the sd of the change over seeds), Prop 6.1 / 6.2 compare the "
-            "early coherence with the exact random-sign null, with its assumption checked on "
-            "each run (the training-dynamics section).")
+            "run-to-run noise (the sd of the change over seeds), Prop 6.1 compares the early "
+            "coherence with its sign-flip randomisation on each run's own signals (exact under "
+            "sign symmetry), Prop 6.2 with the exact random-sign null, with its assumption "
+            "checked on each run, and Thm 6.1 takes the margin relative to the layer's mean "
+            "(the training-dynamics section).")
 
 
 def _verdicts(inp: ReportInputs) -> list[str]:

@@ -33,9 +33,9 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               keep_checkpoints: bool = False) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
 
-    A run's checkpoint is dropped once its analysis is done (its results, metrics, ablation,
-    probe and dynamics stay: :mod:`posenc.empirical.pipeline.kept_files`), unless
-    ``keep_checkpoints``; a checkpoint of a run finished before is left as it is.
+    A run's checkpoint and per-step trace are dropped once its analysis is done (its results,
+    metrics, ablation, probe and dynamics stay: :mod:`posenc.empirical.pipeline.kept_files`),
+    unless ``keep_checkpoints``; those of a run finished before are left as they are.
 
     ``paper_code``: run the paper code's models (None: on for the ``paper`` preset only); the
     default store is then ``posenc-out/PRESET-paper-code``, and a store that holds runs of the
@@ -204,11 +204,12 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     against its job's config: a result that is not the run's is a PosencError).  Failures are
     logged and added to ``failed`` (run id -> message), the number
     of runs to ``total[0]``.
-    ``keep_checkpoints``: keep each run's checkpoint (default: dropped once its analysis is done)."""
+    ``keep_checkpoints``: keep each run's checkpoint and trace (default: dropped once its
+    analysis is done)."""
     from ..empirical.pipeline.reproduction import WORKER
     from ..empirical.pipeline.store import run_id
     from ..empirical.pipeline.sweep import run_jobs
-    from ..empirical.training.runs import CHECKPOINT
+    from ..empirical.pipeline.kept_files import dropped_files
 
     jobs = plan.jobs(device=device)
     t0 = time.time()
@@ -227,7 +228,7 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
                        ray_address=ray_address, on_done=on_done, wait=wait,
                        on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"),
-                       drop=() if keep_checkpoints else (CHECKPOINT,))
+                       drop=() if keep_checkpoints else dropped_files())
     log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():

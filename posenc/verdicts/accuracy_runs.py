@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from ..roles import ADDITIVE
+from .conjunction import conjunction
 from .runs import SeedRuns, judge_part
 from .verdict import at_ceiling
 
@@ -56,6 +57,14 @@ class Runs(SeedRuns):
         either."""
         rates = [r for r in (self.chance(task, role), self.length_rate(task, role))
                  if r is not None]
+        return max(rates) if rates else None
+
+    def run_floor(self, task: str, role: str, seed: int) -> Optional[float]:
+        """One run's floor (percent): the larger of its own chance and length-only rates (as
+        :meth:`floor` does for the mean over seeds); None when it recorded neither."""
+        summary = self.by[(task, role)][seed].summary
+        rates = [100.0 * summary[k] for k in ("chance", "length_rate")
+                 if isinstance(summary.get(k), (int, float))]
         return max(rates) if rates else None
 
     def learned(self, task: str, role: str) -> bool:
@@ -108,26 +117,29 @@ def judged_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
           configs: Optional[list[tuple[str, str]]] = None,
           missing_note: str = "undefined on every seed", noise: bool = False) -> dict[str, Any]:
     """:func:`~.runs.judge_part` with ``ordering``: the statistic is ``acc(roles[0])`` minus
-    the best of ``acc(roles[1:])`` on each seed, an ordering of accuracies, and the ceiling rule
-    applies to its two sides (:func:`ordering_at_ceiling`); ``bounds``: its range (default: a
-    difference of percentages), the shown interval's limits; ``noise``: judged against its
-    run-to-run noise (:func:`~.verdict.judge_standardized`)."""
+    the best of ``acc(roles[1:])`` on each seed (``predicted`` "above": the PE above all of
+    them) or minus the worst (``predicted`` "below": the PE below all of them), an ordering of
+    accuracies, and the ceiling rule applies to its two sides (:func:`ordering_at_ceiling`);
+    ``bounds``: its range (default: a difference of percentages), the shown interval's limits;
+    ``noise``: judged against its run-to-run noise (:func:`~.verdict.judge_standardized`)."""
     def ceiling(seeds: list[int]) -> bool:
-        return ordering_at_ceiling(runs, task, roles[0], roles[1:], seeds)
+        return ordering_at_ceiling(runs, task, roles[0], roles[1:], seeds,
+                                   against=max if predicted == "above" else min)
     return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
                       configs=configs, missing_note=missing_note,
                       ceiling=ceiling if ordering else None, noise=noise)
 
 
 def ordering_at_ceiling(runs: Runs, task: str, role: str, others: Iterable[str],
-                        seeds: list[int]) -> bool:
-    """Whether an ordering ``acc(role) - max over others`` compares two sides that both average
-    >= :data:`~.verdict.CEILING`: ``role``, and per seed the best of ``others`` (the PE the
-    statistic actually compares with; a PE that learned nothing among the others, e.g. NoPE on
-    the distance task, must not keep two PEs at 99-100% from counting as a ceiling)."""
+                        seeds: list[int], against: Callable[..., float] = max) -> bool:
+    """Whether an ordering ``acc(role) - against over others`` compares two sides that both
+    average >= :data:`~.verdict.CEILING`: ``role``, and per seed the PE the statistic actually
+    compares with -- the best of ``others`` for "above every other" (``against=max``; a PE that
+    learned nothing among the others, e.g. NoPE on the distance task, must not keep two PEs at
+    99-100% from counting as a ceiling), the worst for "below every other" (``min``)."""
     others = tuple(others)
-    best = [max(runs.acc(task, r, s) for r in others) for s in seeds]
-    return at_ceiling({role: [runs.acc(task, role, s) for s in seeds], "best other": best})
+    compared = [against(runs.acc(task, r, s) for r in others) for s in seeds]
+    return at_ceiling({role: [runs.acc(task, role, s) for s in seeds], "compared": compared})
 
 
 def unlearned_note(roles: Iterable[str]) -> str:
@@ -152,20 +164,27 @@ def learned_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
 def versus_additive(name: str, runs: Runs, task: str,
                     stat: Callable[[int, tuple[str, ...]], Optional[float]],
                     bounds: tuple[float, float], role: str = "rope") -> dict[str, Any]:
-    """A deposit part ``role`` (RoPE; xPos for MX) vs the max over the additive PEs that learned
-    ``task``: one that did not leaves the max (named in the note); ``role`` must have learned."""
+    """A deposit part ``role`` (RoPE; xPos for MX) against *each* additive PE that learned
+    ``task``: one condition per PE, ``stat(seed, (pe,))`` (``role``'s value minus that PE's) > 0,
+    joined by :func:`~.conjunction.conjunction` -- not against the max over the PEs, which on
+    noisy per-run values is biased against ``role`` (the max of three noisy indices exceeds
+    each PE's own).  An additive PE that did not learn leaves the conditions (named in the
+    note); ``role`` must have learned."""
     learned = tuple(r for r in ADDITIVE if r not in runs.not_learned(task, ADDITIVE))
     left_out = [r for r in ADDITIVE if r not in learned]
     if not learned:
         return {"part": name, "verdict": "inconclusive", "n": 0, "estimate": None,
                 "interval": None, "note": unlearned_note(left_out), "task": task,
                 "roles": [role, *ADDITIVE]}
+
+    def condition(pe: str) -> dict[str, Any]:
+        return judged_part(f"{role} - {pe}", runs, task, (role, pe),
+                           lambda s: stat(s, (pe,)), 0.0, "above", bounds=bounds,
+                           missing_note=NO_ABLATION)
     out = learned_part(name, runs, task, (role,) + learned,
-                       lambda: judged_part(name, runs, task, (role,) + learned,
-                                           lambda s: stat(s, learned), 0.0, "above", bounds=bounds,
-                                           missing_note=NO_ABLATION),
+                       lambda: conjunction(name, [condition(pe) for pe in learned]),
                        configs=[(task, role)])
     if left_out:
-        extra = "left out of the max: " + unlearned_note(left_out)
+        extra = "left out of the conditions: " + unlearned_note(left_out)
         out["note"] = f"{out['note']}; {extra}" if out.get("note") else extra
     return out

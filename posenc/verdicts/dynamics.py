@@ -12,16 +12,21 @@ quick run, see docs/reproduction.md):
   C is the *coherence* of the early window (default: the first 10% of training), i.e. the
   maximum over layers and heads of the mean over early records of |seed| / mean |psi| (1: every
   example pushes the head's positional gain the same way; ~0.07 for 128 random signs), and q95
-  the 95% quantile of the same statistic for *random-sign signals of the same shape*
-  (:func:`random_sign_null`, computed exactly): n examples per record (the run's probe set) with
-  equal magnitudes and independent fair signs, m heads with a signal, signs fixed over the
-  early window (so the window mean is one record's value).  The seed is "non-vanishing" when
-  some head is more coherent than random signs make one.  Shown beside it, not judged:
-  ``C(rope) - C(alibi)`` (the contrast with the additive bias, the old statistic).
-* **Prop. 6.2** (ALiBi's per-example signals cancel): ``d_s = C(alibi) - q95`` < 0 against the
-  same null.  The two simplifications pull opposite ways: unequal |psi| raise the random-sign
-  coherence, while signs drawn afresh at every record would lower the window mean's maximum
-  (fixed signs give the highest); the report states the null's mean and q95 beside the verdict.
+  the 95% quantile of C under **sign-flip randomisation of the run's own recorded per-example
+  signals** (:mod:`posenc.empirical.analysis.sign_flip`: each example's signals multiplied by
+  one fair sign, jointly over records and heads; exact under sign symmetry whatever the
+  magnitudes, which differ widely across examples).  Its null is the claim's negation: no head
+  has a consistent seed -- every example's signal as likely to push one way as the other --
+  under which ``P(C > q95) <= 5%`` on each seed, so ``E[d_s] < 0``.  The equal-magnitude
+  random-sign null (:func:`random_sign_null`) it replaces failed its own check on 10 of the 12
+  RoPE runs of the two quick seed sets.  Shown beside it, not judged: ``C(rope) - C(alibi)``.
+* **Prop. 6.2** (ALiBi's per-example signals cancel): ``d_s = C(alibi) - q95`` < 0, q95 the
+  95% quantile of C for *random-sign signals of the same shape* (:func:`random_sign_null`,
+  exact): n examples per record (the run's probe set) with equal magnitudes and independent
+  fair signs, m heads with a signal, signs fixed over the early window.  The two
+  simplifications pull opposite ways: unequal |psi| raise the random-sign coherence, while
+  signs drawn afresh at every record would lower the window mean's maximum (fixed signs give
+  the highest); the report states the null's mean and q95 beside the verdict.
 
 **The null's assumption, checked on the run's data** (:func:`null_check`).  The null is exact
 for *sign-symmetric* signals of one common magnitude.  The early-window *sign balance* B (the
@@ -37,20 +42,20 @@ the swap: the part judged on ``B - q95`` instead of ``C - q95`` (the same interv
 give the same word, else the
 verdict is ``inconclusive`` with the reason stated.  This check is a condition on the primary
 statistic's null, not a second statistic: it can only withhold a decision, never make one.
-* **Thm. 6.1** (the gradient margin grows from deep to shallow under RoPE, not under an
-  additive bias): with G the mean over adjacent layers of log(M_k / M_{k+1}) (layer 0
-  shallowest) of the early |seed| margin M (the theorem's margin: top minus runner-up |seed|
-  of a layer, averaged over the early window), **(a)** ``G(rope) - G(alibi)`` > 0, and shown
-  beside it, not judged, (b) ``G(rope)``.  (The final importance margins grow deep-to-shallow
-  under ALiBi too, so they are shown in the report, not judged.)
+* **Thm. 6.1** (the gradient margin grows from deep to shallow): with G the mean over adjacent
+  layers of log(M_k / M_{k+1}) (layer 0 shallowest) of the early **scale-free** |seed| margin M
+  (per record the layer's top minus runner-up |seed| divided by the layer's mean |seed| over
+  heads, averaged over the early window: ``signal_relative_mean_log_gain`` of the summary),
+  ``G(rope)`` > 0; its null, the claim's negation, ``G(rope) <= 0``.  Shown beside it, not
+  judged: ``G(rope) - G(alibi)``.  The absolute margin's G, judged before, grew toward shallow
+  layers under ALiBi as much as under RoPE on the quick stores, which scale alone can do (a
+  layer whose seeds are all smaller has a smaller margin); the scale-free margin is unchanged
+  by rescaling every seed of a layer, so it measures concentration, not scale.
 
-Primary parts (:mod:`.verdict`, *Multiplicity*): Prop. 6.1's is the coherence against the null
-(the claim is a non-vanishing seed under RoPE; the contrast with ALiBi is shown).  Thm. 6.1's
-is the contrast (a): the theorem is the paper's account of why RoPE, and not an additive bias,
-deposits the position reasoning in one head, so margins that grow toward shallow layers under
-ALiBi as much as under RoPE do not bear it out; (b) alone would confirm it there.  Chosen after
-the 6-seed quick run had been seen (docs/reproduction.md says which verdicts the primaries
-changed), from the claims' wording.
+Primary parts (:mod:`.verdict`, *Multiplicity*): Prop. 6.1's is the coherence against the
+sign-flip null, Thm. 6.1's the scale-free G(rope) (the contrasts with ALiBi are shown).  Both
+nulls were replaced after the two 6-seed quick runs had been seen (issue 37; docs/reproduction.md
+says what each statistic gave).
 
 :func:`prediction_table` adds what is not a paper claim but a reviewer's question: how often the
 first N steps name the final deposit head (per predictor, exact and within the deposit layer).
@@ -102,20 +107,22 @@ def evaluate_dynamics(results: Iterable[Any], rope: str = "rope",
     def get(role: str, key: str) -> Callable[[int], Optional[float]]:
         return lambda s: runs.of(role)[s].get(key)
 
-    def sg(role: str, s: int) -> Optional[float]:
-        return runs.of(role)[s].get("signal_mean_log_gain")
+    def rg(role: str, s: int) -> Optional[float]:
+        return runs.of(role)[s].get("signal_relative_mean_log_gain")
 
     coh = get(rope, "coherence_max")
     coh_add = get(additive, "coherence_max")
     out = [
         _verdict("Prop 6.1", "Under RoPE some head gets a consistent positional gradient signal "
-                             "(seed) from the start: more coherent than random signs (shown "
-                             "beside it, not judged: the contrast with ALiBi)",
-                 f"primary C({rope}) - q95 of C for random-sign signals of the same shape "
-                 "(exact) > 0, C = max over heads of the early-window mean coherence |seed| / "
-                 f"mean |psi|; shown C({rope}) - C({additive}); distance",
+                             "(seed) from the start: more coherent than sign-symmetric signals "
+                             "of the same magnitudes (shown beside it, not judged: the contrast "
+                             "with ALiBi)",
+                 f"primary C({rope}) - q95 of C under sign-flip randomisation of the observed "
+                 "per-example signals (exact under sign symmetry) > 0, C = max over heads of "
+                 f"the early-window mean coherence |seed| / mean |psi|; shown C({rope}) - "
+                 f"C({additive}); distance",
                  "non-vanishing seed under RoPE",
-                 [_against_null("coherence rope - random-sign q95", runs, rope, "above"),
+                 [_sign_flip_part("coherence rope - sign-flip q95", runs, rope),
                   _part("coherence: rope - alibi", runs, (rope, additive),
                         lambda s: None if coh(s) is None or coh_add(s) is None
                         else coh(s) - coh_add(s), 0.0, "above", bounds=(-1.0, 1.0))],
@@ -126,18 +133,19 @@ def evaluate_dynamics(results: Iterable[Any], rope: str = "rope",
                  "n probe examples of equal magnitude, m signal heads) < 0; distance",
                  "no stable seed under an additive bias",
                  [_against_null("coherence alibi - random-sign q95", runs, additive, "below")]),
-        _verdict("Thm 6.1", "The gradient margin between the top head and the runner-up grows "
-                            "from deep to shallow layers under RoPE, more than under ALiBi "
-                            "(shown beside it, not judged: RoPE's growth alone)",
+        _verdict("Thm 6.1", "The gradient margin between the top head and the runner-up, "
+                            "relative to the layer's mean, grows from deep to shallow layers "
+                            "under RoPE (shown beside it, not judged: the contrast with ALiBi)",
                  "G = mean over adjacent layers of log(M_k / M_{k+1}), layer 0 shallowest, M the "
-                 f"early |seed| margin: primary (a) G({rope}) - G({additive}) > 0; shown (b) "
-                 f"G({rope}); distance",
+                 "early scale-free |seed| margin (top - runner-up over the layer's mean |seed|): "
+                 f"primary G({rope}) > 0; shown G({rope}) - G({additive}); distance",
                  "Margin_l >= Margin_L prod gamma_k, gamma_k > 1",
-                 [_part("|seed| margin log-gain: rope - alibi", runs, (rope, additive),
-                        lambda s: None if sg(rope, s) is None or sg(additive, s) is None
-                        else sg(rope, s) - sg(additive, s), 0.0, "above"),
-                  _part("|seed| margin log-gain: rope", runs, (rope,),
-                        lambda s: sg(rope, s), 0.0, "above")], primary=0),
+                 [_part("scale-free |seed| margin log-gain: rope", runs, (rope,),
+                        lambda s: rg(rope, s), 0.0, "above"),
+                  _part("scale-free |seed| margin log-gain: rope - alibi", runs,
+                        (rope, additive),
+                        lambda s: None if rg(rope, s) is None or rg(additive, s) is None
+                        else rg(rope, s) - rg(additive, s), 0.0, "above")], primary=0),
     ]
     return out
 
@@ -225,6 +233,24 @@ def _against_null(name: str, runs: DynamicsRuns, role: str, predicted: str) -> d
             part["verdict"] = "inconclusive"
     if notes:
         part["note"] = "; ".join(notes)
+    return part
+
+
+SIGN_FLIP_NOTE = ("not recorded: the early dynamics records lack the per-example signals "
+                  "(psi_q); re-run them")
+
+
+def _sign_flip_part(name: str, runs: DynamicsRuns, role: str) -> dict[str, Any]:
+    """A part ``C(role) - q95`` of the sign-flip randomisation (above 0 predicted), with each
+    judged seed's null (q95, mean, p-value, patterns, exact)."""
+    by_seed = runs.of(role)
+
+    def stat(s: int) -> Optional[float]:
+        flip = by_seed[s].get("sign_flip")
+        return None if flip is None else flip["observed"] - flip["quantile"]
+    part = _part(name, runs, (role,), stat, 0.0, "above", bounds=(-1.0, 1.0),
+                 missing_note=SIGN_FLIP_NOTE)
+    part["null"] = [{"seed": s, **by_seed[s]["sign_flip"]} for s in part.get("seeds", [])]
     return part
 
 

@@ -90,6 +90,7 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
         extra = f"{undefined_note or missing_note} on seed(s) {undefined}"
         out["note"] = f"{out['note']}; {extra}" if out.get("note") else extra
     if ceiling is not None and len(values) >= 2 and ceiling([s for s, _ in values]):
-        out["verdict"], out["note"] = "ceiling", ("both sides of the ordering (the PE and the "
-                                                  "best it is compared with) average >= 98%")
+        out["verdict"], out["note"] = "ceiling", ("both sides of the ordering (the PE and, per "
+                                                  "seed, the PE it is compared with) average "
+                                                  ">= 98%")
     return out

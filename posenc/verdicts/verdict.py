@@ -41,7 +41,10 @@ then one test at the 95% level (two-sided interval: a decision in either directi
 correction is applied across claims (the report states this and how many primary tests it
 judged).  The alternative, Holm's step-down correction over every part, would judge ~25
 parts at levels down to 0.05/25 and let a secondary part veto a claim; a primary fixed in advance
-keeps each claim's verdict about the statistic that states it.
+keeps each claim's verdict about the statistic that states it.  A claim that states several
+conditions at once (AD: the deposit head's drop large *and* every other head's small; E12: RoPE
+above *each* additive PE) has one primary part that joins them
+(:func:`~.conjunction.conjunction`): its null is the claim's negation, some condition failing.
 
 **Run-to-run noise** (:func:`judge_standardized`): where a claim compares a change with the
 noise of the runs rather than with 0 (RA: the relative table's log change), the statistic is
@@ -271,11 +274,18 @@ def _label(p: dict[str, Any]) -> str:
 
 
 def measured_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
-    """One line per claim: each part's estimate and interval (or why it has none)."""
+    """One line per claim: each part's estimate and interval (or why it has none); a
+    :func:`conjunction` as ``name (all of): condition; condition``."""
     out = []
     for p in parts:
         name = _label(p)
-        if p["estimate"] is None:
+        if p.get("conditions") and p["estimate"] is None:
+            out.append(f"{name}: {p['note']}")
+        elif p.get("conditions"):
+            out.append(f"{name} (all of): " + measured_text(
+                [{**c, "primary": True} for c in p["conditions"]], digits).replace("; ", ", ")
+                + (f" ({p['note']})" if p.get("note") else ""))
+        elif p["estimate"] is None:
             out.append(f"{name}: {p['note']}")
         elif p["n"] < 2:
             out.append(f"{name}: {p['estimate']:+.{digits}f} (1 seed, no interval)")
@@ -291,7 +301,12 @@ def agreement_text(parts: Sequence[dict[str, Any]]) -> str:
     """Per part: on how many seeds the statistic lies on the predicted side of the threshold."""
     out = []
     for p in parts:
-        if p.get("agree") is not None:
+        if p.get("conditions"):
+            held = (f"every condition on {p['agree']} of {p['agree_of']} seeds"
+                    if p.get("agree") is not None else "no seed common to every condition")
+            inner = agreement_text([{**c, "primary": True} for c in p["conditions"]])
+            out.append(f"{_label(p)}: {held}" + ("" if inner == "-" else f" ({inner})"))
+        elif p.get("agree") is not None:
             sign = ">" if p["predicted"] == "above" else "<"
             unit = " sd" if p.get("scale") == "sd" else ""
             out.append(f"{_label(p)}: {p['agree']} of {p['n']} seeds {sign} "
@@ -301,8 +316,15 @@ def agreement_text(parts: Sequence[dict[str, Any]]) -> str:
 
 def resolution_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
     """Per part with two or more seeds: the resolution ± (see :func:`judge`)."""
-    return "; ".join(f"{_label(p)}: ±{p['resolution']:.{digits}f}" for p in parts
-                     if p.get("resolution") is not None) or "-"
+    out = []
+    for p in parts:
+        if p.get("conditions"):
+            inner = resolution_text([{**c, "primary": True} for c in p["conditions"]], digits)
+            if inner != "-":
+                out.append(f"{_label(p)}: ({inner})")
+        elif p.get("resolution") is not None:
+            out.append(f"{_label(p)}: ±{p['resolution']:.{digits}f}")
+    return "; ".join(out) or "-"
 
 
 #: the word of a part that is shown and not judged (see the module doc, *Multiplicity*)

@@ -48,6 +48,21 @@ CONFIGS = {
     "mpt": {"model_type": "mpt", "d_model": 64, "n_heads": 4},
     "t5": {"model_type": "t5", "relative_attention_num_buckets": 32,
            "relative_attention_max_distance": 128},
+    "mixtral": {"model_type": "mixtral", "hidden_size": 128, "num_attention_heads": 4},
+    "qwen2_moe": {"model_type": "qwen2_moe", "hidden_size": 128, "num_attention_heads": 4},
+    "olmo2": {"model_type": "olmo2", "hidden_size": 128, "num_attention_heads": 4,
+              "rope_theta": 500000},
+    "starcoder2": {"model_type": "starcoder2", "hidden_size": 128, "num_attention_heads": 4},
+    "gemma2": {"model_type": "gemma2", "hidden_size": 128, "num_attention_heads": 4,
+               "head_dim": 32, "num_hidden_layers": 2},
+    # DeepSeek-V3's MLA at small widths, its yarn: the decoupled RoPE on 16 of 48 qk dims,
+    # interleaved weights (apply_rotary_pos_emb_interleave)
+    "deepseek_v3": {"model_type": "deepseek_v3", "hidden_size": 128, "num_attention_heads": 2,
+                    "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "kv_lora_rank": 32,
+                    "q_lora_rank": 32, "max_position_embeddings": 163840,
+                    "rope_scaling": {"type": "yarn", "factor": 40, "beta_fast": 32,
+                                     "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                     "original_max_position_embeddings": 4096}},
 }
 
 
@@ -81,6 +96,8 @@ ALTERED = {   # config the code is built from -> a config that states something 
                     "not the expected bidirectional=True, num_buckets=16"),
     "max_distance": ("t5", {**CONFIGS["t5"], "relative_attention_max_distance": 64},
                      "max_distance=64"),
+    "rope_interleave": ("deepseek_v3", {**CONFIGS["deepseek_v3"], "rope_interleave": False},
+                        "pairing is interleaved, expected half"),
 }
 
 
@@ -132,13 +149,16 @@ def test_the_command_passes_transformers_code_and_fails_a_wrong_expectation(tmp_
     (["check", "--from-hf", "CONFIG", "--kind", "bias"], "--kind not taken"),
     (["check", "--from-hf", "MISSING"], "no such file"),
     (["check", "--from-hf", "BAD"], "rope_type='su'"),
+    (["check", "--from-hf", "GPT2"], "gpt2's learned_absolute:max_len=1024 has no transformers "
+                                     "position code to check"),
     (["check", "--from-hf", "CONFIG", "--expect", "base=1"], "--expect base=1"),
     (["check"], "give an IMPL or --from-hf CONFIG"),
 ])
 def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, words):
     paths = {"CONFIG": write(tmp_path, LLAMA), "MISSING": str(tmp_path / "none.json"),
              "BAD": write(tmp_path, {"model_type": "llama", "rope_scaling": {"type": "su"}},
-                          "bad.json")}
+                          "bad.json"),
+             "GPT2": write(tmp_path, {"model_type": "gpt2"}, "gpt2.json")}
     assert main([paths.get(a, a) for a in args]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("posenc:")]
     assert len(err) == 1 and words in err[0], err

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from posenc.cli import main
 from posenc.empirical import load_run, train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
-from posenc.empirical.analysis.dynamics import (DYNAMICS, DynamicsConfig, _rotary_layout, head_importance,
-                                       margin, per_example_signals, read_dynamics_file)
+from posenc.empirical.analysis.dynamics import (DYNAMICS, DynamicsConfig, _rotary_layout, dynamics_file,
+                                                head_importance, margin, per_example_signals,
+                                                read_dynamics_file)
 from posenc.empirical.analysis.dynamics_summary import summarize
+from posenc.empirical.analysis.sign_flip import QMAX
 from posenc.empirical.pipeline.dynamics_sweep import dynamics_worker
 from posenc.empirical.model.transformer import build_model
 from posenc.empirical.training.runs import METRICS, read_config
@@ -156,7 +158,8 @@ def test_recording_changes_neither_training_nor_run_id(tmp_path):
     off = train(tiny(), tmp_path / "off", dynamics=None)
     on = train(tiny(), tmp_path / "on", dynamics=DYN)
     assert plain.metrics == off.metrics == on.metrics  # floats compared exactly
-    assert not (tmp_path / "off" / DYNAMICS).exists() and (tmp_path / "on" / DYNAMICS).is_file()
+    assert dynamics_file(tmp_path / "off") is None
+    assert dynamics_file(tmp_path / "on") == tmp_path / "on" / f"{DYNAMICS}.gz"
     wa = load_run(tmp_path / "plain").model.state_dict()
     wb = load_run(tmp_path / "on").model.state_dict()
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
@@ -179,9 +182,46 @@ def test_dynamics_file_has_the_documented_fields(tmp_path):
         assert len(r["margin"]["signal"]) == L
         seed, batches = r["seed"][0][0], r["seed_batches"][0][0]
         assert seed == pytest.approx(sum(batches) / nb, rel=1e-5)  # equal batches of 5
+    # the early window's records (steps <= 10% of training, at least one interval: 0 and 3)
+    # keep the per-example signals, quantised per (layer, head) with the coherence unchanged
+    assert [r["step"] for r in records if "psi_q" in r] == [0, 3]
+    for r in records[:2]:
+        for l in range(L):
+            for h in range(H):
+                q = r["psi_q"][l][h]
+                assert len(q) == 20 and max(abs(v) for v in q) == QMAX
+                assert abs(sum(q)) / sum(abs(v) for v in q) == pytest.approx(
+                    r["coherence"][l][h], abs=1e-3)
     # importance on every 2nd record (steps 0, 6, 12) and the final one
     assert [r["step"] for r in records if "importance" in r] == [0, 6, 12]
     assert all(len(r["margin"]["importance"]) == L for r in records if "importance" in r)
+
+
+def test_dynamics_file_reads_plain_or_compressed_and_a_damaged_one_is_one_line(tmp_path, capsys):
+    """Written gzip-compressed; a folder of before holds the plain file, read the same; a
+    compressed file cut short is refused in one line (by the CLI with exit status 2)."""
+    import gzip
+    run = tmp_path / "r"
+    train(tiny(epochs=1), run, dynamics=DYN)
+    packed = dynamics_file(run)
+    assert packed.name == "dynamics.jsonl.gz" and not (run / DYNAMICS).exists()
+    read = read_dynamics_file(run)
+    (run / DYNAMICS).write_bytes(gzip.decompress(packed.read_bytes()))  # a folder of before
+    data = packed.read_bytes()
+    packed.unlink()
+    assert read_dynamics_file(run) == read_dynamics_file(run / DYNAMICS) == read
+    cfg = tiny(epochs=1)
+    assert read_dynamics_file(run, of=(cfg.task.name, cfg.model.pe, cfg.seed)) == read
+    with pytest.raises(PosencError, match=f"^{run / DYNAMICS} holds the dynamics of rope on "
+                                          f"distance, seed {cfg.seed}, not of the run it is in "
+                                          f"\\(rope on distance, seed {cfg.seed + 1}\\)$"):
+        read_dynamics_file(run, of=(cfg.task.name, cfg.model.pe, cfg.seed + 1))
+    packed.write_bytes(data[:-9])  # cut short: the compressed file is the one read
+    with pytest.raises(PosencError, match=f"^{packed} is damaged .*truncated"):
+        read_dynamics_file(run)
+    assert main(["dynamics", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"posenc: error: {packed} is damaged (the compressed file is truncated)\n"
 
 
 def test_interrupted_recording_resumes_to_the_same_file(tmp_path):
@@ -195,7 +235,9 @@ def test_interrupted_recording_resumes_to_the_same_file(tmp_path):
     _, partial = read_dynamics_file(tmp_path / "cut")
     assert [r["step"] for r in partial] == [0, 3]  # flushed with the epoch-1 checkpoint
     train(tiny(), tmp_path / "cut", dynamics=DYN)
-    assert (tmp_path / "cut" / DYNAMICS).read_text() == (tmp_path / "full" / DYNAMICS).read_text()
+    # the compressed file too, byte for byte (no time stamp in its gzip header)
+    assert dynamics_file(tmp_path / "cut").read_bytes() == \
+        dynamics_file(tmp_path / "full").read_bytes()
     assert (tmp_path / "cut" / METRICS).read_text() == (tmp_path / "full" / METRICS).read_text()
     with pytest.raises(PosencError, match="other dynamics settings"):
         (tmp_path / "cut" / "train_summary.json").unlink()

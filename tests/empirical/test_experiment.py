@@ -6,7 +6,7 @@ import json
 import pytest
 
 from posenc.empirical.config import preset
-from posenc.empirical.analysis.dynamics import DYNAMICS, DynamicsConfig, read_dynamics_file
+from posenc.empirical.analysis.dynamics import DynamicsConfig, dynamics_file, read_dynamics_file
 from posenc.empirical.pipeline.experiment import ExperimentConfig, experiment_worker
 from posenc.empirical.pipeline.reproduction import DEFAULT_SEEDS, DYNAMICS_ROLES, ReproductionPlan
 from posenc.empirical.training.runs import RESULT
@@ -111,7 +111,7 @@ def test_worker_rerun_skips_and_rerecords_a_run_finished_without_dynamics(dynami
     # a finished run without its dynamics file (e.g. trained before recording was asked for)
     other = tmp_path / "other"
     experiment_worker(exp.replace(dynamics=None).to_dict(), str(other), 1)
-    assert (other / RESULT).is_file() and not (other / DYNAMICS).is_file()
+    assert (other / RESULT).is_file() and dynamics_file(other) is None
     redone = experiment_worker(exp.to_dict(), str(other), 1)
     assert redone["dynamics"] == res["dynamics"]
     assert json.loads((other / RESULT).read_text())["final"]["test_acc"] == \

@@ -1,8 +1,10 @@
 """The fast path's door (posenc.empirical.fast.forward) against the reference forward
 (``model(tokens)``, posenc.empirical.model.transformer): logits and every parameter gradient in float64, for
 every catalogue entry (posenc.encodings.all_entries) under every preset's model switches, the
-paper-code mode where the entry has one, the causal mask and keys / values from the input, on
-batches with padding of varied lengths (trailing padding included) and without padding.
+paper-code mode where the entry has one (for every PE but MLA: padding not masked, an ordinary
+token, so the door runs one dense row per example; MLA: packed), the causal mask and keys / values
+from the input, on batches with padding of varied lengths (trailing padding included) and
+without padding.
 
 A PE the fast path does not know falls back to the reference with a logged reason; training
 picks the path by ``TrainConfig.step``.  (The Toeplitz condition for merging rows:
@@ -32,6 +34,9 @@ ENTRIES = list(all_entries()) + [(t, parse_spec(t)) for t in scaled_specs(planes
 #: the model switches a preset or paper-code mode sets (sizes are shrunk below)
 SWITCHES = ("dropout", "activation", "kv_source", "causal", "mask_padding", "code")
 T = 11
+#: entries also run with padding unmasked alone (paper-code mode covers it with its other
+#: switches; MLA's paper-code model masks padding, so only this case runs it unmasked)
+UNMASKED = ("rope", "relative_bias", "mla", "xpos")
 
 
 def _cases():
@@ -43,6 +48,8 @@ def _cases():
             cases.append((name, pe, p, {k: getattr(m, k) for k in SWITCHES}))
         cases.append((name, pe, "causal", {"causal": True}))
         cases.append((name, pe, "kv-input", {"kv_source": "input"}))
+        if name in UNMASKED:
+            cases.append((name, pe, "unmasked", {"mask_padding": False}))
         if paper_code_problem(spec) is None:
             cases.append((name, pe, "paper-code", {k.split(".", 1)[1]: v
                                                    for k, v in paper_code_fields(spec).items()}))
@@ -75,8 +82,7 @@ def _tokens(padded: bool):
 @pytest.mark.parametrize("name,pe,where,kw", CASES, ids=[f"{n}-{w}" for n, _, w, _ in CASES])
 def test_fast_forward_equals_the_reference_in_float64(name, pe, where, kw, padded):
     model, tok = _model(pe, **kw), _tokens(padded)
-    if model.cfg.mask_padding:
-        assert fast.why_not(model, tok) is None  # the fast path covers it: no fallback
+    assert fast.why_not(model, tok) is None  # the fast path covers it: no fallback
     y = torch.arange(6) % 5
     params = list(model.parameters())
     got, want = fast.forward(model, tok, offset=1), model(tok, offset=1)
@@ -87,6 +93,27 @@ def test_fast_forward_equals_the_reference_in_float64(name, pe, where, kw, padde
         assert (a is None) == (b is None), name
         if a is not None:
             assert torch.allclose(a, b, rtol=1e-8, atol=1e-10), (name, (a - b).abs().max())
+
+
+@pytest.mark.parametrize("pe,kw", [
+    ("paper-rope", "paper"), ("paper-relative", "paper"), ("paper-alibi", "paper"),
+    ("rope", {}), ("relative_bias", {"causal": True}), ("alibi", {"kv_source": "input"})])
+def test_the_attention_in_chunks_equals_the_reference(monkeypatch, pe, kw):
+    """Every attention row a chunk of its own (CHUNK_ABOVE and CHUNK_SCORES 0), P recomputed in
+    the backward (the paper code's 128-token rows run in chunks); through PackedAttention (keys
+    and values from the input), the block stack (merged rows' block masks) and a learned bias's
+    gradient."""
+    monkeypatch.setattr(fast.packed_attention, "CHUNK_ABOVE", 0)
+    monkeypatch.setattr(fast.packed_attention, "CHUNK_SCORES", 0)
+    if kw == "paper":
+        kw = {k.split(".", 1)[1]: v for k, v in paper_code_fields(parse_spec(pe)).items()}
+    model, tok, y = _model(pe, **kw), _tokens(True), torch.arange(6) % 5
+    got, want = fast.forward(model, tok), model(tok)
+    assert torch.allclose(got, want, rtol=1e-10, atol=1e-10), (got - want).abs().max()
+    params = list(model.parameters())
+    for a, b in zip(torch.autograd.grad(F.cross_entropy(got, y), params),
+                    torch.autograd.grad(F.cross_entropy(want, y), params)):
+        assert torch.allclose(a, b, rtol=1e-8, atol=1e-10), (a - b).abs().max()
 
 
 @pytest.fixture
@@ -116,16 +143,12 @@ def test_an_unknown_attention_module_falls_back_loudly(monkeypatch, caplog, fres
     assert "no packed forward" in caplog.text
 
 
-@pytest.mark.parametrize("why,setup", [
-    ("not masked", lambda m: None),
-    ("hook", lambda m: m.blocks[0].hook_resid_pre.add_hook(lambda x, hook: x)),
-])
-def test_by_design_fallbacks_are_logged_at_info(why, setup, caplog, fresh_log):
-    model = _model("rope", mask_padding=why != "not masked")
-    setup(model)
+def test_by_design_fallbacks_are_logged_at_info(caplog, fresh_log):
+    model = _model("rope")
+    model.blocks[0].hook_resid_pre.add_hook(lambda x, hook: x)
     with caplog.at_level(logging.INFO, logger="posenc.fast"):
         assert torch.equal(fast.forward(model, _tokens(True)), model(_tokens(True)))
-    assert why in caplog.text and not any(r.levelno >= logging.WARNING for r in caplog.records)
+    assert "hook" in caplog.text and not any(r.levelno >= logging.WARNING for r in caplog.records)
 
 
 def test_every_catalogue_kind_is_covered():

@@ -1,18 +1,20 @@
 """Stores that travel (posenc.empirical.pipeline.kept_files, issue 36 item 3): the sweep drops a
-run's checkpoint at its commit, skips a finished run stored without it, redoes an incomplete
-run that still has it and refuses, in one line and before anything runs, one that has not;
-with a stand-in experiment worker (no training)."""
+run's checkpoint and trace at its commit, skips a finished run stored without them, redoes an
+incomplete run that still has its checkpoint and refuses, in one line and before anything runs,
+one that has not; a kept file counts in its plain or its compressed form; with a stand-in
+experiment worker (no training)."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from posenc.empirical.pipeline.kept_files import kept_files, missing_file
+from posenc.empirical.pipeline.kept_files import dropped_files, kept_files, missing_file
 from posenc.empirical.pipeline.reproduction import ReproductionPlan
 from posenc.empirical.pipeline.store import RunStore, run_id
 from posenc.empirical.pipeline.sweep import run_jobs
 from posenc.empirical.training.runs import CHECKPOINT
+from posenc.empirical.training.trace import TRACE
 from posenc.errors import PosencError
 
 CALLS = []
@@ -28,6 +30,7 @@ def fake_experiment_worker(config, folder, threads):
         (folder / name).write_text("{}\n")
     (folder / "metrics.jsonl").write_text('{"epoch": 1}\n')
     (folder / CHECKPOINT).write_bytes(b"weights")
+    (folder / TRACE).write_text('{"kind": "header"}\n')
     summary = {"task": train["task"]["name"], "pe": train["model"]["pe"], "seed": train["seed"],
                "tags": config["tags"], "test_acc": 0.5}
     return {"summary": summary, "ablation": {"zero": {}}, "probe": {"probe_r2": {}}, "metrics": []}
@@ -39,19 +42,20 @@ def jobs():
 
 @pytest.fixture
 def store(tmp_path):
-    """Two finished runs, their checkpoints dropped at the commit."""
+    """Two finished runs, their checkpoints and traces dropped at the commit."""
     CALLS.clear()
     s = RunStore(tmp_path / "store")
-    summary = run_jobs(s, jobs(), WORKER, drop=(CHECKPOINT,))
+    summary = run_jobs(s, jobs(), WORKER, drop=dropped_files())
     assert len(summary.completed) == 2 and CALLS == [0, 1]
     CALLS.clear()
     return s
 
 
-def test_the_checkpoint_is_dropped_at_the_commit_and_the_kept_files_stay(store):
+def test_the_checkpoint_and_trace_are_dropped_at_the_commit_and_the_kept_files_stay(store):
+    assert dropped_files() == (CHECKPOINT, TRACE)
     for job in jobs():
         folder = store.run_dir(run_id(job.config))
-        assert not (folder / CHECKPOINT).exists()
+        assert not (folder / CHECKPOINT).exists() and not (folder / TRACE).exists()
         assert missing_file(folder, store.result(run_id(job.config))) is None
     assert kept_files(store.result(run_id(jobs()[0].config))) == [
         "result.json", "train_config.json", "train_summary.json", "metrics.jsonl",
@@ -119,3 +123,18 @@ def test_what_a_result_says_was_measured_decides_the_kept_files():
     recorded = {"summary": {}, "ablation": {"zero": {}, "mean": {}}, "dynamics": {"deposit": [0, 0]}}
     assert kept_files(recorded)[4:] == ["ablation_mean.json", "ablation_zero.json", "dynamics.jsonl"]
     assert json.dumps(kept_files({"summary": {}}))  # a result with no measurement at all
+
+
+def test_a_kept_file_counts_plain_or_compressed(tmp_path):
+    """A store written before keeps dynamics.jsonl; one written now dynamics.jsonl.gz."""
+    recorded = {"summary": {}, "ablation": {}, "dynamics": {"deposit": [0, 0]}}
+    for name in ("result.json", "train_config.json", "train_summary.json", "metrics.jsonl"):
+        (tmp_path / name).write_text("{}\n")
+    assert missing_file(tmp_path, recorded) == "dynamics.jsonl"
+    (tmp_path / "dynamics.jsonl.gz").write_bytes(b"")
+    assert missing_file(tmp_path, recorded) is None
+    (tmp_path / "dynamics.jsonl.gz").unlink()
+    (tmp_path / "dynamics.jsonl").write_text("{}\n")
+    assert missing_file(tmp_path, recorded) is None
+    (tmp_path / "metrics.jsonl").rename(tmp_path / "metrics.jsonl.gz")  # never written so
+    assert missing_file(tmp_path, recorded) == "metrics.jsonl"

@@ -2,7 +2,9 @@
 gradient of its forward (float64 gradcheck), its forward is attention computed example by example in each
 example's own frame (a plain loop), and the model takes it exactly where it covers the case."""
 
+import contextlib
 import math
+from unittest import mock
 
 import pytest
 import torch
@@ -104,19 +106,36 @@ def _drawn(case, seed):
     return _inputs(lengths, T, interior, causal, planes, bias_heads, seed)
 
 
+#: rows per chunk of the attention (pa.chunk_rows): None one pass (the default at these sizes),
+#: else that many rows per chunk (P recomputed in the backward)
+CHUNKS = st.sampled_from([None, 1, 2])
+
+
+@contextlib.contextmanager
+def _chunked(rows, T):
+    """pa.CHUNK_ABOVE / CHUNK_SCORES set so that the attention runs ``rows`` rows per chunk
+    (None: as is)."""
+    if rows is None:
+        yield
+        return
+    with mock.patch.object(pa, "CHUNK_ABOVE", 0), mock.patch.object(pa, "CHUNK_SCORES", rows * H * T * T):
+        yield
+
+
 @settings(max_examples=40, deadline=None)
-@given(case=CASES, seed=st.integers(0, 10_000))
-def test_forward_is_attention_example_by_example(case, seed):
+@given(case=CASES, seed=st.integers(0, 10_000), chunk=CHUNKS)
+def test_forward_is_attention_example_by_example(case, seed, chunk):
     keep, mask, qkv, bias, w, masks = _drawn(case, seed)
-    got = pa.PackedAttention.apply(qkv, bias, pa.HeadSlots.of(mask.packing, H), w, tuple(masks),
-                                   D ** -0.5)
+    with _chunked(chunk, keep.shape[1]):
+        got = pa.PackedAttention.apply(qkv, bias, pa.HeadSlots.of(mask.packing, H), w, tuple(masks),
+                                       D ** -0.5)
     # float64, O(1) values, sums of <= 9 terms: rounding ~1e-15
     assert torch.allclose(got, _loop(keep, qkv, bias, case[3], case[2]), rtol=0, atol=1e-12)
 
 
 @settings(max_examples=15, deadline=None)
-@given(case=CASES, seed=st.integers(0, 10_000))
-def test_backward_is_the_gradient_of_the_forward(case, seed):
+@given(case=CASES, seed=st.integers(0, 10_000), chunk=CHUNKS)
+def test_backward_is_the_gradient_of_the_forward(case, seed, chunk):
     keep, mask, qkv, bias, w, masks = _drawn(case, seed)
     slots = pa.HeadSlots.of(mask.packing, H)
     args = (qkv,) if bias is None else (qkv, bias)
@@ -124,7 +143,17 @@ def test_backward_is_the_gradient_of_the_forward(case, seed):
     def f(x, b=None):
         return pa.PackedAttention.apply(x, b, slots, w, tuple(masks), D ** -0.5)
 
-    assert torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-8, rtol=1e-6)
+    with _chunked(chunk, keep.shape[1]):
+        assert torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+def test_chunk_rows():
+    """One pass up to CHUNK_ABOVE score elements (the quick preset's rows: at most 16 of 58
+    tokens), then chunks of whole rows within CHUNK_SCORES (at least one); the paper code's
+    128-token rows at 8 heads: 2 rows a chunk."""
+    assert pa.chunk_rows(16, 8, 58) is None and pa.chunk_rows(8, 8, 128) is None
+    assert pa.chunk_rows(9, 8, 128) == 2 and pa.chunk_rows(16, 8, 128) == 2
+    assert pa.chunk_rows(4, 8, 512) == 1
 
 
 def _model(pe, **kw):

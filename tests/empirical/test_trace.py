@@ -9,14 +9,15 @@ import statistics
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc.empirical import train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import dataset_for, model_for
-from posenc.empirical.training.trace import (TRACE, grad_norm_cv, loss_spikes, read_trace,
-                                    steps_to_fraction, summarize_trace, table_magnitudes)
+from posenc.empirical.training.trace import (MATCHED_SKIP, TRACE, epoch_grad_norm_cv, grad_norm_cv,
+                                             loss_spikes, matched_epochs_cv, read_trace, steps_to_fraction,
+                                             summarize_trace, table_magnitudes)
 from posenc.errors import PosencError
 
 
@@ -220,3 +221,31 @@ def test_statistics_stop_at_the_kept_epoch():
     assert kept["tables"]["centred_rms"] == [1.0, 2.0, 4.0]
     assert kept["tables"]["log_attenuation"] == pytest.approx(math.log(4.0))
     assert summarize_trace(header, epochs, kept_epoch=3) == whole
+
+
+def test_per_epoch_cv_covers_every_epoch_trained():
+    """The per-epoch CV is population sd / mean of each epoch's gradient norms, over every epoch
+    trained -- the patience tail too: a matched window may reach past a run's kept epoch."""
+    epochs = [{"epoch": e, "loss": [1.0] * 4, "grad_norm": g, "acc": [0.5] * 4}
+              for e, g in ((1, [1.0, 3.0, 1.0, 3.0]), (2, [2.0] * 4), (3, [0.0] * 4))]
+    assert epoch_grad_norm_cv(epochs) == [pytest.approx(0.5), 0.0, None]
+    assert summarize_trace({}, epochs, kept_epoch=1)["grad_norm_epoch_cv"] == \
+        [pytest.approx(0.5), 0.0, None]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(0.0, 2.0), min_size=1, max_size=12), min_size=1, max_size=4),
+       st.lists(st.floats(0.0, 2.0), max_size=10), st.integers(0, 3))
+def test_matched_window_ends_where_the_first_run_stopped(runs, tail, which):
+    """The matched means use epochs 2..E, E the fewest epochs any run trained: training a run
+    longer (appending epochs) changes nothing, and each mean is that run's mean over the
+    window."""
+    means, last = matched_epochs_cv(runs)
+    assert last == min(len(r) for r in runs)
+    longer = [r + tail if i == which % len(runs) and len(r) > last else r
+              for i, r in enumerate(runs)]
+    assert matched_epochs_cv(longer) == (means, last)
+    if last <= MATCHED_SKIP:
+        assert means is None
+    else:
+        assert means == [pytest.approx(sum(r[1:last]) / (last - 1)) for r in runs]

@@ -101,17 +101,22 @@ def test_alibi_specs_have_the_models_slopes(name, heads):
     np.testing.assert_allclose(alibi_slopes(heads, spec.slopes), slopes, rtol=rtol)
 
 
+#: Models of several layer groups: the group the default tests state.
+GROUP = {"gemma3_text": "full_attention", "llama4_text": "rope"}
+
+
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_the_assumed_class_defaults_are_transformers_own(model_type):
     """A config.json that states only model_type: the mapping's head dim, heads and spec are
     those of transformers' config class at its defaults (saved with every key it has)."""
-    bare = spec_from_hf_config({"model_type": model_type})
+    layers = GROUP.get(model_type)
+    bare = spec_from_hf_config({"model_type": model_type}, layers=layers)
     config = hf_config({"model_type": model_type})
-    full = spec_from_hf_config(config.to_dict())
+    full = spec_from_hf_config(config.to_dict(), layers=layers)
     assert bare == full or (bare[0], bare[1]["head_dim"]) == (full[0], full[1]["head_dim"])
     heads = getattr(config, "num_attention_heads", None) or config.num_heads
-    head_dim = getattr(config, "head_dim", None) or getattr(config, "d_kv", None) \
-        or config.hidden_size // heads
+    head_dim = getattr(config, "qk_head_dim", None) or getattr(config, "head_dim", None) \
+        or getattr(config, "d_kv", None) or config.hidden_size // heads
     assert (bare[1]["head_dim"], bare[1]["heads"]) == (head_dim, heads)
     if bare[0].startswith("rope"):          # the length dynamic NTK and YaRN/LongRoPE read
         assert bare[1]["max_position_embeddings"] == config.max_position_embeddings
@@ -134,5 +139,57 @@ def test_every_position_key_transformers_reads_is_read_and_no_other_is_refused(m
     assert {k for k in params | legacy if POSITIONAL.search(k)} <= set(TRANSFORMERS_READS[model_type])
     config = {k: None for k in TRANSFORMERS_READS[model_type]}     # None: the class default
     config["model_type"] = model_type
-    notes = spec_from_hf_config(config)[1]["notes"]
+    notes = spec_from_hf_config(config, layers=GROUP.get(model_type))[1]["notes"]
     assert not [n for n in notes if n.startswith("ignored ")], notes
+
+
+FIXTURES = {"mixtral": None, "qwen2_moe": None, "olmo2": None, "starcoder2": None, "gemma2": None,
+            "phi3": None, "deepseek_v3": None, "gemma3_text": "full_attention",
+            "gemma3_text sliding": "sliding_attention"}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_the_fixtures_specs_have_transformers_own_frequencies(name):
+    """tests/encodings/hf_configs: the spec's frequencies and attention factor are those of the
+    model's own rotary embedding (Gemma 3: of the layer type stated)."""
+    from pathlib import Path
+    import json
+
+    path = Path(__file__).parent / "hf_configs" / f"{name.split()[0]}.json"
+    data = json.loads(path.read_text())
+    spec_text, info = spec_from_hf_config(data, layers=FIXTURES[name])
+    config = hf_config(data)
+    mod = module("gemma3" if data["model_type"] == "gemma3_text" else data["model_type"])
+    (cls,) = [n for n in dir(mod) if n.endswith("RotaryEmbedding")]
+    emb = getattr(mod, cls)(config)
+    prefix = f"{FIXTURES[name]}_" if FIXTURES[name] else ""
+    inv_freq = getattr(emb, f"{prefix}inv_freq").double().numpy()
+    s = getattr(emb, f"{prefix}attention_scaling")
+    spec = parse_spec(spec_text)
+    np.testing.assert_allclose(rope_frequencies(spec, info["head_dim"]), inv_freq, rtol=1e-5, atol=0)
+    assert rope_attention_factor(spec) == pytest.approx(float(s), rel=1e-12)
+
+
+@pytest.mark.parametrize("data, spec", [
+    ({"model_type": "stablelm", "hidden_size": 256, "num_attention_heads": 4,
+      "partial_rotary_factor": 0.25}, "rope:fraction=0.25,pairing=half"),
+    ({"model_type": "granite", "hidden_size": 256, "num_attention_heads": 4,
+      "rope_theta": 500000.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+     "rope:base=500000,pairing=half,scaling=linear,factor=2")])
+def test_a_model_type_outside_the_table_is_read_through_transformers(data, spec):
+    """Its standardised rope parameters: the spec has the frequencies of the model's own rotary
+    embedding."""
+    got, info = spec_from_hf_config(data)
+    assert got == spec and "not in --from-hf's table" in info["notes"][0]
+    inv_freq, s = hf_rotary(data)
+    np.testing.assert_allclose(rope_frequencies(parse_spec(got), info["head_dim"]), inv_freq,
+                               rtol=1e-5, atol=0)
+
+
+def test_a_model_type_without_rope_outside_the_table_is_refused_in_one_line():
+    from posenc.errors import PosencError
+
+    with pytest.raises(PosencError, match="RobertaConfig has no rope_parameters"):
+        spec_from_hf_config({"model_type": "roberta"})
+    with pytest.raises(PosencError, match="transformers refused the config"):
+        spec_from_hf_config({"model_type": "no_such_model"})

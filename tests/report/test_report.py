@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from posenc.empirical.analysis.dynamics import dynamics_file
 from posenc.report import FIGURES, SECTIONS
 from posenc.verdicts.verdict import VERDICTS
 from small_sweep import SMALL, posenc
@@ -139,6 +140,49 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
             (small_store / "report" / name).read_bytes(), name
 
 
+def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same(small_store,
+                                                                               small_store_copy,
+                                                                               capsys):
+    """Issue 36 item 3: a finished run's folder holds what kept_files lists (its dynamics
+    compressed), config.json and run.json -- no checkpoint, trace or strip plot -- and the report
+    needs nothing else; the same store with its dynamics files plain (as a store written before
+    holds them) reports byte for byte as the store it was made from; a dynamics file of another
+    run is refused."""
+    import gzip
+
+    from posenc.cli import main
+    from posenc.empirical.pipeline.kept_files import kept_files
+    store = small_store_copy
+    plain = 0
+    for run in sorted((store / "runs").iterdir()):
+        kept = kept_files(json.loads((run / "result.json").read_text()))
+        held = {p.name for p in run.iterdir()}
+        assert held == {f"{n}.gz" if n == "dynamics.jsonl" else n for n in kept} | \
+            {"config.json", "run.json"}, run.name
+        packed = dynamics_file(run)
+        if packed is not None:
+            (run / "dynamics.jsonl").write_bytes(gzip.decompress(packed.read_bytes()))
+            packed.unlink()
+            plain += 1
+    assert plain == 2  # the rope runs record dynamics
+    assert main(["report", str(store), "--no-theory"]) == 0
+    names = sorted(p.name for p in (small_store / "report").iterdir()
+                   if p.name not in ("runs.csv", "timings.md"))
+    for name in names:
+        assert (store / "report" / name).read_bytes() == \
+            (small_store / "report" / name).read_bytes(), name
+    # and a run's dynamics file is read as that run's: two swapped are refused in one line
+    first, second = (r / "dynamics.jsonl" for r in sorted((store / "runs").iterdir())
+                     if dynamics_file(r))
+    data = first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(data)
+    assert main(["report", str(store), "--no-theory"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds the dynamics of rope on distance, seed" in err, err
+    assert "not of the run it is in (rope on distance, seed" in err
+
+
 def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weights(small_store_copy,
                                                                                   capsys):
     """Issue 36: posenc reproduce drops each run's checkpoint after its analysis; the store still
@@ -151,7 +195,7 @@ def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weight
     assert main(["runs", str(store)]) == 0
     assert "4 done, 0 pending, 0 running, 0 failed" in capsys.readouterr().out
     files = {p: p.read_bytes() for p in store.rglob("*") if p.is_file() and "index" not in p.name}
-    rope = next(r for r in runs if (r / "dynamics.jsonl").is_file())
+    rope = next(r for r in runs if dynamics_file(r))
     why = "was stored without its checkpoint (posenc reproduce drops it after the analysis; " \
           "--keep-checkpoints keeps it)"
     seed = str(json.loads((rope / "train_config.json").read_text())["seed"])
@@ -183,7 +227,7 @@ def test_a_finished_run_missing_a_kept_file_is_refused_not_retrained(small_store
     refuse the store in one line naming the run and the file, and train nothing."""
     from posenc.cli import main
     store = small_store_copy
-    run = next(r for r in sorted((store / "runs").iterdir()) if (r / "dynamics.jsonl").is_file())
+    run = next(r for r in sorted((store / "runs").iterdir()) if dynamics_file(r))
     label = json.loads((run / "run.json").read_text())["label"]
     (run / "ablation_zero.json").unlink()
     result = (run / "result.json").read_bytes()
@@ -367,3 +411,8 @@ def test_a_dynamics_summary_older_than_the_sign_balance_is_made_again_only_when_
         pytest.approx(fresh["sign_balance_max"])
     other = dict(stored, coherence_max=stored["coherence_max"] + 0.1)  # not this file's summary
     assert _with_current_dynamics(res(other)).dynamics == other
+    # a summary older than Thm 6.1's scale-free margins is made again the same way
+    scale_free = ("signal_margin_relative", "signal_relative_gains", "signal_relative_mean_log_gain")
+    older = {k: v for k, v in _json.loads(_json.dumps(fresh)).items() if k not in scale_free}
+    assert _with_current_dynamics(res(older)).dynamics["signal_relative_mean_log_gain"] == \
+        pytest.approx(fresh["signal_relative_mean_log_gain"])

@@ -70,7 +70,7 @@ def _deposit_runs(alibi_acc, chance, rope_acc=0.9, alibi_index=0.99):
     return out
 
 
-def test_a_pe_at_chance_leaves_the_max_over_additive_pes():
+def test_a_pe_at_chance_leaves_the_additive_contrasts():
     # ALiBi at 2% with chance 1.4%: it learned nothing, and its 90-point "drop" is noise
     v = next(v for v in evaluate(_deposit_runs(0.02, 0.014)) if v.claim == "E12")
     assert v.verdict == "confirmed", v.parts
@@ -79,9 +79,11 @@ def test_a_pe_at_chance_leaves_the_max_over_additive_pes():
     # the filter is what decides here (and it fails if the filter is removed)
     runs = _deposit_runs(0.02, None)
     assert next(v for v in evaluate(runs) if v.claim == "E12").verdict == "refuted"
-    # a learned ALiBi (50% against chance 1.4%) stays in the max
+    # a learned ALiBi (50% against chance 1.4%) keeps its contrast, which refutes E12
     learned = next(v for v in evaluate(_deposit_runs(0.5, 0.014)) if v.claim == "E12")
-    assert learned.verdict == "refuted" and not any("alibi" in p.get("note", "") for p in learned.parts)
+    assert learned.verdict == "refuted"
+    assert not any("did not learn" in p.get("note", "") for p in learned.parts)
+    assert "refuted by rope - alibi" in learned.parts[1]["note"]
 
 
 def test_within_the_margin_of_chance_is_not_learned():
@@ -191,3 +193,26 @@ def test_paper_code_runs_get_e10_for_the_code_rope_too():
     by = {v.claim: v for v in evaluate(runs)}
     assert by["E10"].verdict == "refuted" and by["E10 (code rope)"].verdict == "confirmed"
     assert by["E10 (code rope)"].parts[0]["part"] == "absolute+rope - best other"
+
+
+def test_e12_contrasts_rope_with_each_additive_pe_not_their_max():
+    """RoPE's index 0.8 on 6 seeds; each additive PE spreads it (0.55) but has one noisy seed at
+    0.85, a different seed for each PE.  Each contrast RoPE - PE is positive (+0.20 [+0.07,
+    +0.33]), so RoPE concentrates more than each; the max of the three noisy indices exceeds
+    RoPE's on half the seeds, and the old primary (RoPE - max over additive) was inconclusive --
+    this test fails when the max is restored."""
+    runs = []
+    for s in range(6):
+        runs.append(result(D, "rope", s, 0.9, drop=0.6, index=0.8))
+        for i, role in enumerate(("absolute", "relative", "alibi")):
+            runs.append(result(D, role, s, 0.9, drop=0.1, index=0.85 if s == i else 0.55))
+    v = next(v for v in evaluate(runs) if v.claim == "E12")
+    di = v.parts[1]
+    assert di["primary"] and v.verdict == "confirmed"
+    assert [c["part"] for c in di["conditions"]] == ["rope - absolute", "rope - relative",
+                                                     "rope - alibi"]
+    for c in di["conditions"]:
+        assert c["verdict"] == "confirmed" and c["estimate"] == pytest.approx(0.2)
+    from posenc.verdicts.verdict import judge
+    old = [0.8 - max(0.85 if s == i else 0.55 for i in range(3)) for s in range(6)]
+    assert judge(old)["verdict"] == "inconclusive"  # what the max over the additive PEs said

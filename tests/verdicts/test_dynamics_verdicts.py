@@ -6,16 +6,22 @@ import math
 import numpy as np
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from posenc.verdicts.dynamics import evaluate_dynamics, prediction_table, random_sign_null
 from posenc.verdicts.verdict import t_interval
 
 
 def result(role, seed, coherence, imp_gain=0.5, sig_gain=0.3, hit=True, task="distance",
-           n=64, m=32):
+           n=64, m=32, flip_q95=0.3):
     pred = {"predicted": [0, 1], "hit": hit, "head_hit": hit}
+    flip = None if flip_q95 is None else {"observed": coherence, "quantile": flip_q95,
+                                          "mean": flip_q95 / 2, "p_value": 0.5, "patterns": 2000,
+                                          "exact": False, "level": 0.95}
     dyn = {"coherence_max": coherence, "importance_mean_log_gain": imp_gain,
-           "signal_mean_log_gain": sig_gain, "early_steps": 50, "deposit": [0, 1],
+           "signal_relative_mean_log_gain": sig_gain, "sign_flip": flip,
+           "early_steps": 50, "deposit": [0, 1],
            "prediction": {"signal": pred, "attribution": dict(pred, hit=False, head_hit=False),
                           "importance": {"predicted": None, "hit": None, "head_hit": None}},
            "chance": {"hit": 1 / 32, "head_hit": 1 / 8}, "advantage_step": 100,
@@ -35,24 +41,30 @@ def test_statistics_and_verdicts():
                {"summary": {"task": "distance", "pe": "rope", "seed": 3, "tags": {"role": "rope"}}}]
     v = by_claim(evaluate_dynamics(results))
     q = random_sign_null(64, 32)["quantile"]  # 0.375: 24 net signs of 64, see test below
-    p61, contrast61 = v["Prop 6.1"].parts  # primary: C(rope) against the random-sign null
-    assert p61["values"] == pytest.approx([0.60 - q, 0.70 - q]) and p61["seeds"] == [0, 1]
-    iv = t_interval([0.60 - q, 0.70 - q])
+    p61, contrast61 = v["Prop 6.1"].parts  # primary: C(rope) against the sign-flip null's q95
+    assert p61["values"] == pytest.approx([0.60 - 0.3, 0.70 - 0.3]) and p61["seeds"] == [0, 1]
+    iv = t_interval([0.30, 0.40])
     # shown clipped to the range of a difference of coherences, [-1, 1]
     assert p61["interval"] == pytest.approx([max(iv.low, -1.0), min(iv.high, 1.0)])
     assert v["Prop 6.1"].verdict == ("confirmed" if iv.low > 0 else "inconclusive")
-    assert v["Prop 6.1"].seeds == 2
+    assert v["Prop 6.1"].seeds == 2 and [x["seed"] for x in p61["null"]] == [0, 1]
+    assert p61["null"][0]["quantile"] == 0.3 and p61["null"][0]["patterns"] == 2000
     assert contrast61["values"] == pytest.approx([0.40, 0.49]) and contrast61["verdict"] == "shown"
     assert v["Prop 6.2"].parts[0]["values"] == pytest.approx([0.20 - q, 0.21 - q])
     assert v["Prop 6.2"].verdict == "confirmed"  # 0.205 + 12.71 * 0.00707 / sqrt(2) = 0.27 < q
     assert v["Prop 6.2"].parts[0]["null"][0]["quantile"] == q
-    thm = v["Thm 6.1"]  # (a) gradient-margin log-gain rope - alibi, (b) rope's
-    assert [p["values"] for p in thm.parts] == [[0.0, 0.0], [0.3, 0.3]]
-    assert thm.verdict == "inconclusive"  # equal gains under RoPE and ALiBi: no contrast
+    thm = v["Thm 6.1"]  # (a) scale-free margin log-gain of rope, (b) rope - alibi
+    assert [p["values"] for p in thm.parts] == [[0.3, 0.3], [0.0, 0.0]]
+    assert thm.verdict == "confirmed"  # equal gains over seeds: the point interval [0.3, 0.3]
     contrast = [result("rope", s, 0.6, sig_gain=0.5 + 0.01 * s) for s in (0, 1)] + \
         [result("alibi", s, 0.2, sig_gain=-0.2) for s in (0, 1)]
     thm = by_claim(evaluate_dynamics(contrast))["Thm 6.1"]
-    assert thm.parts[0]["values"] == pytest.approx([0.7, 0.71]) and thm.verdict == "confirmed"
+    assert thm.parts[0]["values"] == pytest.approx([0.5, 0.51]) and thm.verdict == "confirmed"
+    assert thm.parts[1]["values"] == pytest.approx([0.7, 0.71]) and thm.parts[1]["verdict"] == \
+        "shown"
+    old = [result("rope", s, 0.6, flip_q95=None) for s in (0, 1)]  # recorded before psi_q
+    p = by_claim(evaluate_dynamics(old))["Prop 6.1"]
+    assert p.verdict == "inconclusive" and "psi_q" in p.parts[0]["note"]
 
 
 def test_prop_6_2_is_judged_against_the_random_sign_null_of_the_same_shape():
@@ -83,8 +95,62 @@ def test_random_sign_null_equals_enumeration(n, m):
     assert null["quantile"] == q
 
 
+def _summary_of_seeds(seeds, role, seed):
+    """A dynamics summary whose early records have the seed grids ``seeds`` (records, L, H)."""
+    from posenc.empirical.analysis.dynamics_summary import summarize
+    R, L, H = np.shape(seeds)
+    recs = [{"kind": "record", "step": 10 * r, "final": False, "seed": np.asarray(seeds[r]).tolist(),
+             "coherence": np.full((L, H), 0.5).tolist(), "attribution": np.zeros((L, H)).tolist(),
+             "seed_batches": np.asarray(seeds[r])[..., None].tolist(),
+             "margin": {"signal": [sorted(np.abs(row))[-1] - sorted(np.abs(row))[-2]
+                                   for row in np.asarray(seeds[r])]}} for r in range(R)]
+    header = {"pe": role, "task": "distance", "seed": seed, "n_layers": L, "n_heads": H,
+              "total_steps": 10 * R * 10, "dynamics": {"every": 10}, "signal_layers": [True] * L}
+    ablation = {"layers": [{"layer": l, "largest_drop": 0.1 * (l == 0), "deposit_head": 0}
+                           for l in range(L)]}
+    dyn = summarize(header, recs, early_steps=10 * (R - 1), ablation=ablation)
+    return {"summary": {"task": "distance", "pe": role, "seed": seed, "tags": {"role": role}},
+            "dynamics": dyn}
+
+
+def test_thm_6_1_margin_is_scale_free():
+    """Every layer has the same shape of |seed| over heads, only smaller with depth (x 1/3 per
+    layer) -- the absolute margin then shrinks with depth although no layer concentrates more
+    than another.  The scale-free margin has no gain there, so Thm 6.1 is not confirmed; the
+    absolute margins' log-gain (the old statistic, log 3 on every seed) would confirm it.
+    (Swapping the scale-free gain for ``signal_mean_log_gain`` makes this test fail.)"""
+    rng = np.random.default_rng(5)
+    runs = []
+    for s in range(4):
+        shape = np.abs(rng.standard_normal((3, 1, 8))) + 0.1      # (records, 1, heads)
+        seeds = shape * (3.0 ** -np.arange(4))[None, :, None]     # layer l scaled by 3^-l
+        runs.append(_summary_of_seeds(seeds, "rope", s))
+    assert all(r["dynamics"]["signal_mean_log_gain"] == pytest.approx(math.log(3))
+               for r in runs)
+    v = by_claim(evaluate_dynamics(runs))["Thm 6.1"]
+    assert v.parts[0]["values"] == pytest.approx([0.0] * 4, abs=1e-12)
+    assert v.verdict != "confirmed"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-6, 6), min_size=3, max_size=3), st.integers(0, 1000))
+def test_scale_free_margin_is_invariant_to_rescaling_a_layer(exponents, draw):
+    """Rescaling every seed of a layer (in every record, by a power of two: exact) leaves each
+    layer's scale-free margin and the log-gain unchanged."""
+    rng = np.random.default_rng(draw)
+    seeds = rng.standard_normal((2, 3, 4))
+    scaled = seeds * (2.0 ** np.asarray(exponents))[None, :, None]
+    a, b = (_summary_of_seeds(x, "rope", 0)["dynamics"] for x in (seeds, scaled))
+    assert a["signal_margin_relative"] == pytest.approx(b["signal_margin_relative"], rel=1e-12)
+    assert a["signal_relative_mean_log_gain"] == pytest.approx(b["signal_relative_mean_log_gain"],
+                                                               rel=1e-9, abs=1e-12)
+    layer0 = np.sort(np.abs(seeds[:, 0]), axis=1)
+    want = np.mean((layer0[:, -1] - layer0[:, -2]) / layer0.mean(axis=1))
+    assert a["signal_margin_relative"][0] == pytest.approx(want)
+
+
 def test_refuted_and_inconclusive():
-    refute = [result("rope", s, 0.1, imp_gain=-0.5) for s in (0, 1, 2)] + \
+    refute = [result("rope", s, 0.1 + 0.01 * s, imp_gain=-0.5) for s in (0, 1, 2)] + \
              [result("alibi", s, 0.9 + 0.01 * s) for s in (0, 1, 2)]
     v = by_claim(evaluate_dynamics(refute))
     assert v["Prop 6.1"].verdict == "refuted" and v["Prop 6.2"].verdict == "refuted"
@@ -147,8 +213,10 @@ def _summary_of_signals(psi, role, seed, records=3):
 
     from posenc.empirical.analysis.dynamics import signal_grids
     from posenc.empirical.analysis.dynamics_summary import summarize
+    from posenc.empirical.analysis.sign_flip import quantised
     L, N, H = psi.shape
     grids = signal_grids(torch.as_tensor(psi, dtype=torch.float64), probe_batches=2)
+    grids["psi_q"] = quantised(psi)
     recs = [{"kind": "record", "step": 10 * r, "final": r == records - 1, **grids,
              "attribution": [[0.0] * H for _ in range(L)]} for r in range(records)]
     header = {"pe": role, "task": "distance", "seed": seed, "n_layers": L, "n_heads": H,
@@ -165,24 +233,46 @@ def _random_signs(rng, L=4, N=64, H=8):
     return rng.choice([-1.0, 1.0], size=(L, N, H))
 
 
-def test_prop_6_1_judges_rope_against_the_exact_random_sign_null():
-    """Pure random signs of equal magnitude are not a non-vanishing seed; one head whose every
-    example pushes the same way is."""
+def test_prop_6_1_judges_rope_against_the_sign_flip_null():
+    """Pure random signs are not a non-vanishing seed; one head whose every example pushes the
+    same way is."""
     rng = np.random.default_rng(11)
     random = [_summary_of_signals(_random_signs(rng), "rope", s) for s in range(6)]
     part = by_claim(evaluate_dynamics(random))["Prop 6.1"].parts[0]
     assert part["primary"] and part["n"] == 6
     assert by_claim(evaluate_dynamics(random))["Prop 6.1"].verdict != "confirmed"
-    assert all(x["holds"] for x in part["null"])  # equal magnitudes: the null's own model
+    assert all(x["patterns"] == 2000 and not x["exact"] for x in part["null"])
     constant = []
     for s in range(6):
         psi = _random_signs(rng)
         psi[s % 4, :, s % 8] = 0.5 + rng.random(64)  # one head: every example the same sign
         constant.append(_summary_of_signals(psi, "rope", s))
     v = by_claim(evaluate_dynamics(constant))["Prop 6.1"]
-    assert v.verdict == "confirmed" and v.parts[0]["values"] == pytest.approx(
-        [1.0 - random_sign_null(64, 32)["quantile"]] * 6)
-    assert all(x["holds"] for x in v.parts[0]["null"])  # the signs say so too
+    assert v.verdict == "confirmed"
+    assert all(x["p_value"] == pytest.approx(1 / 2000) for x in v.parts[0]["null"])
+
+
+def _heavy_tailed_symmetric(rng, L=4, N=64, H=8):
+    """Fair signs, magnitudes 1 except one example per head 40 times larger: no head has a
+    consistent seed, but the large example dominates every head's coherence (~0.4)."""
+    mags = np.ones((L, N, H))
+    mags[:, 0, :] = 40.0
+    return _random_signs(rng, L, N, H) * mags
+
+
+def test_prop_6_1_null_is_the_sign_flip_one_not_the_equal_magnitude_one():
+    """Sign-symmetric signals with unequal magnitudes -- the claim's negation -- must not
+    confirm Prop 6.1.  Their coherence (~0.4-0.5) is above the equal-magnitude null's q95
+    (0.375) on every seed, so judged against that null (the old primary) they would confirm a
+    seed that is not there; against the sign-flip randomisation of their own magnitudes they do
+    not.  (Swapping the part's quantile for random_sign_null's makes this test fail.)"""
+    rng = np.random.default_rng(7)
+    runs = [_summary_of_signals(_heavy_tailed_symmetric(rng), "rope", s) for s in range(6)]
+    old_q95 = random_sign_null(64, 32)["quantile"]
+    assert all(r["dynamics"]["coherence_max"] > old_q95 for r in runs)
+    v = by_claim(evaluate_dynamics(runs))["Prop 6.1"]
+    assert v.verdict != "confirmed"
+    assert all(x["observed"] <= x["quantile"] for x in v.parts[0]["null"])
 
 
 def test_the_recorders_coherence_of_random_signs_has_the_exact_null_distribution():

@@ -3,20 +3,23 @@ constructed results: each statistic comes out both ways, and runs without the ne
 give "inconclusive (not recorded)" instead of an error."""
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from posenc.empirical.pipeline.experiment_result import ExperimentResult
 from posenc.verdicts.accuracy_deposit import Runs, evaluate
-from posenc.verdicts.measured import evaluate_measured, span_drop
+from posenc.verdicts.measured import evaluate_measured, retained_excess, span_drop
 
 
-def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None, chance=None):
+def run(task, role, seed, acc=0.9, drops=(0.1,), index=0.5, share=None, trace=None, chance=None,
+        span_chance=None):
     layers = [{"layer": l, "largest_drop": d, "deposit_index": index, "runner_up_gap": 0.0,
                "deposit_head": 0, "baseline_acc": acc} for l, d in enumerate(drops)]
     res = {"summary": {"task": task, "pe": role, "seed": seed, "preset": "smoke",
                        "test_acc": acc, "n_test": 900, "tags": {"role": role},
                        **({"chance": chance} if chance is not None else {})},
            "ablation": {"zero": {"layers": layers}},
-           "probe": {"probe_r2": {"embed": 1.0}, **({"pe_span_share": share} if share else {})}}
+           "probe": {"probe_r2": {"embed": 1.0}, **({"pe_span_share": share} if share else {}),
+                     **({"pe_span_chance": span_chance} if span_chance is not None else {})}}
     if trace is not None:
         res["trace"] = trace
     return ExperimentResult.from_stored(res)
@@ -35,16 +38,49 @@ def test_span_drop_is_the_input_share_minus_the_mean_after_layer_2():
     assert span_drop(run("distance", "x", 0)) is None  # an old probe without the share
 
 
-@pytest.mark.parametrize("hybrid_after,expected", [(0.2, "confirmed"), (0.85, "refuted")])
-def test_eh_compares_the_hybrid_with_the_sinusoidal_baseline(hybrid_after, expected):
+def eh_runs(hybrid_after, sinusoidal_after, chance=0.15, seeds=3):
     results = []
-    for s in range(3):
-        results.append(run("distance", "absolute", s, share=shares(0.9, [0.6 + 0.01 * s] * 3)))
-        results.append(run("distance", "absolute+rope", s,
-                           share=shares(0.9, [hybrid_after + 0.02 * s] * 3)))
-    v = verdicts(results)["EH"]
-    assert v.verdict == expected
-    assert v.parts[0]["values"][0] == pytest.approx((0.9 - hybrid_after) - (0.9 - 0.6))
+    for s in range(seeds):
+        results.append(run("distance", "absolute", s, span_chance=chance,
+                           share=shares(0.9, [sinusoidal_after + 0.01 * s] * 3)))
+        results.append(run("distance", "absolute+rope", s, span_chance=chance,
+                           share=shares(0.9, [hybrid_after + 0.005 * s] * 3)))
+    return results
+
+
+@pytest.mark.parametrize("hybrid_after,expected", [(0.2, "confirmed"), (0.85, "refuted")])
+def test_eh_judges_the_hybrids_share_against_chance(hybrid_after, expected):
+    v = verdicts(eh_runs(hybrid_after, 0.6))["EH"]
+    assert v.verdict == expected and v.parts[0]["primary"]
+    # R = (after - chance) / (input - chance): the input's excess over chance still in the span
+    assert v.parts[0]["values"][0] == pytest.approx((hybrid_after - 0.15) / (0.9 - 0.15))
+    # the comparison with the sinusoidal-only model, shown beside it
+    assert v.parts[1]["values"][0] == pytest.approx((0.9 - hybrid_after) - (0.9 - 0.6))
+    assert v.parts[1]["verdict"] == "shown"
+
+
+def test_eh_is_refuted_when_the_hybrid_displaces_more_than_sinusoidal_but_keeps_half():
+    """The hybrid's share after layer 2 at 0.5 (R ~ 0.47) while the sinusoidal model keeps 0.6:
+    the old primary (the drop against sinusoidal, +0.1 on every seed) said "confirmed"; the
+    statement "vanish after layer 2" is refuted (this test fails when the old one is primary)."""
+    v = verdicts(eh_runs(0.5, 0.6))["EH"]
+    assert v.parts[1]["interval"][0] > 0  # what the old primary judged: confirmed
+    assert v.verdict == "refuted"
+    # a probe without the chance share (runs before it was recorded): not recorded
+    bare = [run(r.task, r.role, r.seed, share=r.probe["pe_span_share"])
+            for r in eh_runs(0.5, 0.6)]
+    v = verdicts(bare)["EH"]
+    assert v.verdict == "inconclusive" and "not recorded" in v.parts[0]["note"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.05, 0.3), st.floats(0.0, 1.0), st.floats(0.5, 1.0))
+def test_retained_excess_is_zero_at_chance_and_one_without_displacement(chance, frac, embed):
+    """R is 0 when the share after layer 2 is at chance, 1 when it equals the input's, and
+    linear between (the input's excess over chance that is left)."""
+    after = chance + frac * (embed - chance)
+    r = run("distance", "absolute+rope", 0, span_chance=chance, share=shares(embed, [after] * 3))
+    assert retained_excess(r) == pytest.approx(frac, abs=1e-9)
 
 
 def test_eh_on_runs_without_the_share_is_not_recorded():
@@ -219,7 +255,8 @@ def test_relative_table_change_within_its_run_to_run_noise_is_not_attenuation():
     assert judge(counts, 0.0, "below")["verdict"] == "confirmed"  # what comparing with 0 said
 
 
-# --- AD, AL1, AL2: claims of the paper that had no verdict row (issue 26, item 13) ---
+# --- AD: a claim of the paper that had no verdict row (issue 26, item 13; AL1 and AL2 are in
+# test_alibi_claims.py) ---
 
 def ablated(seed, drops_by_layer, acc=0.95):
     """A RoPE distance run whose zero ablation gives these per-head drops (fractions)."""
@@ -236,56 +273,45 @@ def ablated(seed, drops_by_layer, acc=0.95):
         "ablation": {"zero": {"layers": layers}}})
 
 
-@pytest.mark.parametrize("top,second,expected,shown", [
-    (0.60, 0.01, "confirmed", "below"),   # the paper's picture
-    (0.12, 0.01, "refuted", "below"),     # a deposit head, but small
-    (0.60, 0.20, "confirmed", "above")])  # large, but another head matters too: shown, not judged
-def test_ad_judges_the_deposit_heads_drop_and_shows_the_other_heads(top, second, expected, shown):
-    results = [ablated(s, [[0.0, top + 0.01 * s, second, 0.0], [0.0, second / 2, 0.0, 0.0]])
-               for s in range(4)]
-    v = verdicts(results)["AD"]
-    assert v.verdict == expected
-    drop, others = v.parts
+def ad_runs(top, second, seeds=4):
+    return [ablated(s, [[0.0, top + 0.01 * s, second, 0.0], [0.0, second / 2, 0.0, 0.0]])
+            for s in range(seeds)]
+
+
+@pytest.mark.parametrize("top,second,expected", [
+    (0.60, 0.01, "confirmed"),   # the paper's picture: both conditions hold
+    (0.12, 0.01, "refuted"),     # a deposit head, but small
+    (0.60, 0.20, "refuted")])    # large, but another head matters too: the statement fails
+def test_ad_judges_the_whole_statement(top, second, expected):
+    v = verdicts(ad_runs(top, second))["AD"]
+    assert v.verdict == expected and len(v.parts) == 1
+    drop, others = v.parts[0]["conditions"]
     assert drop["values"] == pytest.approx([100 * (top + 0.01 * s) for s in range(4)])
     # the other heads: the second head of the deposit layer and every head of the other layers
     assert others["values"] == pytest.approx([100 * second] * 4)
-    assert others["verdict"] == "shown" and others["primary"] is False
-    iv = others["interval"]
-    assert (iv[1] < 5.0) if shown == "below" else (iv[0] > 5.0)
+    assert "(all of)" in v.measured and "other heads' top drop" in v.measured
+
+
+def test_ad_large_deposit_with_a_second_important_head_is_not_confirmed():
+    """A 60-point deposit head beside a 20-point second head: the old primary (the deposit
+    head's size alone) confirmed it; the statement ("any other head almost nothing") is
+    refuted -- this test fails when the old primary is restored."""
+    v = verdicts(ad_runs(0.60, 0.20))["AD"]
+    drop, others = v.parts[0]["conditions"]
+    assert drop["verdict"] == "confirmed" and others["verdict"] == "refuted"
+    assert v.verdict == "refuted"
 
 
 def test_ad_needs_the_per_head_drops_and_a_learned_model():
-    old = [run("distance", "rope", s, drops=(0.5, 0.1)) for s in range(3)]  # no per-head drops
-    v = verdicts(old)["AD"]
-    assert v.verdict == "confirmed"  # the deposit drop is in every table
-    assert v.parts[1]["n"] == 0
+    old = [run("distance", "rope", s, drops=(0.5 + 0.01 * s, 0.1)) for s in range(3)]
+    v = verdicts(old)["AD"]  # no per-head drops: half the statement cannot be measured
+    assert v.verdict == "inconclusive"
+    assert v.parts[0]["conditions"][1]["n"] == 0
     unlearned = [ablated(s, [[0.6, 0.0], [0.0, 0.0]], acc=0.03) for s in range(3)]
     for r in unlearned:
         r.summary["chance"] = 0.025
     v = verdicts(unlearned)["AD"]
     assert v.verdict == "inconclusive" and "rope did not learn" in v.parts[0]["note"]
-
-
-@pytest.mark.parametrize("alibi,expected", [(0.40, "confirmed"), (0.97, "refuted")])
-def test_al1_alibi_below_every_positional_pe_on_distance(alibi, expected):
-    accs = {"absolute": 0.90, "relative": 0.95, "rope": 0.99, "mla": 0.98, "nope": 0.11}
-    results = [run("distance", r, s, acc=a + 0.01 * s) for r, a in accs.items() for s in range(4)]
-    results += [run("distance", "alibi", s, acc=alibi) for s in range(4)]
-    v = verdicts(results)["AL1"]
-    assert v.verdict == expected
-    # against the weakest positional PE (absolute), never NoPE, which carries no position
-    assert v.parts[0]["values"] == pytest.approx([100 * (alibi - 0.90 - 0.01 * s) for s in range(4)])
-
-
-def test_al2_alibi_worst_on_count_and_missing_runs_are_named():
-    roles = {"nope": 0.8, "absolute": 0.9, "relative": 0.92, "rope": 0.85, "mla": 0.95}
-    results = [run("count", r, s, acc=a + 0.01 * s) for r, a in roles.items() for s in range(4)]
-    worst = results + [run("count", "alibi", s, acc=0.5 + 0.02 * s) for s in range(4)]
-    assert verdicts(worst)["AL2"].verdict == "confirmed"
-    middle = results + [run("count", "alibi", s, acc=0.9) for s in range(4)]
-    assert verdicts(middle)["AL2"].verdict == "refuted"
-    v = verdicts([r for r in worst if r.role != "mla"])["AL2"]
-    assert v.verdict == "inconclusive" and "mla" in v.parts[0]["note"]
 
 
 @pytest.mark.parametrize("xpos_index,expected", [(0.9, "confirmed"), (0.2, "refuted")])
@@ -297,13 +323,18 @@ def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
     results += [run("distance", "xpos", s, index=xpos_index) for s in range(4)]
     v = verdicts(results)["MX"]
     assert v.verdict == expected
-    assert v.parts[0]["values"] == pytest.approx([xpos_index - 0.4 - 0.01 * s for s in range(4)])
-    # an additive PE at its floor leaves the max (as in claim 12) instead of voiding the row:
-    # ALiBi at 12% with the quick distance size's length-only rate 14.7%, its index extreme
+    # one contrast per additive PE (all required), not xPos against their max
+    conds = v.parts[0]["conditions"]
+    assert [c["part"] for c in conds] == ["xpos - absolute", "xpos - relative", "xpos - alibi"]
+    for c in conds:
+        assert c["values"] == pytest.approx([xpos_index - 0.4 - 0.01 * s for s in range(4)])
+    # an additive PE at its floor leaves the contrasts (as in claim 12) instead of voiding the
+    # row: ALiBi at 12% with the quick distance size's length-only rate 14.7%, its index extreme
     for r in results:
         r.summary["length_rate"] = 0.147
         if r.role == "alibi":
             r.summary["test_acc"] = 0.12
             r.ablation["zero"]["layers"][0]["deposit_index"] = 0.99
     v = verdicts(results)["MX"]
-    assert v.verdict == expected and "left out of the max: alibi" in v.parts[0]["note"]
+    assert v.verdict == expected and "left out of the conditions: alibi" in v.parts[0]["note"]
+    assert len(v.parts[0]["conditions"]) == 2

@@ -42,13 +42,19 @@ From the per-example signals of a fixed probe set of training examples, split in
                     examples (the batched single-head ablation of :mod:`.ablation`), and
 ``acc_drop``        the accuracy drop -- every ``ablation_every``-th record and at the end
 ``margin``          per layer, top minus runner-up of |seed| (``signal``) and of ``importance``
+``psi_q``           only in the records of the early window (``step <=``
+                    :func:`~.early_window.default_early_steps`): the per-example signals
+                    themselves, quantised per (layer, head) (:func:`.sign_flip.quantised`), for
+                    the sign-flip randomisation of Prop. 6.1 (:mod:`.sign_flip`)
 
-**File** ``dynamics.jsonl`` in the run folder: line 1 a header (``kind: header``, format, the
-:class:`DynamicsConfig`, layers, heads, PE, which layers have a signal, total steps), then one
-line per record (``kind: record``, ``step`` = optimiser updates done before the record, so
-step 0 is the initialisation; ``final: true`` on the record after the last update).  Records
-are kept in memory and the file is rewritten atomically before every checkpoint, so a resumed
-run drops the records past its checkpoint and records them again, identically.
+**File** ``dynamics.jsonl.gz`` in the run folder (gzip-compressed JSON lines,
+:mod:`posenc.compressed`; a run recorded before keeps a plain ``dynamics.jsonl``, read the
+same): line 1 a header (``kind: header``, format, the :class:`DynamicsConfig`, layers, heads,
+PE, which layers have a signal, total steps), then one line per record (``kind: record``,
+``step`` = optimiser updates done before the record, so step 0 is the initialisation;
+``final: true`` on the record after the last update).  Records are kept in memory and the file
+is rewritten atomically before every checkpoint, so a resumed run drops the records past its
+checkpoint and records them again, identically.
 
 Recording never changes training: it runs in eval mode (no dropout, no RNG draws), takes
 gradients only with respect to its own eps and gates (``.grad`` of the parameters is never
@@ -58,7 +64,6 @@ touched), and uses its own seeded generator for the probe set.  When it is off n
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -68,15 +73,22 @@ from typing import Any, Optional
 import torch
 import torch.nn.functional as F
 
-from ...atomic import atomic_write_text
 from ...coerce import is_int
+from ...compressed import read_jsonl, stored_file, write_jsonl_gz
 from ...errors import PosencError
 from .ablation import ablated_logits
+from .early_window import default_early_steps
+from .sign_flip import quantised
 from ..model.transformer import Transformer
 from ..tasks import TaskData
 
-DYNAMICS = "dynamics.jsonl"
+DYNAMICS = "dynamics.jsonl"  # the file's name before compression (stored_file finds either)
 FORMAT = 1
+
+
+def dynamics_file(folder: str | Path) -> Optional[Path]:
+    """The dynamics file a run folder holds (compressed, or plain from before); None: none."""
+    return stored_file(folder, DYNAMICS)
 
 
 @dataclass(frozen=True)
@@ -285,8 +297,9 @@ def signal_grids(P: torch.Tensor, probe_batches: int) -> dict[str, Any]:
 
 
 def measure(model: Transformer, probe: TaskData, held: Optional[TaskData],
-            probe_batches: int, chunk: int = 32) -> dict[str, Any]:
-    """One record's measurements (see the module doc); ``held=None`` skips the importance."""
+            probe_batches: int, chunk: int = 32, keep_signals: bool = False) -> dict[str, Any]:
+    """One record's measurements (see the module doc); ``held=None`` skips the importance;
+    ``keep_signals``: the record keeps the per-example signals (``psi_q``)."""
     dev = next(model.parameters()).device
     n = len(probe)
     psi, gate, loss = [], [], []
@@ -296,9 +309,11 @@ def measure(model: Transformer, probe: TaskData, held: Optional[TaskData],
         psi.append(out["psi"].double().cpu())
         gate.append(out["gate"].double().cpu())
         loss.append(out["loss"].double().cpu())
-    rec: dict[str, Any] = {"loss": _r(torch.cat(loss).mean()),
-                           **signal_grids(torch.cat(psi, dim=1), probe_batches),
+    P = torch.cat(psi, dim=1)
+    rec: dict[str, Any] = {"loss": _r(torch.cat(loss).mean()), **signal_grids(P, probe_batches),
                            "attribution": _grid(-torch.cat(gate, dim=1).mean(1))}
+    if keep_signals:
+        rec["psi_q"] = quantised(P.numpy())
     margins = rec.pop("margin")
     if held is not None:
         imp = head_importance(model, held)
@@ -338,11 +353,11 @@ class DynamicsRecorder:
         if start_step == 0:
             self.records = []
             return
-        if not self.path.is_file():  # records from mid-training would pass for the early steps
+        if dynamics_file(self.path.parent) is None:  # mid-training records would pass for early ones
             raise PosencError(f"{self.path.parent} holds a run trained {start_step} steps without "
                               f"dynamics recording, which starts at step 0; train it over "
                               f"(resume=False) or into a new folder")
-        header, records = read_dynamics_file(self.path)
+        header, records = read_dynamics_file(self.path.parent)
         if header.get("dynamics") != self.cfg.to_dict():
             raise PosencError(f"{self.path} was recorded with other dynamics settings "
                               f"{header.get('dynamics')}; train again with resume=False")
@@ -356,28 +371,34 @@ class DynamicsRecorder:
         with_importance = final or (step // self.cfg.every) % self.cfg.ablation_every == 0
         rec = {"kind": "record", "step": step, "epoch": round(step / self.steps_per_epoch, 4),
                "final": final}
+        early = step <= default_early_steps(self.total, self.cfg.every)
         rec.update(measure(model, self.probe, self.held if with_importance else None,
-                           self.batches))
+                           self.batches, keep_signals=early))
         self.records.append(rec)
         self.seconds += time.perf_counter() - t0
 
     def flush(self) -> None:
-        lines = [self.header] + self.records
-        atomic_write_text(self.path, "".join(json.dumps(x) + "\n" for x in lines))
+        write_jsonl_gz(self.path, [self.header] + self.records)
 
 
-def read_dynamics_file(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, records) of a ``dynamics.jsonl``; a missing or damaged file is a PosencError."""
+def read_dynamics_file(path: str | Path, of: Optional[tuple[str, str, int]] = None
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, records) of a run's dynamics file (``path``: the run folder or the file, either
+    form); a missing or damaged file is a PosencError, and so is, given ``of`` = (task, pe,
+    seed) of the run asked for, the file of another run."""
     path = Path(path)
-    if path.is_dir():
-        path = path / DYNAMICS
-    if not path.is_file():
-        raise PosencError(f"{path.parent} has no {DYNAMICS}: the run was trained without dynamics "
+    found = dynamics_file(path) if path.is_dir() else \
+        path if path.is_file() else stored_file(path.parent, path.name)
+    if found is None:
+        folder = path if path.is_dir() else path.parent
+        raise PosencError(f"{folder} has no {DYNAMICS}: the run was trained without dynamics "
                           f"recording (record one into a new folder: posenc dynamics NEW_DIR --record)")
-    try:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PosencError(f"{path} is damaged ({exc})") from None
-    if not rows or rows[0].get("kind") != "header" or rows[0].get("format") != FORMAT:
-        raise PosencError(f"{path} is not a posenc dynamics file (format {FORMAT})")
-    return rows[0], [r for r in rows[1:] if r.get("kind") == "record"]
+    rows = read_jsonl(found)
+    if not rows or not isinstance(rows[0], dict) or rows[0].get("kind") != "header" \
+            or rows[0].get("format") != FORMAT:
+        raise PosencError(f"{found} is not a posenc dynamics file (format {FORMAT})")
+    held = tuple(rows[0].get(k) for k in ("task", "pe", "seed"))
+    if of is not None and held != tuple(of):
+        raise PosencError(f"{found} holds the dynamics of {held[1]} on {held[0]}, seed {held[2]}, "
+                          f"not of the run it is in ({of[1]} on {of[0]}, seed {of[2]})")
+    return rows[0], [r for r in rows[1:] if isinstance(r, dict) and r.get("kind") == "record"]

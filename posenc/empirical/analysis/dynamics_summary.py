@@ -30,7 +30,14 @@ of Sec. 6 and of its reviewers:
   magnitudes are equal;
 * **margins and gains** -- per layer the margin (top minus runner-up) of |seed| averaged over the
   early window and of the final importance; the gains ``gamma_k = M_k / M_{k+1}`` (layer 0 the
-  shallowest) and their mean log (Thm. 6.1: positive when margins grow towards shallow layers).
+  shallowest) and their mean log (Thm. 6.1: positive when margins grow towards shallow layers);
+  the same for the **scale-free margin** (``signal_margin_relative``: per record the layer's
+  |seed| margin divided by its mean |seed| over heads, averaged over the early window; unchanged
+  when every seed of a layer is rescaled, so a layer whose seeds are all smaller -- absolute
+  margins shrink with depth under ALiBi too -- does not by that alone have a smaller margin);
+* **sign-flip randomisation** (``sign_flip``, when the early records keep their per-example
+  signals): the coherence statistic against its exact null under sign symmetry, conditional on
+  the observed magnitudes (:func:`.sign_flip.sign_flip_test`; Prop. 6.1).
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ...errors import PosencError
+from .early_window import default_early_steps
+from .sign_flip import sign_flip_test, window_signals
 
 
 def nan_of(x: Optional[float]) -> float:
@@ -109,6 +118,16 @@ def _with_balance(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "sign_balance": grid}
 
 
+def _relative_margin(seeds: list[Optional[float]]) -> float:
+    """A record's layer margin made scale-free: (top - runner-up of |seed|) / mean |seed| over
+    the layer's heads (NaN for a layer without a signal or with every seed 0)."""
+    a = sorted((abs(nan_of(v)) for v in seeds), reverse=True)
+    mean = sum(a) / len(a)
+    if any(math.isnan(v) for v in a) or not mean > 0:
+        return float("nan")
+    return (a[0] - a[1]) / mean if len(a) > 1 else 0.0
+
+
 def _gains(margins: list[float]) -> tuple[list[Optional[float]], Optional[float]]:
     gains = []
     for k in range(len(margins) - 1):
@@ -127,7 +146,7 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
         raise PosencError("the dynamics file has no records yet")
     total = int(header["total_steps"])
     if early_steps is None:
-        early_steps = max(int(header["dynamics"]["every"]), round(0.1 * total))
+        early_steps = default_early_steps(total, int(header["dynamics"]["every"]))
     if early_steps < 0:
         raise PosencError(f"--early must be >= 0 steps; got {early_steps}")
     window = [r for r in records if r["step"] <= early_steps] or records[:1]
@@ -176,6 +195,14 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
             bal = _mean_grid([_with_balance(r) for r in window], "sign_balance")
             out["sign_balance_max"] = max((v for row in bal for v in row if not math.isnan(v)),
                                           default=None)
+        rel = [sum(_relative_margin(r["seed"][l]) for r in window) / len(window)
+               for l in range(L)]
+        rel_gains, rel_mlog = _gains(rel)
+        out.update(signal_margin_relative=rel, signal_relative_gains=rel_gains,
+                   signal_relative_mean_log_gain=rel_mlog)
+        signals = window_signals(window)
+        if signals is not None:
+            out["sign_flip"] = sign_flip_test(signals)
         out.update(coherence_max=max(v for row in coh for v in row if not math.isnan(v)),
                    coherence_top=coh[top[0]][top[1]], top_signal_head=list(top),
                    batch_sign_consistency=consistency, signal_margin=sm, signal_gains=gains,

@@ -3,11 +3,12 @@
 ``forward(model, tokens)`` returns what ``model(tokens)`` -- the reference forward of
 :mod:`posenc.empirical.model.transformer` -- returns, up to float rounding, computed packed
 (:mod:`.packed`: the real tokens only, short examples sharing attention rows, fused sub-layer
-functions with hand-written backwards).  Where it does not cover the model or the batch it
-falls back to ``model(tokens)`` and logs why (logger ``posenc.fast``, once per reason; a warning
-for a PE or module it does not know, info for the by-design cases):
+functions with hand-written backwards).  A model whose padding is not masked
+(``mask_padding=False``: the paper code's models but MLA) runs packed as every token real, one
+dense row per example.  Where it does not cover the model or the batch it falls back to
+``model(tokens)`` and logs why (logger ``posenc.fast``, once per reason; a warning for a PE or
+module it does not know, info for the by-design cases):
 
-* padding not masked (``mask_padding=False``): nothing to pack;
 * a device other than the CPU (packing was measured on a CPU only; on a GPU it costs host
   synchronisations);
 * a hook attached (hook points or torch module hooks see the padded layouts);
@@ -60,8 +61,6 @@ def why_not(model: torch.nn.Module, tokens: torch.Tensor) -> Optional[tuple[int,
                   if type(b.attn) not in COVERED_ATTENTION_TYPES})
     if odd:
         return logging.WARNING, f"attention module(s) {', '.join(odd)} have no packed forward"
-    if not model.cfg.mask_padding:
-        return logging.INFO, "padding is not masked (mask_padding=False): nothing to pack"
     if tokens.device.type != "cpu":
         return logging.INFO, f"packing is measured on a CPU only; {tokens.device.type} runs the reference"
     if model.hooked():

@@ -47,22 +47,24 @@ def attention_forward(h, g, beta, w_qkv, b_qkv, w_o, b_o, bias: Optional[torch.T
     z, buf, p = attend(source, slots, w, masks, bias, scale)
     z = z.view(N, D)
     y = torch.addmm(b_o, z, w_o.t()).add_(h)
-    return y, (h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w)
+    return y, (h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w, bias)
 
 
 def attention_backward(saved: Sequence, dy: torch.Tensor, slots: HeadSlots, scale: float,
-                       bias_heads: Optional[int], qkv_bias: bool) -> tuple:
+                       bias_heads: Optional[int], qkv_bias: bool,
+                       masks: Sequence[torch.Tensor] = ()) -> tuple:
     """The gradients of :func:`attention_forward`'s tensor inputs ``(h, g, beta, W_qkv, b_qkv,
     W_o, b_o, bias)`` from ``dy``; ``bias_heads``: the learned bias's heads (H or 1), or None for
-    no bias gradient; ``qkv_bias``: whether there is a b_qkv."""
-    h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w = saved
+    no bias gradient; ``qkv_bias``: whether there is a b_qkv; ``masks``: the forward's (the
+    attention recomputes P from them where it ran in chunks)."""
+    h, g, beta, mean, rstd, x, w_qkv, w_o, z, buf, p, w, bias = saved
     N, D = h.shape
     H = slots.heads
     d = D // H
     dw_o, db_o = dy.t().mm(z), dy.sum(0)
     grad_source = _zero_tailed(N * H, H, d, dy)
     torch.mm(dy, w_o, out=grad_source[:N * H].view(N, D))  # dZ
-    dqkv, dbias = attend_backward(grad_source, buf, p, slots, w, scale, bias_heads)
+    dqkv, dbias = attend_backward(grad_source, buf, p, slots, w, scale, bias_heads, masks, bias)
     dqkv = dqkv.view(N, 3 * D)
     dw_qkv = dqkv.t().mm(x)
     db_qkv = dqkv.sum(0) if qkv_bias else None
@@ -82,7 +84,7 @@ class AttentionSublayer(torch.autograd.Function):
         y, saved = attention_forward(h, g, beta, w_qkv, b_qkv, w_o, b_o, bias, slots, w, masks,
                                      scale, eps)
         ctx.save_for_backward(*saved)
-        ctx.slots, ctx.scale = slots, scale
+        ctx.slots, ctx.scale, ctx.masks = slots, scale, masks
         ctx.bias_heads = None if bias is None or not ctx.needs_input_grad[7] else bias.shape[0]
         ctx.qkv_bias = b_qkv is not None
         return y
@@ -91,7 +93,7 @@ class AttentionSublayer(torch.autograd.Function):
     @once_differentiable  # the backward is hand-written: no second derivative
     def backward(ctx, dy):
         grads = attention_backward(ctx.saved_tensors, dy, ctx.slots, ctx.scale, ctx.bias_heads,
-                                   ctx.qkv_bias)
+                                   ctx.qkv_bias, ctx.masks)
         return (*grads, None, None, None, None, None)
 
 

@@ -80,7 +80,8 @@ class BlockStack(torch.autograd.Function):
             dy, *g_mlp = mlp_backward(saved[at - n_mlp:at], dy, plan.gelu)
             at -= n_mlp
             dy, *g_attention = attention_backward(saved[at - n_attention:at], dy, plan.slots,
-                                                  plan.scale, ctx.bias_heads[i], ctx.qkv_bias[i])
+                                                  plan.scale, ctx.bias_heads[i], ctx.qkv_bias[i],
+                                                  plan.masks)
             at -= n_attention
             grads[i * PER_BLOCK:(i + 1) * PER_BLOCK] = g_attention + g_mlp
         return (dy, None, *grads)

@@ -122,9 +122,13 @@ def block_forward(block: Block, h: torch.Tensor, x0: torch.Tensor, mask: PackedM
 
 
 def packed_forward(model: Transformer, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
-    """tokens (B, T) -> logits (B, C), packed (see the module doc); padding masked, no hook."""
-    keep = tokens != PAD  # (B, T) bool
-    tokens, keep = trim(tokens, keep)
+    """tokens (B, T) -> logits (B, C), packed (see the module doc); no hook.  Padding not
+    masked (``mask_padding=False``): every position is a real token (one dense row each)."""
+    if model.cfg.mask_padding:
+        keep = tokens != PAD  # (B, T) bool
+        tokens, keep = trim(tokens, keep)
+    else:  # padding is an ordinary token: every position real, one dense row per example
+        keep = torch.ones_like(tokens, dtype=torch.bool)
     T = tokens.shape[1]
     mask = PackedMask.pack(keep, model.cfg.causal, T, model.embed.weight.dtype, tokens.device,
                            merge=merges_rows(model.spec))

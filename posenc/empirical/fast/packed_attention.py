@@ -39,6 +39,18 @@ from .packing import Packing, index_tensor
 from ..model.pe.rotary import Rotary
 
 
+#: Scores (rows * heads * T * T elements) above which :func:`attend` runs in chunks of rows of
+#: at most :data:`CHUNK_SCORES` scores (at least one row), each chunk's scores, pattern and
+#: their gradients staying in a core's cache, and the backward recomputes P per chunk instead of
+#: reading it back.  The paper code's 128-token rows at batch 16 and 8 heads (8 MiB of scores a
+#: layer) run in chunks of 2 rows = 1 MiB: a training step 1.05x faster at batch 16, 1.6x at
+#: batch 64 (benchmarks/results/train_step_paper_code_cpu_2026-12-04.txt; this project's 2-core
+#: machine has 2 MiB of L2 per core), with logits and gradients bit for bit those of one pass
+#: there.  At or below ``CHUNK_ABOVE`` (4 MiB: the quick preset's packed rows, at most 16 x 8 x
+#: 58^2 = 0.43M scores) one pass, P saved, as before.
+CHUNK_ABOVE, CHUNK_SCORES = 1 << 20, 1 << 18
+
+
 class HeadSlots:
     """Index maps between packed tokens and the head-major padded layout of one forward.
 
@@ -98,51 +110,88 @@ def _rotate_(buf: torch.Tensor, w: Optional[torch.Tensor]) -> None:
     z.mul_(w)  # broadcast over Q / K and the rows
 
 
+def chunk_rows(rows: int, heads: int, seq: int) -> Optional[int]:
+    """Rows per chunk when the scores of all ``rows`` exceed :data:`CHUNK_ABOVE` elements (at
+    most :data:`CHUNK_SCORES` scores a chunk, at least one row), else None (one pass, P saved
+    for the backward)."""
+    if rows * heads * seq * seq <= CHUNK_ABOVE:
+        return None
+    return max(1, CHUNK_SCORES // (heads * seq * seq))
+
+
+def _pattern(q: torch.Tensor, k: torch.Tensor, masks: Sequence[torch.Tensor],
+             bias: Optional[torch.Tensor], scale: float, rows: slice, heads: int) -> torch.Tensor:
+    """P = softmax(scale Q K^T + masks + bias) of the attention rows ``rows`` (q, k: their
+    (rows * heads, T, d)); a mask with a row axis is sliced to them."""
+    T = q.shape[1]
+    # the scale rides in the GEMM (beta 0: the 0-dim input is not read)
+    s = torch.baddbmm(q.new_zeros(()), q, k.transpose(1, 2), beta=0, alpha=scale)  # (r * H, T, T)
+    s4 = s.view(-1, heads, T, T)
+    for m in masks:
+        s4.add_(m[rows] if m.dim() == 4 and m.shape[0] > 1 else m)
+    if bias is not None:
+        s4.add_(bias)
+    return torch.softmax(s, dim=-1)
+
+
+def _chunks(rows: int, per: Optional[int]) -> list[slice]:
+    return [slice(0, rows)] if per is None else [slice(r, min(r + per, rows)) for r in range(0, rows, per)]
+
+
 def attend(source: torch.Tensor, slots: HeadSlots, w: Optional[torch.Tensor],
            masks: Sequence[torch.Tensor], bias: Optional[torch.Tensor], scale: float):
     """The forward on ``source`` (N * 3 * H + 3 * H, d): the packed Q/K/V rows then the zero
-    block.  Returns the heads' outputs (N * H, d) and what :func:`attend_backward` needs."""
+    block.  Returns the heads' outputs (N * H, d) and what :func:`attend_backward` needs: the
+    rotated Q, K, V and P, or None for P where the rows run in chunks (:func:`chunk_rows`; the
+    backward then recomputes it chunk by chunk)."""
     rows, H, T = slots.rows, slots.heads, slots.seq
     d = source.shape[1]
     buf = source.index_select(0, slots.qkv_rows).view(3, rows, H, T, d)
     _rotate_(buf, w)  # Q, K rotated
     q, k, v = buf.view(3, rows * H, T, d).unbind(0)
-    # the scale rides in the GEMM (beta 0: the 0-dim input is not read)
-    s = torch.baddbmm(q.new_zeros(()), q, k.transpose(1, 2), beta=0, alpha=scale)  # (rows * H, T, T)
-    s4 = s.view(rows, H, T, T)
-    for m in masks:
-        s4.add_(m)
-    if bias is not None:
-        s4.add_(bias)
-    p = torch.softmax(s, dim=-1)
-    return torch.bmm(p, v).view(-1, d).index_select(0, slots.out_rows), buf, p
+    per = chunk_rows(rows, H, T)
+    if per is None:
+        p = _pattern(q, k, masks, bias, scale, slice(0, rows), H)
+        return torch.bmm(p, v).view(-1, d).index_select(0, slots.out_rows), buf, p
+    z = torch.empty_like(q)
+    for r in _chunks(rows, per):
+        h = slice(r.start * H, r.stop * H)
+        torch.bmm(_pattern(q[h], k[h], masks, bias, scale, r, H), v[h], out=z[h])
+    return z.view(-1, d).index_select(0, slots.out_rows), buf, None
 
 
-def attend_backward(grad_source: torch.Tensor, buf: torch.Tensor, p: torch.Tensor,
+def attend_backward(grad_source: torch.Tensor, buf: torch.Tensor, p: Optional[torch.Tensor],
                     slots: HeadSlots, w: Optional[torch.Tensor], scale: float,
-                    bias_heads: Optional[int]):
+                    bias_heads: Optional[int], masks: Sequence[torch.Tensor] = (),
+                    bias: Optional[torch.Tensor] = None):
     """The backward of :func:`attend` from ``grad_source`` (N * H + H, d): dZ's rows then a zero
     block.  Returns dQ/dK/dV of the packed tokens (N * 3 * H, d) and, for ``bias_heads`` H or 1,
-    the bias's gradient (dS summed over the rows, and over the heads for 1), else None."""
+    the bias's gradient (dS summed over the rows, and over the heads for 1), else None.  ``p``
+    None: the forward ran in chunks, and P is recomputed per chunk from ``masks`` and ``bias``
+    (the forward's)."""
     rows, H, T = slots.rows, slots.heads, slots.seq
     d = buf.shape[-1]
     do = grad_source.index_select(0, slots.grad_rows).view(rows * H, T, d)
     q, k, v = buf.view(3, rows * H, T, d).unbind(0)
     g = torch.empty_like(buf)
     gq, gk, gv = g.view(3, rows * H, T, d).unbind(0)
-    # dV = P^T dO and dK = dS^T Q computed transposed (dO^T P, Q^T dS: (d, T) per head) and copied
-    # in: MKL's batched GEMM with a transposed (T, T) operand measured ~1.5x slower than the copy
-    gv.copy_(torch.bmm(do.transpose(1, 2), p).transpose(1, 2))
-    ds = torch._softmax_backward_data(torch.bmm(do, v.transpose(1, 2)), p, -1, p.dtype)
-    zero = ds.new_zeros(())
-    torch.baddbmm(zero, ds, k, beta=0, alpha=scale, out=gq)  # d(rotated Q) = scale dS K
-    gk.copy_(torch.baddbmm(zero, q.transpose(1, 2), ds, beta=0, alpha=scale).transpose(1, 2))
-    _rotate_(g, None if w is None else w.conj())  # the inverse rotation
+    zero = q.new_zeros(())
     dbias = None
-    if bias_heads is not None:
-        dbias = ds.view(rows, H, T, T).sum(0)
-        if bias_heads == 1:
-            dbias = dbias.sum(0, keepdim=True)
+    for r in _chunks(rows, None if p is not None else chunk_rows(rows, H, T)):
+        h = slice(r.start * H, r.stop * H)
+        pc = p if p is not None else _pattern(q[h], k[h], masks, bias, scale, r, H)
+        # dV = P^T dO and dK = dS^T Q computed transposed (dO^T P, Q^T dS: (d, T) per head) and
+        # copied in: MKL's batched GEMM with a transposed (T, T) operand measured ~1.5x slower
+        gv[h].copy_(torch.bmm(do[h].transpose(1, 2), pc).transpose(1, 2))
+        ds = torch._softmax_backward_data(torch.bmm(do[h], v[h].transpose(1, 2)), pc, -1, pc.dtype)
+        torch.baddbmm(zero, ds, k[h], beta=0, alpha=scale, out=gq[h])  # d(rotated Q) = scale dS K
+        gk[h].copy_(torch.baddbmm(zero, q[h].transpose(1, 2), ds, beta=0, alpha=scale).transpose(1, 2))
+        if bias_heads is not None:
+            part = ds.view(-1, H, T, T).sum(0)
+            dbias = part if dbias is None else dbias.add_(part)
+    _rotate_(g, None if w is None else w.conj())  # the inverse rotation
+    if dbias is not None and bias_heads == 1:
+        dbias = dbias.sum(0, keepdim=True)
     return g.view(-1, d).index_select(0, slots.qkv_back), dbias
 
 
@@ -157,19 +206,20 @@ class PackedAttention(torch.autograd.Function):
         H = slots.heads
         N, d = qkv.shape[0], qkv.shape[1] // (3 * H)
         z, buf, p = attend(_with_zero_rows(qkv, d, 3 * H), slots, w, masks, bias, scale)
-        ctx.save_for_backward(buf, p, w)
-        ctx.slots, ctx.scale, ctx.bias_shape = slots, scale, None if bias is None else bias.shape
+        ctx.save_for_backward(buf, p, w, bias)
+        ctx.slots, ctx.scale, ctx.masks = slots, scale, masks
+        ctx.bias_shape = None if bias is None else bias.shape
         return z.view(N, H * d)
 
     @staticmethod
     @once_differentiable  # the backward is hand-written: no second derivative
     def backward(ctx, dz: torch.Tensor):
-        buf, p, w = ctx.saved_tensors
+        buf, p, w, bias = ctx.saved_tensors
         H, d = ctx.slots.heads, buf.shape[-1]
         bias_heads = (ctx.bias_shape[0] if ctx.bias_shape is not None and ctx.needs_input_grad[1]
                       else None)
         dqkv, dbias = attend_backward(_with_zero_rows(dz, d, H), buf, p, ctx.slots, w,
-                                      ctx.scale, bias_heads)
+                                      ctx.scale, bias_heads, ctx.masks, bias)
         return dqkv.view(dz.shape[0], 3 * H * d), dbias, None, None, None, None
 
 

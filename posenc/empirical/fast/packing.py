@@ -23,13 +23,14 @@ columns at a row's end form one more segment that attends to itself (so no softm
 
 The logits are those of the padded computation up to float rounding (summation order, the
 rotation angles of shifted columns).  The fast path packs only when nothing could see the
-difference: padding masked, no hook attached (a hook sees the (batch, pos, ...) layouts), no head
+difference: no hook attached (a hook sees the (batch, pos, ...) layouts), no head
 ablation (:func:`posenc.empirical.fast.why_not`); it merges rows only for PEs whose parts all have
 a Toeplitz form (:data:`posenc.encodings.parts.NOT_TOEPLITZ`; :func:`.packed.merges_rows`).  A batch
 without padding is packed too (``dense``: every token real, the layouts are reshapes of each
 other), so that its blocks can run as the sub-layer functions of :mod:`.attention_sublayer` /
 :mod:`.mlp_sublayer`, which take the (N, D) layout.
-See :mod:`.packed`.
+With padding not masked (``mask_padding=False``) every position counts as real (a dense
+batch).  See :mod:`.packed`.
 """
 
 from __future__ import annotations

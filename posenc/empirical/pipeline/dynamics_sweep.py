@@ -67,10 +67,10 @@ def check_recordable(folder: Path) -> None:
     Records start at step 0, so such a run could only be recorded by training it again, which
     would replace its checkpoint and results; it is left as it is, and the message says how to
     record the same run elsewhere."""
-    from ..analysis.dynamics import DYNAMICS
+    from ..analysis.dynamics import dynamics_file
     from ..training.runs import CHECKPOINT, RESULT
 
-    if (folder / DYNAMICS).is_file() or not ((folder / RESULT).is_file()
+    if dynamics_file(folder) is not None or not ((folder / RESULT).is_file()
                                              or (folder / CHECKPOINT).is_file()):
         return
     state = "finished" if (folder / RESULT).is_file() else "partly trained"

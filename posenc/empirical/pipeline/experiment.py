@@ -4,9 +4,9 @@
 of ``posenc reproduce``.  Its config is an :class:`ExperimentConfig` as a dict:
 the training config plus what to measure afterwards.  It writes into the run
 folder the training files (:mod:`posenc.empirical.training.runs`), one
-``ablation_<mode>.json`` table and strip plot per ablation mode, and
-``probe.json``; it returns a JSON result that the report reads without
-loading any model:
+``ablation_<mode>.json`` table per ablation mode (no strip plot: the report draws each PE's
+over its seeds from the results) and ``probe.json``; it returns a JSON result that the report
+reads without loading any model:
 
 ``summary``   task, pe, seed, test accuracy (fraction), epochs, seconds, params (and, for a run
               with early stopping, where it stopped: see :mod:`posenc.empirical.training.train`)
@@ -102,8 +102,8 @@ class ExperimentConfig:
 
 
 def _dynamics_complete(folder: Path, dyn: Any) -> bool:
-    from ..analysis.dynamics import DYNAMICS, read_dynamics_file
-    if not (folder / DYNAMICS).is_file():
+    from ..analysis.dynamics import dynamics_file, read_dynamics_file
+    if dynamics_file(folder) is None:
         return False
     try:
         header, records = read_dynamics_file(folder)
@@ -145,7 +145,6 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     :class:`~posenc.empirical.training.train.RunResult`); the worker's result (module doc)."""
     from ..analysis.ablation import ablate
     from ..bayes_ceiling import length_only_rate
-    from ..analysis.plots import ablation_strip_plot
     from ..analysis.probe import position_probe
     from ..training.runs import load_run
     from ..training.train import resolve_device
@@ -163,8 +162,6 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     for mode in () if broken else exp.ablation_modes:
         table = ablate(run.model, sub, mode, seed=cfg.seed)
         table.save(Path(folder) / f"ablation_{mode}.json")
-        ablation_strip_plot(table, Path(folder) / f"ablation_{mode}.png",
-                            title=f"{cfg.model.pe} / {cfg.task.name} / seed {cfg.seed} ({mode})")
         ablations[mode] = table.to_dict()
     t_probe = time.perf_counter()
     probe = position_probe(run.model, test, exp.probe_examples) if exp.probe and not broken \

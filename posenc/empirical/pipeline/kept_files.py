@@ -1,20 +1,25 @@
-"""What a finished experiment run keeps in its folder, with or without its checkpoint.
+"""What a finished experiment run keeps in its folder, and what it drops.
 
-``posenc reproduce`` drops a run's ``checkpoint.pt`` once the run's analysis (ablation, probe,
-dynamics) is complete, unless asked to keep it (``--keep-checkpoints``): a store of finished
-runs then travels (it can be committed, shared and resumed, and its report rebuilt) at a small
-fraction of its size.  What such a run keeps, and what a report or a resumed sweep needs of it:
+``posenc reproduce`` drops a run's working files (:func:`dropped_files`: ``checkpoint.pt`` and
+the per-step training trace ``trace.jsonl``) once the run's analysis (ablation, probe, dynamics)
+is complete, unless asked to keep them (``--keep-checkpoints``): a store of finished runs then
+travels (it can be committed, shared and resumed, and its report rebuilt) at a small fraction of
+its size.  What such a run keeps, and what a report or a resumed sweep needs of it:
 
-* ``result.json`` -- the store's commit record (:mod:`.store`), read by the report;
+* ``result.json`` -- the store's commit record (:mod:`.store`), read by the report; it holds the
+  trace's statistics (``trace``: gradient-norm jitter, loss spikes, steps to 90%), measured from
+  the trace before it is dropped, and every other number the report prints;
 * ``train_config.json``, ``train_summary.json``, ``metrics.jsonl`` -- the training's config,
   outcome and per-epoch metrics (:mod:`posenc.empirical.training.runs`);
 * ``ablation_<mode>.json`` for each mode its result holds, ``probe.json`` when it has a probe,
   ``dynamics.jsonl`` when it has a dynamics summary (:mod:`.experiment`; a run that diverged to
-  non-finite weights has no ablation and no probe).
+  non-finite weights has no ablation and no probe) -- kept gzip-compressed as
+  ``dynamics.jsonl.gz`` (:mod:`posenc.compressed`; a run stored before holds the plain file,
+  and either counts), which the report's dynamics figure reads.
 
-The training trace (``trace.jsonl``), the ablation strip plots and the store's ``config.json`` and
-``run.json`` stay too, but no verdict needs them.  A finished run that lacks a kept file is
-incomplete: with its checkpoint a sweep redoes it; without, nothing can redo it short of
+The store's ``config.json`` and ``run.json`` stay too (:mod:`.store`).  The report draws every
+figure from these files, so a run draws none of its own.  A finished run that lacks a kept file
+is incomplete: with its checkpoint a sweep redoes it; without, nothing can redo it short of
 training it again, so it is refused in one line (:func:`incomplete_run`) -- never re-trained
 behind the user's back.
 """
@@ -42,9 +47,24 @@ def kept_files(result: dict[str, Any]) -> list[str]:
     return names
 
 
+def dropped_files() -> tuple[str, ...]:
+    """The working files ``posenc reproduce`` removes from a run's folder before its commit
+    (unless ``--keep-checkpoints``): the checkpoint, and the per-step trace, whose statistics
+    the result holds (a finished run is never resumed, so neither is read again)."""
+    from ..training.runs import CHECKPOINT
+    from ..training.trace import TRACE
+    return (CHECKPOINT, TRACE)
+
+
 def missing_file(folder: Path, result: dict[str, Any]) -> Optional[str]:
-    """The first of :func:`kept_files` that ``folder`` lacks (None: it holds them all)."""
-    return next((name for name in kept_files(result) if not (folder / name).is_file()), None)
+    """The first of :func:`kept_files` that ``folder`` lacks (None: it holds them all); the
+    dynamics file counts in either form (:func:`~posenc.empirical.analysis.dynamics.dynamics_file`),
+    every other file only as it is named."""
+    from ..analysis.dynamics import DYNAMICS, dynamics_file
+
+    def holds(name: str) -> bool:
+        return dynamics_file(folder) is not None if name == DYNAMICS else (folder / name).is_file()
+    return next((name for name in kept_files(result) if not holds(name)), None)
 
 
 def has_checkpoint(folder: Path) -> bool:

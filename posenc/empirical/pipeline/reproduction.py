@@ -38,8 +38,8 @@ from ...encodings import PESpec, parse_spec
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from ..config import PRESET_NAMES, apply_overrides, check_overrides, paper_code_task_fields_for, \
-    preset as train_preset
+from ..config import PAPER_CODE_PRESETS, PRESET_NAMES, apply_overrides, check_overrides, \
+    paper_code_task_fields_for, preset as train_preset
 from ..paper_specs import paper_budget, paper_code_fields
 from .experiment import ExperimentConfig
 from .sweep import Job
@@ -56,7 +56,11 @@ DYNAMICS_ROLES = DYNAMICS
 
 #: Default seeds per preset (the quick default is sized to finish in 30 minutes on 2 cores).
 #: The one place these numbers live: the plan, ``posenc reproduce`` and its help read them here.
-DEFAULT_SEEDS = {"smoke": 2, "quick": 6, "paper": 3}
+DEFAULT_SEEDS = {"smoke": 2, "quick": 6, "paper": 3, "paper-small": 6}
+#: Default tasks per preset (a preset not named runs both): ``paper-small`` is sized for the
+#: distance task (its count task runs when asked for, ``--tasks count``; docs/reproduction.md
+#: says what it would cost)
+DEFAULT_TASKS = {"paper-small": ("distance",)}
 
 
 def _check_seeds(flag: str, n: Any) -> None:
@@ -106,7 +110,7 @@ class ReproductionPlan:
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
                tasks: Optional[list[str]] = None, **kwargs: Any) -> "ReproductionPlan":
         """A plan restricted to some roles and/or tasks (all by default)."""
-        tasks = list(tasks) if tasks else ["distance", "count"]
+        tasks = list(tasks) if tasks else list(DEFAULT_TASKS.get(preset, ("distance", "count")))
         for t in tasks:
             if t not in ("distance", "count"):
                 raise PosencError(f"unknown task {t!r}; known: distance, count")
@@ -153,7 +157,7 @@ class ReproductionPlan:
     @property
     def in_paper_code(self) -> bool:
         """Whether the sweep runs the paper code's models (the ``paper`` preset's default)."""
-        return self.preset == "paper" if self.paper_code is None else bool(self.paper_code)
+        return self.preset in PAPER_CODE_PRESETS if self.paper_code is None else bool(self.paper_code)
 
     @property
     def mode(self) -> str:
@@ -180,8 +184,10 @@ class ReproductionPlan:
         # test examples of each run's head ablation (every head of every layer, one at a time):
         # at the quick size 300 (binomial SE <= 2.9 points per accuracy, and a head's drop is
         # paired on the same examples) keeps the ablation near a fifth of a run's cost
-        size = {"smoke": 400, "quick": 300, "paper": 3000}[self.preset]
-        probe_size = {"smoke": 400, "quick": 600, "paper": 600}[self.preset]  # position probe
+        # (paper-small: 500 test examples, SE <= 2.2 points, about 30 s of a run's ~400 s)
+        size = {"smoke": 400, "quick": 300, "paper": 3000, "paper-small": 500}[self.preset]
+        # examples of the position probe
+        probe_size = {"smoke": 400, "quick": 600, "paper": 600, "paper-small": 600}[self.preset]
         counts = self.seed_counts()
         # each role's spec string parsed once; a config stores it as spec.to_string(), which is
         # the role's string (the catalogue's strings and resolved presets are canonical: tested)
@@ -192,7 +198,8 @@ class ReproductionPlan:
                 for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
                     cfg = self._config(task, role, specs[role], seed)
                     # paper-code mode ablates over the whole data set, as the code's *vis.py do
-                    whole = self.in_paper_code
+                    # (paper-small: on ``size`` test examples; the whole set would cost 60x more)
+                    whole = self.in_paper_code and self.preset != "paper-small"
                     out.append(ExperimentConfig(
                         train=cfg, ablation_modes=self.ablation_modes,
                         ablation_examples=cfg.task.n_samples if whole else size,
@@ -204,9 +211,11 @@ class ReproductionPlan:
         return out
 
     def jobs(self, device: Optional[str] = None) -> list[Job]:
-        """One job per experiment."""
+        """One job per experiment, seed-major: a sweep stopped part-way (or one that spans
+        working sessions) holds whole seeds -- every configuration of its first seeds -- rather
+        than every seed of its first configurations."""
         jobs = []
-        for exp in self.experiments():
+        for exp in sorted(self.experiments(), key=lambda e: e.train.seed):  # (stable)
             if device is not None:
                 exp = exp.replace(train=exp.train.replace(device=device))
             t = exp.train

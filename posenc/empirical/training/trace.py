@@ -166,6 +166,38 @@ def grad_norm_cv(norms: list[float], w: int, skip: int) -> Optional[float]:
     return sum(cvs) / len(cvs) if cvs else None
 
 
+def epoch_grad_norm_cv(epochs: list[dict[str, Any]]) -> list[Optional[float]]:
+    """Per epoch (in order) the coefficient of variation sd / mean (population sd) of its
+    steps' gradient norms (None for an epoch without steps or with a zero mean): the window is
+    one epoch, the same steps of the same learning-rate schedule in every run of a task, so
+    runs can be compared over the epochs they all trained (:func:`matched_epochs_cv`)."""
+    out: list[Optional[float]] = []
+    for e in epochs:
+        x = e["grad_norm"]
+        m = sum(x) / len(x) if x else 0.0
+        out.append((sum((v - m) ** 2 for v in x) / len(x)) ** 0.5 / m if m > 0 else None)
+    return out
+
+
+#: epochs at the start of every matched window left out (the initial transient)
+MATCHED_SKIP = 1
+
+
+def matched_epochs_cv(per_epoch: list[list[Optional[float]]],
+                      skip: int = MATCHED_SKIP) -> tuple[Optional[list[Optional[float]]], int]:
+    """(each run's mean per-epoch CV over the epochs skip+1..E, E): E the fewest epochs any of
+    the runs trained -- the same epoch window, before any of them stopped.  The list is None
+    when that window is empty; a run's entry is None when an epoch of the window has none."""
+    last = min((len(cvs) for cvs in per_epoch), default=0)
+    if last <= skip:
+        return None, last
+    means: list[Optional[float]] = []
+    for cvs in per_epoch:
+        window = cvs[skip:last]
+        means.append(None if any(v is None for v in window) else sum(window) / len(window))
+    return means, last
+
+
 def loss_spikes(losses: list[float], w: int, skip: int) -> tuple[int, int]:
     """(spikes, steps tested): step t >= max(skip, w) is a spike when its loss exceeds
     SPIKE_RATIO times the median m of the w losses before it and m by more than SPIKE_NATS."""
@@ -194,7 +226,8 @@ def steps_to_fraction(accs: list[float], w: int, fraction: float = 0.9) -> Optio
 def summarize_trace(header: dict[str, Any], epochs: list[dict[str, Any]],
                     kept_epoch: Optional[int] = None) -> dict[str, Any]:
     """The run's trace statistics (JSON): ``grad_norm_cv``, ``spikes``/``spike_rate``,
-    ``steps_to_90`` (share of training), and for a learned relative table ``tables``: the mean
+    ``steps_to_90`` (share of training), ``grad_norm_epoch_cv`` (:func:`epoch_grad_norm_cv`
+    of every epoch trained, ``kept_epoch`` or not), and for a learned relative table ``tables``: the mean
     over layers of the head-centred RMS at the initialisation and after each epoch, and
     ``log_attenuation`` = log(final / initial) of it (< 0: the table shrank toward zero).
 
@@ -203,6 +236,7 @@ def summarize_trace(header: dict[str, Any], epochs: list[dict[str, Any]],
     epochs after it (the patience tail) differ by PE -- a run whose validation accuracy reaches
     1.0 stops at once, another trains ``patience`` more epochs -- and would make the runs'
     statistics cover different phases of training."""
+    every_epoch = epoch_grad_norm_cv(epochs)  # the whole training, the patience tail included
     if kept_epoch is not None:
         epochs = [e for e in epochs if e["epoch"] <= kept_epoch]
     loss = [x for e in epochs for x in e["loss"]]
@@ -214,7 +248,8 @@ def summarize_trace(header: dict[str, Any], epochs: list[dict[str, Any]],
     out: dict[str, Any] = {"steps": total, "window": w, "skip": skip,
                            "grad_norm_cv": grad_norm_cv(norms, w, skip), "spikes": spikes,
                            "spike_rate": spikes / tested if tested else None,
-                           "steps_to_90": steps_to_fraction(accs, w, 0.9)}
+                           "steps_to_90": steps_to_fraction(accs, w, 0.9),
+                           "grad_norm_epoch_cv": every_epoch}
     init = header.get("initial_tables")
     if init is not None and all("tables" in e for e in epochs) and epochs:
         def mean(t: dict) -> float:
