@@ -202,9 +202,9 @@ def paper_code_pair(cfg, pe: str, device) -> tuple[torch.nn.Module, torch.nn.Mod
         paper = PaperModel(t.vocab_size, ours.n_classes, m.d_model, m.n_heads, m.n_layers, m.d_ff,
                            m.dropout, pe, t.length)
     spec, _, state = convert(code_state_dict(paper), pe, m.n_heads)
-    if spec != cfg.model.spec.to_string():
-        raise SystemExit(f"the importer maps the code's {pe} onto {spec}, the config has "
-                         f"{cfg.model.spec.to_string()}")
+    if spec.to_string() != cfg.model.spec.to_string():      # convert gives the PESpec (h-specs)
+        raise SystemExit(f"the importer maps the code's {pe} onto {spec.to_string()}, the config "
+                         f"has {cfg.model.spec.to_string()}")
     ours.load_state_dict(state)
     return ours.to(device), paper.to(device)
 

@@ -23,10 +23,11 @@ the type tests every module uses (a bool is never a number).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
-from typing import Any
+from typing import Any, Mapping
 
 from .errors import PosencError
 from .limits import parse_int
@@ -54,10 +55,15 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def field_hints(cls: type) -> dict[str, Any]:
-    """Field name -> resolved type of a dataclass (annotation strings evaluated by typing)."""
+@functools.cache
+def field_hints(cls: type) -> Mapping[str, Any]:
+    """Field name -> resolved type of a dataclass (annotation strings evaluated by typing), read-only.
+
+    Resolved once per class: a class's annotations do not change, and evaluating them
+    (``typing.get_type_hints``) was 95% of the time of parsing a spec string and most of the time
+    of reading a config dict (about 0.25 ms a class)."""
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    return types.MappingProxyType({f.name: hints[f.name] for f in dataclasses.fields(cls)})
 
 
 def _optional(hint: Any) -> tuple[Any, bool]:

@@ -24,6 +24,9 @@ def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_import_is_lazy(tmp_path):
+    """``import posenc`` loads no heavy module, nor does naming a front-door function (the
+    lazy-import rule of docs/architecture.md; tests/test_layers.py holds the report and the CLI
+    to it)."""
     code = ("import sys, posenc\n"
             "heavy = [m for m in ('torch', 'sympy', 'scipy', 'matplotlib', 'hypothesis') "
             "if m in sys.modules]\n"

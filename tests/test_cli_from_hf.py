@@ -66,7 +66,8 @@ def test_train_from_hf_trains_the_configs_spec(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(experiments, "train", fake_train)
     with pytest.raises(SystemExit):
         main(["train", "--from-hf", write(tmp_path, NEOX), "--preset", "smoke"])
-    assert seen["pe"] == "rope:fraction=0.25,pairing=half"
+    from posenc.encodings import parse_spec
+    assert seen["pe"] == parse_spec("rope:fraction=0.25,pairing=half")   # the spec, parsed
 
 
 def test_train_from_hf_runs(tmp_path, capsys):

@@ -1,10 +1,10 @@
-"""The layer rules of DESIGN.md hold at import time: theory and numerics never load torch or
-empirical; numerics never loads sympy; empirical (its fast path included) never loads theory,
-numerics or sympy.  Each layer implements the catalogue independently, so agreement between
-layers is evidence; none of them loads proofs, checker, verdicts or report.  Within empirical, the
-reference forward (the package posenc.empirical.model) never imports the fast path
-(posenc.empirical.fast): the fast path reads the reference's modules from outside, never the
-reverse."""
+"""The layer rules of docs/architecture.md hold at import time: theory and numerics never load torch
+or empirical; numerics never loads sympy; empirical (its fast path included) never loads theory,
+numerics or sympy; ``import posenc``, the report and the CLI load no torch, sympy or matplotlib.
+Each layer implements the catalogue independently, so agreement between layers is evidence; none
+of them loads proofs, checker, verdicts or report. Within empirical, the reference forward (the
+package posenc.empirical.model) never imports the fast path (posenc.empirical.fast): the fast path
+reads the reference's modules from outside, never the reverse."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 UPPER = ("posenc.proofs", "posenc.checker", "posenc.verdicts", "posenc.report", "posenc.api",
          "posenc.commands", "posenc.cli")
 FORBIDDEN = {
-    "posenc": ("torch", "sympy", "scipy", "numpy", "posenc.theory", "posenc.numerics",
+    "posenc": ("torch", "sympy", "scipy", "numpy", "matplotlib", "posenc.theory", "posenc.numerics",
                "posenc.empirical", "posenc.proofs", "posenc.checker", "posenc.verdicts"),
     "posenc.encodings": ("torch", "sympy", "scipy", "numpy", "posenc.theory", "posenc.numerics",
                          "posenc.empirical", *UPPER),
@@ -36,7 +36,9 @@ FORBIDDEN = {
     # verdicts read stored run results (dicts); the report asks them, never the reverse
     "posenc.verdicts": ("torch", "sympy", "posenc.theory", "posenc.numerics", "posenc.proofs",
                         "posenc.checker", "posenc.report"),
-    "posenc.cli": ("torch", "sympy", "scipy"),
+    "posenc.cli": ("torch", "sympy", "scipy", "matplotlib"),
+    # the report assembles: its layers are loaded when it builds, not when it is imported
+    "posenc.report": ("torch", "sympy", "scipy", "matplotlib"),
 }
 
 

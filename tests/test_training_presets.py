@@ -103,9 +103,14 @@ def test_paper_small_notes_state_the_presets_own_numbers():
     n_train = round(t.n_samples * t.train_frac)
     n_val = round(n_train * c.val_frac)
     note = PRESET_NOTES["paper-small"]
+
+    def rate(x: float) -> str:          # as the note writes a small rate: 3e-3, 1e-5
+        return f"{x:.0e}".replace("e-0", "e-")
+
     for text in (f"width {m.d_model}", f"{m.n_heads} heads of dim {m.head_dim}",
                  f"{m.n_layers} layers", f"d_ff {m.d_ff}", f"dropout {m.dropout:g}",
                  f"{t.n_samples:,} examples", f"{n_train - n_val:,} train / {n_val:,} validation / "
                  f"{t.n_samples - n_train:,} test", f"{c.epochs} epochs of batch {c.batch_size}",
-                 f"peak rate {c.lr:g}", f"clipping {c.grad_clip:g}", f"weight decay {c.weight_decay:g}"):
+                 f"peak rate {rate(c.lr)}", f"clipping {c.grad_clip:g}",
+                 f"weight decay {rate(c.weight_decay)}"):
         assert text in note, text

@@ -38,6 +38,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
           resume: bool = True, progress: Optional[bool] = None) -> Run:
     """Train (or resume, or find finished) a small Transformer with ``pe`` on ``task``.
 
+    ``pe``: a spec string (``"alibi:slopes=exp"``) or a :class:`~posenc.PESpec`;
     ``preset``: a training preset (:data:`posenc.training_presets.TRAINING_PRESETS`);
     ``config``: a TrainConfig or the path of a config
     JSON instead of a preset; ``out``: the run folder (default ``runs/<run id>``);
@@ -56,9 +57,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     else:
         if preset not in PRESETS:
             raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-        spec = arg.spec(pe)
-        spec = spec if isinstance(spec, str) else spec.to_string()
-        cfg = make_preset(preset, task=task, pe=spec, seed=seed)
+        cfg = make_preset(preset, task=task, pe=arg.spec(pe), seed=seed)  # a PESpec as it is
     epochs, samples = _positive("epochs", epochs), _positive("samples", samples)
     threads = _positive("threads", threads)
     changes: dict[str, Any] = check_overrides(arg.mapping("overrides", overrides), "overrides")

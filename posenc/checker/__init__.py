@@ -38,7 +38,7 @@ from ..coerce import is_int
 from ..errors import PosencError
 from .expect import parse_expect
 from .isolation import DEFAULT_TIMEOUT, check_target
-from .kinds import KINDS, SIGNATURES, check_kind, check_max_positions
+from .kinds import IMPL_KINDS, SIGNATURES, check_kind, check_max_positions
 from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
 
@@ -230,4 +230,4 @@ def check_impl(impl: str, kind: Optional[str] = None, dim: int = 64,
 
 
 __all__ = ["check_callable", "check_target", "check_impl", "parse_expect", "ConformanceReport",
-           "CheckReport", "Property", "KINDS", "FAIL", "PASS", "INFO", "NA", "DEFAULT_TIMEOUT"]
+           "CheckReport", "Property", "IMPL_KINDS", "FAIL", "PASS", "INFO", "NA", "DEFAULT_TIMEOUT"]

@@ -31,8 +31,8 @@ import logging
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
-from ..encodings import parse_spec
-from ..encodings.hf_config import read_hf_config, spec_from_hf_config
+from ..encodings import PESpec
+from ..encodings.hf_config import hf_spec, read_hf_config
 from ..errors import PosencError
 from .expect import ROPE_KEYS, SCALING_KEYS, parse_expect
 from .report import ConformanceReport
@@ -175,9 +175,8 @@ def t5_function(data: dict) -> Callable:
     return b
 
 
-def expectation(spec_text: str, model_type: str) -> dict:
+def expectation(spec: PESpec, model_type: str) -> dict:
     """The ``--expect`` dict stating the spec's conventions."""
-    spec = parse_spec(spec_text)
     if spec.name == "rope":
         out = {k: getattr(spec, k) for k in ROPE_KEYS}
         if spec.scaled:
@@ -192,7 +191,7 @@ def expectation(spec_text: str, model_type: str) -> dict:
     if spec.name == "relative_bias" and spec.mode == "t5":
         return {"bidirectional": "true", "num_buckets": spec.num_buckets,
                 "max_distance": spec.max_distance}
-    raise PosencError(f"check --from-hf: no transformers code to check for {spec_text}")
+    raise PosencError(f"check --from-hf: no transformers code to check for {spec.to_string()}")
 
 
 def _merge(derived: dict, expect: Any, kind: str) -> dict:
@@ -228,22 +227,22 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     """
     from . import check_callable
 
-    spec_text, info = spec_from_hf_config(source, seq_len=seq_len)
+    spec, info = hf_spec(source, seq_len=seq_len)
     data = read_hf_config(code if code is not None else source)[0]
     if code is not None and data.get("model_type") != info["model_type"]:
         raise PosencError("check --from-hf: the code's config is another model type")
-    name = spec_text.partition(":")[0]
-    if name not in CHECKED:
+    spec_text = spec.to_string()
+    if spec.name not in CHECKED:
         raise PosencError(f"check --from-hf: {info['model_type']}'s {spec_text} has no transformers "
                           f"position code to check (a learned table or none); check takes RoPE, "
                           f"ALiBi and T5 buckets")
-    kind = CHECKED[name]
-    expected = _merge(expectation(spec_text, info["model_type"]), expect, kind)
+    kind = CHECKED[spec.name]
+    expected = _merge(expectation(spec, info["model_type"]), expect, kind)
     with one_torch_thread():
         if kind == "rope":
-            code_info = spec_from_hf_config(data, seq_len=seq_len)[1] if code is not None else info
+            code_info = hf_spec(data, seq_len=seq_len)[1] if code is not None else info
             fn = rotary_function(data, code_info["rotary_dims"])
-            limit = _probe_limit(parse_spec(spec_text), info)
+            limit = _probe_limit(spec, info)
             report = check_callable(fn, "rope", dim=info["head_dim"], expect=expected,
                                     max_positions=limit)
         elif kind == "bias":
@@ -256,7 +255,7 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     return report, spec_text, info
 
 
-def _probe_limit(spec: Any, info: dict) -> Optional[int]:
+def _probe_limit(spec: PESpec, info: dict) -> Optional[int]:
     """Positions the rotary function is probed below: a length-dependent scaling changes its
     frequencies past its length; GPT-J's table ends at n_positions (the check finds that)."""
     if spec.scaling == "dynamic":

@@ -11,7 +11,7 @@ from typing import Any
 from ..coerce import is_int
 from ..errors import PosencError
 
-KINDS = ("rope", "bias", "xpos", "t5", "rope-qk")
+IMPL_KINDS = ("rope", "bias", "xpos", "t5", "rope-qk")
 #: what each kind is, as the messages name it
 SIGNATURES = {"rope": "rotary function f(x, positions)", "bias": "bias function g(n_heads, n)",
               "xpos": "xPos function f(q, k, positions)",
@@ -20,9 +20,9 @@ SIGNATURES = {"rope": "rotary function f(x, positions)", "bias": "bias function 
 
 
 def check_kind(kind: Any) -> None:
-    """``kind`` is None (detect it) or one of :data:`KINDS`; else one PosencError line."""
-    if kind is not None and kind not in KINDS:
-        raise PosencError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    """``kind`` is None (detect it) or one of :data:`IMPL_KINDS`; else one PosencError line."""
+    if kind is not None and kind not in IMPL_KINDS:
+        raise PosencError(f"--kind must be one of {', '.join(IMPL_KINDS)}; got {kind!r}")
 
 
 def check_max_positions(max_positions: Any) -> None:

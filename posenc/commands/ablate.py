@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -22,7 +23,6 @@ def run(args: argparse.Namespace) -> int:
     from ..atomic import check_figure_path
     if args.plot is not None:                       # before any work (and before importing torch)
         check_figure_path(args.plot, ("png", "pdf"))
-    import json
 
     import torch
 

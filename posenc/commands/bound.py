@@ -16,6 +16,7 @@ rotary plane against NoPE's, beside the plane-averaged A o K.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
@@ -264,26 +265,24 @@ def _plot_decay(ax, sc, envelope: tuple) -> None:
 
 def _progress(line: str) -> None:
     """A stage of a long length (n >= 100,000), on stderr: the tables and JSON stay on stdout."""
-    import sys
     print(f"posenc: {line}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api.bound import bound
     from ..atomic import check_figure_path
-    from ..encodings import parse_spec
+    from ..encodings import as_spec
 
     if args.plot is not None:                        # suffix and folder, before any work
         check_figure_path(args.plot, ("png",))
-    spec_text, info = hf_option.resolve(args.spec, args.from_hf, "bound",
-                                        layers=args.hf_layers)
-    if spec_text is None:
+    given, info = hf_option.resolve(args.spec, args.from_hf, "bound", layers=args.hf_layers)
+    if given is None:
         raise PosencError("bound: give a SPEC or --from-hf CONFIG")
     if args.head_dim is None:
         args.head_dim = info["head_dim"] if info else 64
     if args.heads is None:
         args.heads = info["heads"] if info else 8
-    spec = parse_spec(spec_text)
+    spec = as_spec(given)
     ns = parse_ns(args.n)
     content = parse_content(args.content)
     values = _load_values(args.values)

@@ -87,11 +87,13 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError("derive: give --all or --from-hf CONFIG, not both")
     if args.latex and args.json:
         raise PosencError("derive: --latex and --json are exclusive")
-    spec_text, info = hf_option.resolve(args.spec, args.from_hf, "derive",
-                                        layers=args.hf_layers)
-    if args.all == (spec_text is not None):
+    given, info = hf_option.resolve(args.spec, args.from_hf, "derive", layers=args.hf_layers)
+    if args.all == (given is not None):
         raise PosencError("derive: give either a SPEC, --from-hf CONFIG or --all")
-    entries = list(derivable_entries()) if args.all else [(spec_text, parse_spec(spec_text))]
+    if args.all:
+        entries = list(derivable_entries())
+    else:
+        entries = [(given, parse_spec(given)) if isinstance(given, str) else (given.to_string(), given)]
     planes = None
     if info is not None:
         config_spec = entries[0][1]
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  derived at head dim {args.head_dim or 4}, {args.heads} heads (symbolic "
               f"sizes; --head-dim, --heads)", file=sys.stderr)
         if symbolic is not config_spec:
-            entries = [(spec_text, symbolic)]
+            entries = [(entries[0][0], symbolic)]
             planes = config_planes(config_spec, info["head_dim"])
             print(f"  its {len(planes['theta'])} planes do not fit a symbolic head: the form is "
                   f"derived with the factors of its first {len(symbolic.short_factor)} (it and its "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..training_presets import preset_help
 from . import plain
@@ -100,8 +101,6 @@ def _text(s: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.analysis.dynamics_plots import plot_dynamics
     from ..empirical.analysis.dynamics_summary import summarize_run

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..errors import PosencError
+
+if TYPE_CHECKING:  # the catalogue is imported only when a command runs
+    from ..encodings import PESpec
 
 HELP = ("a local Hugging Face config.json (or its folder) instead of a spec: its positional "
         "encoding as the exact catalogue spec (no hub access)")
@@ -30,10 +33,11 @@ def add(p: argparse.ArgumentParser, extra: str = "", layers: bool = True) -> Non
 
 def resolve(spec: Optional[str], config: Optional[str], what: str,
             spec_name: str = "a SPEC", layers: Optional[str] = None
-            ) -> tuple[Optional[str], Optional[dict]]:
-    """(spec text, info) from a positional spec or ``--from-hf`` (exactly one of them, or
-    neither: (None, None)) and its layer group ``layers``; the mapping is said on stderr."""
-    from ..encodings.hf_config import spec_from_hf_config
+            ) -> tuple[str | PESpec | None, Optional[dict]]:
+    """The PE and the config's info from a positional spec (its text as given; info None) or
+    ``--from-hf`` (the config's catalogue spec of layer group ``layers``, parsed) -- exactly one
+    of them, or neither: (None, None); the mapping is said on stderr."""
+    from ..encodings.hf_config import hf_spec
 
     if config is None:
         if layers is not None:
@@ -41,9 +45,9 @@ def resolve(spec: Optional[str], config: Optional[str], what: str,
         return spec, None
     if spec is not None:
         raise PosencError(f"{what}: give {spec_name} or --from-hf CONFIG, not both")
-    text, info = spec_from_hf_config(config, layers=layers)
-    say(text, info)
-    return text, info
+    parsed, info = hf_spec(config, layers=layers)
+    say(parsed.to_string(), info)
+    return parsed, info
 
 
 def say(text: str, info: dict, note: str = "") -> None:

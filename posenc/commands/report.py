@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -19,8 +20,6 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ..errors import PosencError
     from ..report import build_report
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from ..training_presets import preset_help
 
@@ -79,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _overrides(items):
-    import json
-
     from ..errors import PosencError
 
     out = {}

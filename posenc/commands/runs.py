@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -13,8 +14,6 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from ..empirical.pipeline.store import RunStore
 
     store = RunStore(args.store, create=False)  # a reader: the folders decide, nothing is written

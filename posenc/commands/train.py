@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..errors import PosencError
 from ..training_presets import preset_help
 from . import hf_option
+
+if TYPE_CHECKING:  # the catalogue is imported only when the command runs
+    from ..encodings import PESpec
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -74,16 +78,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fits_preset(pe: str, args: argparse.Namespace) -> None:
+def _fits_preset(spec: PESpec, args: argparse.Namespace) -> None:
     """A config's RoPE at the preset's head dim (a LongRoPE factor list is per plane of the
     config's head), refused before the run folder is written."""
     from ..empirical.config import preset
-    from ..encodings import parse_spec
 
-    spec = parse_spec(pe)
     if not hasattr(spec, "rotary_dims"):
         return
-    head_dim = preset(args.preset, task=args.task, pe=pe, seed=args.seed).model.head_dim
+    head_dim = preset(args.preset, task=args.task, pe=spec, seed=args.seed).model.head_dim
     try:
         spec.rotary_dims(head_dim)
     except PosencError as exc:

@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Optional
 
 from ..coerce import coerce, field_hints, is_int
@@ -184,15 +184,19 @@ class TaskConfig:
 class ModelConfig:
     """The encoder: pre-LN blocks, mean pooling, linear classifier.
 
-    ``pe`` is a catalogue spec string (``posenc encodings``).  Paper-code
-    switches: ``kv_source='input'`` computes keys and values of every layer from
+    ``pe`` is the PE: a catalogue spec string (``posenc encodings``) or a catalogue
+    :class:`~posenc.encodings.PESpec`.  The config stores it as a string (the config dict and the
+    run id hold that string) and holds its parse as :attr:`spec`: a string is parsed here, once;
+    a PESpec is kept as it is and stored as its ``to_string()``.  A ``paper-*`` preset name is
+    stored as its spec's string, so a run config records the spec it trained, not a name whose
+    meaning may change.  ``parsed``: the parse of a string ``pe`` that the caller already holds
+    (:func:`apply_overrides` passes the config's own), which is then not parsed again.
+
+    Paper-code switches: ``kv_source='input'`` computes keys and values of every layer from
     the input embeddings; ``mask_padding=False`` lets attention and pooling see
     the padding tokens.  ``code='paper'`` builds the paper code's model exactly
     (:mod:`posenc.empirical.paper_specs`; the other switches must then be the
     ones that model fixes: :func:`~posenc.empirical.paper_specs.paper_code_fields`).
-
-    A ``paper-*`` preset name in ``pe`` is resolved to its spec string here, so a
-    run config records the spec it trained, not a name whose meaning may change.
     """
 
     pe: str = "rope"
@@ -206,8 +210,9 @@ class ModelConfig:
     mask_padding: bool = True
     activation: str = "gelu"
     code: str = "posenc"
+    parsed: InitVar[Optional[PESpec]] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, parsed: Optional[PESpec]) -> None:
         for f in ("d_model", "n_heads", "n_layers", "d_ff"):
             _pos_int(f"model.{f}", getattr(self, f))
         _check(self.d_model % self.n_heads == 0,
@@ -218,12 +223,14 @@ class ModelConfig:
                f"model.kv_source must be previous or input; got {self.kv_source!r}")
         _check(self.activation in ("gelu", "relu"),
                f"model.activation must be gelu or relu; got {self.activation!r}")
-        if not isinstance(self.pe, str):
-            raise PosencError(f"model.pe must be a PE spec string; got {self.pe!r}")
-        spec = _parsed(self.pe)  # validated here, kept typed (``spec``); one parse per string
-        if self.pe.strip() in PRESETS:
-            object.__setattr__(self, "pe", spec.to_string())
-            _remember(self.pe, spec)  # the configs made from this one hold the resolved string
+        if isinstance(self.pe, PESpec):
+            spec, text = self.pe, self.pe.to_string()
+        elif isinstance(self.pe, str):
+            spec = parsed if parsed is not None else parse_spec(self.pe)
+            text = spec.to_string() if self.pe.strip() in PRESETS else self.pe
+        else:
+            raise PosencError(f"model.pe must be a PE spec string or PESpec; got {self.pe!r}")
+        object.__setattr__(self, "pe", text)
         object.__setattr__(self, "_spec", spec)
         _check(self.code in CODES, f"model.code must be one of {', '.join(CODES)}; got {self.code!r}")
         if self.code == "paper":
@@ -235,36 +242,9 @@ class ModelConfig:
 
     @property
     def spec(self) -> PESpec:
-        """``pe`` parsed (a catalogue :class:`~posenc.encodings.PESpec`) when the config was made,
-        once per distinct string (:func:`_parsed`); the model, the paper-code check and the sweeps
-        read it instead of parsing the string again."""
+        """``pe`` as a catalogue :class:`~posenc.encodings.PESpec`, parsed (or given) when the
+        config was made; the model, the paper-code check and the sweeps read it."""
         return self._spec
-
-
-#: PE spec string -> its parsed spec, so that the configs made from one string share one parse:
-#: every ``apply_overrides``, ``config_from_dict`` and ``dataclasses.replace`` makes a new
-#: ModelConfig, and a sweep makes several per run.  Specs are frozen dataclasses, so sharing them
-#: is safe; a string that fails to parse is not kept (each config made from it raises the same
-#: error).  At most :data:`_MAX_SPECS` strings are kept (the oldest goes first).
-_SPECS: dict[str, PESpec] = {}
-_MAX_SPECS = 512
-
-
-def _parsed(pe: str) -> PESpec:
-    """:func:`~posenc.encodings.parse_spec` of ``pe``, parsed once per distinct string."""
-    spec = _SPECS.get(pe)
-    if spec is None:
-        spec = parse_spec(pe)
-        _remember(pe, spec)
-    return spec
-
-
-def _remember(pe: str, spec: PESpec) -> None:
-    """Keep ``spec`` as the parse of ``pe`` (a preset's resolved string is its spec's
-    ``to_string()``, whose parse is the spec: the catalogue's round trip)."""
-    if pe not in _SPECS and len(_SPECS) >= _MAX_SPECS:
-        _SPECS.pop(next(iter(_SPECS)), None)
-    _SPECS[pe] = spec
 
 
 @dataclass(frozen=True)
@@ -404,9 +384,10 @@ NOTES = PRESET_NOTES
 PAPER_SMALL_CANDIDATE = "b16_lr3e3_n20k_e5"
 
 
-def preset(name: str, task: str = "distance", pe: str = "rope", seed: int = 0,
+def preset(name: str, task: str = "distance", pe: str | PESpec = "rope", seed: int = 0,
            **overrides: Any) -> TrainConfig:
-    """The ``smoke`` / ``quick`` / ``paper`` configuration for a task and PE spec."""
+    """The configuration of training preset ``name`` (:data:`PRESET_NAMES`) for a task and PE (a
+    spec string or a catalogue PESpec: :class:`ModelConfig`)."""
     if name not in PRESET_NAMES:
         raise PosencError(f"unknown preset {name!r}; known: {', '.join(PRESET_NAMES)}")
     if task not in TASKS:
@@ -501,17 +482,27 @@ def apply_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
         if parts[-1] not in target:
             raise PosencError(f"unknown config key {key!r}")
         target[parts[-1]] = value
-    return config_from_dict(data)
+    model = data.get("model")
+    same_pe = isinstance(model, dict) and model.get("pe") == cfg.model.pe
+    return _from_dict(data, cfg.model.spec if same_pe else None)  # the PE stays parsed
 
 
 def config_from_dict(data: Any) -> TrainConfig:
     """Inverse of :meth:`TrainConfig.to_dict`; unknown or mistyped keys raise PosencError."""
+    return _from_dict(data, None)
+
+
+def _from_dict(data: Any, spec: Optional[PESpec]) -> TrainConfig:
+    """:func:`config_from_dict`, with ``spec`` (not None) the parse of the dict's ``model.pe``."""
     if not isinstance(data, dict):
         raise PosencError(f"a run config must be a JSON object; got {type(data).__name__}")
-    sub = {"task": TaskConfig, "model": ModelConfig}
     kwargs = {}
     for key, value in _fields(TrainConfig, data, "").items():
-        kwargs[key] = _build(sub[key], value, key + ".") if key in sub else value
+        if key == "task":
+            value = _build(TaskConfig, value, "task.")
+        elif key == "model":
+            value = _build(ModelConfig, value, "model.", parsed=spec)
+        kwargs[key] = value
     return TrainConfig(**kwargs)
 
 
@@ -554,10 +545,10 @@ def load_config(path: str) -> TrainConfig:
     return config_from_dict(data)
 
 
-def _build(cls: type, data: Any, prefix: str) -> Any:
+def _build(cls: type, data: Any, prefix: str, **extra: Any) -> Any:
     if not isinstance(data, dict):
         raise PosencError(f"config section {prefix.rstrip('.')!r} must be an object")
-    return cls(**_fields(cls, data, prefix))
+    return cls(**_fields(cls, data, prefix), **extra)
 
 
 def _fields(cls: type, data: dict, prefix: str) -> dict[str, Any]:

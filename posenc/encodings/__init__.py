@@ -64,4 +64,4 @@ from .base import FAMILIES, NoPE, PESpec, _format_value  # noqa: F401
 from .composite import Custom, Hybrid  # noqa: F401
 from .registry import OLD_PRESET_NAMES, PRESETS, PRESETS_VERSION, REGISTRY  # noqa: F401
 from .rotary import MLA, RoPE, XPos  # noqa: F401
-from .spec_parsing import all_entries, derivable_entries, parse_spec, spec_from_dict  # noqa: F401
+from .spec_parsing import all_entries, as_spec, derivable_entries, parse_spec, spec_from_dict  # noqa: F401

@@ -239,7 +239,6 @@ def _eval(node: ast.AST, k: Any, fns: Mapping[str, Callable[..., Any]],
             return k
         if node.id in consts:
             return consts[node.id]
-        import math
         return {"pi": math.pi, "e": math.e}[node.id]
     if isinstance(node, ast.UnaryOp):
         value = _eval(node.operand, k, fns, consts, number)

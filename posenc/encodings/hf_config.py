@@ -192,6 +192,14 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None,
         One line: an unreadable file, an unknown ``model_type``, or the key(s) that change
         position and have no catalogue form (see the module docstring).
     """
+    spec, info = hf_spec(source, seq_len=seq_len, layers=layers)
+    return spec.to_string(), info
+
+
+def hf_spec(source: Any, *, seq_len: Optional[int] = None,
+            layers: Optional[str] = None) -> tuple[PESpec, dict]:
+    """:func:`spec_from_hf_config` with the catalogue spec itself (a :class:`PESpec`) in place of
+    its string: what ``--from-hf`` passes on."""
     data, where = read_hf_config(source)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or not model_type:
@@ -214,7 +222,7 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None,
         spec, info = MAPPERS[model_type](cfg, seq_len)
         _ignore_unread(cfg)
     info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
-    return spec.to_string(), info
+    return spec, info
 
 
 def _ignore_unread(cfg: HFConfig) -> None:

@@ -117,6 +117,11 @@ def parse_spec(text: str) -> PESpec:
     return _build(name, params, text)
 
 
+def as_spec(spec: str | PESpec) -> PESpec:
+    """A catalogue spec: a spec string parsed (:func:`parse_spec`), a PESpec as it is."""
+    return parse_spec(spec) if isinstance(spec, str) else spec
+
+
 def spec_from_dict(data: Any) -> PESpec:
     """Inverse of :meth:`PESpec.to_dict` (JSON round trip)."""
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):

@@ -14,6 +14,7 @@ The numeric layer (:mod:`.summary`) makes them; ``posenc.bound`` returns them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
@@ -122,7 +123,6 @@ class BoundReport:
     def to_json(self, indent: int | None = 1) -> str:
         """Strict JSON (non-finite numbers as "inf"/"-inf"/"nan"): what ``posenc bound --json``
         prints.  :meth:`to_dict` keeps them as floats."""
-        import json
         return json.dumps(strict_json(self.to_dict()), indent=indent, allow_nan=False)
 
     def to_frame(self, table: str = "rows"):

@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..encodings import PESpec, parse_spec
+from ..encodings import PESpec, as_spec, parse_spec
 from ..errors import PosencError
 from ..limits import Lengths, check_int, check_lengths, check_memory
 from . import bounds as bd
@@ -176,7 +176,7 @@ def bound_table(spec: PESpec | str, ns: Lengths | list[int], *, head: int = 0, n
     stage of each length n >= :data:`PROGRESS_N` (the command prints them on stderr).  ``ns``:
     :class:`~posenc.limits.Lengths` (checked by ``posenc.bound``), or lengths to check here
     (:func:`~posenc.limits.check_lengths`)."""
-    spec = parse_spec(spec) if isinstance(spec, str) else spec
+    spec = as_spec(spec)
     ns = ns if isinstance(ns, Lengths) else check_lengths(ns, method)
     check_sizes(n_heads, head_dim, d_model)
     seed = check_int("seed", seed, 2**63 - 1, minimum=0)

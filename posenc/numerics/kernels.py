@@ -36,7 +36,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
 from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
-                         RoPE, Sinusoidal, XPos, parse_spec)
+                         RoPE, Sinusoidal, XPos, as_spec)
 from ..errors import PosencError
 from ..encodings.parts import Part, not_toeplitz, structure, unknown_part
 from ..limits import MAX_HEADS, MAX_SEQ_LEN, MAX_WIDTH, check_int, check_length
@@ -449,7 +449,7 @@ def part_kernel(part: Part, spec: PESpec, n: int, ctx: _Context) -> Kernel:
 def kernel(spec: PESpec | str, n: int, *, head: int = 0, n_heads: int = 8, head_dim: int = 64,
            d_model: int | None = None, values: Any = None, seed: int = 0) -> Kernel:
     """The positional matrix of ``spec`` for head ``head`` of ``n_heads`` and length ``n``."""
-    spec = parse_spec(spec) if isinstance(spec, str) else spec
+    spec = as_spec(spec)
     return _kernel(spec, check_length(n), head=head, n_heads=n_heads, head_dim=head_dim,
                    d_model=d_model, values=values, seed=seed)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, XPos, parse_spec
+from ..encodings import Custom, LearnedAbsolute, MLA, PESpec, RoPE, XPos, as_spec
 from ..errors import PosencError
 from ..encodings.parts import not_toeplitz, structure, unknown_part
 from . import conventions as cv
@@ -81,7 +81,7 @@ def logits(spec: PESpec | str, x: np.ndarray, wq: np.ndarray, wk: np.ndarray, *,
            n_heads: int = 1, values: Any = None, seed: int = 0, wq_rope: np.ndarray | None = None,
            wk_rope: np.ndarray | None = None) -> np.ndarray:
     """L_ij = <q_i, k_j> (+ b_ij) for one head; shape (n, n)."""
-    spec = parse_spec(spec) if isinstance(spec, str) else spec
+    spec = as_spec(spec)
     x = np.asarray(x, dtype=float)                               # (n, D)
     if x.ndim != 2 or not np.all(np.isfinite(x)):
         raise PosencError(f"x must be a finite (n, D) array; got shape {x.shape}")

@@ -1,6 +1,6 @@
 """The registry of claims: every :class:`~posenc.proofs.claim.Claim` posenc can check, by id.
 
-Claims live in the modules named in :data:`MODULES` (each exports ``CLAIMS``); adding a claim is
+Claims live in the modules named in :data:`CLAIM_MODULES` (each exports ``CLAIMS``); adding a claim is
 adding it to one of them, or a module here.  Claims defined elsewhere (e.g. empirical claims that
 evaluate stored runs) are added with :func:`register`.  Tests and ``posenc verify`` iterate
 :func:`all_claims`, so a new claim is checked automatically.
@@ -15,7 +15,7 @@ from ..errors import PosencError
 from .claim import Claim
 
 #: Modules under ``posenc.proofs.claims``, in the order ``posenc verify`` lists them.
-MODULES = (
+CLAIM_MODULES = (
     "rope_identity",      # 1, 2
     "toeplitz",           # 3
     "schur",              # 4
@@ -33,7 +33,7 @@ _EXTRA: dict[str, Claim] = {}
 
 
 def register(claim: Claim) -> Claim:
-    """Add a claim defined outside :data:`MODULES` (ids must be unique)."""
+    """Add a claim defined outside :data:`CLAIM_MODULES` (ids must be unique)."""
     if claim.id in _ids_of_modules() or claim.id in _EXTRA:
         raise ValueError(f"duplicate claim id {claim.id!r}")
     _EXTRA[claim.id] = claim
@@ -42,7 +42,7 @@ def register(claim: Claim) -> Claim:
 
 def _module_claims() -> list[Claim]:
     out: list[Claim] = []
-    for name in MODULES:
+    for name in CLAIM_MODULES:
         out.extend(importlib.import_module(f"{__package__}.claims.{name}").CLAIMS)
     return out
 

@@ -1,4 +1,5 @@
-"""report: assembles ``posenc reproduce``'s report; it asks proofs for verdicts and only assembles.
+"""report: assembles ``posenc reproduce``'s report.  It asks :mod:`posenc.verdicts` for the verdicts
+on the stored runs (and :mod:`posenc.proofs` for the theory claims it shows) and only assembles.
 
 * :mod:`.orchestrate`   -- ``posenc reproduce``: run (or resume) the sweep into a store, then
   build the report (:func:`reproduce`, :func:`run_plan`, :func:`check_store_mode`);

@@ -13,6 +13,7 @@ go to ``runs.csv`` beside it.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -77,9 +78,6 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
     needs signals that only newer recordings keep): adopted only when every value the stored
     summary has comes out the same, so the new summary adds statistics and changes none (else
     the stored one is kept, and the check reads "not checked")."""
-    import dataclasses
-    import json
-
     from ..empirical.analysis.dynamics_summary import summarize_run
     if not res.dynamics or res.run_dir is None or all(k in res.dynamics for k in CURRENT_DYNAMICS):
         return res

@@ -10,6 +10,7 @@ one model-code mode, :func:`check_store_mode`) and calls
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -134,8 +135,6 @@ def replica_of(plan: Any, first_seed: Optional[int] = None) -> Any:
     """The plan on the replication's seeds: the same configurations and seed counts from
     ``first_seed`` (default: the plan's first seed + :data:`REPLICA_OFFSET`); refused when the two
     seed sets overlap."""
-    from dataclasses import replace
-
     start = plan.first_seed + REPLICA_OFFSET if first_seed is None else first_seed
     out = replace(plan, first_seed=start)  # validates the seed
     n = max(plan.seed_counts().values(), default=0)

@@ -26,7 +26,7 @@ from typing import Optional, Union
 
 import sympy as sp
 
-from ..encodings import Custom, PESpec, parse_spec
+from ..encodings import Custom, PESpec, as_spec
 from ..errors import PosencError
 from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS, is_index
 from .builders import Build, build
@@ -61,8 +61,7 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
         raise PosencError(f"a PE spec must be a string such as 'rope' or a PESpec; got {spec!r}")
     if not isinstance(prove, bool):
         raise PosencError(f"prove must be True or False; got {prove!r}")
-    if isinstance(spec, str):
-        spec = parse_spec(spec)
+    spec = as_spec(spec)
     d = default_head_dim(spec) if head_dim is None else head_dim
     D = d if model_dim is None else model_dim
     # proofs grow steeply with the sizes; building a form to evaluate (prove=False) does not

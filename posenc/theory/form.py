@@ -38,7 +38,8 @@ from .render import form_dict, form_latex, form_text
 from .symbols import SymbolTable
 from .toeplitz import ToeplitzVerdict
 
-KINDS = ("content-content", "content-position", "position-content", "position-position", "bias")
+#: what a :class:`Term` of a logit is (``Term.kind``)
+TERM_KINDS = ("content-content", "content-position", "position-content", "position-position", "bias")
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ first N steps name the final deposit head (per predictor, exact and within the d
 from __future__ import annotations
 
 from functools import lru_cache, partial
+from math import comb
 from typing import Any, Callable, Iterable, Optional
 
 from .runs import SeedRuns, judge_part
@@ -159,7 +160,6 @@ def random_sign_null(n: int, m: int, level: float = 0.95) -> dict[str, float]:
     fair signs s_eh, exactly: |S| = |2B - n| with B ~ Binomial(n, 1/2), and the maximum of m
     independent copies has P(max <= c) = P(|S|/n <= c)^m.  Returns its mean and the ``level``
     quantile (the smallest attained value c with P(max <= c) >= level)."""
-    from math import comb
     if n < 1 or m < 1:
         raise ValueError("random_sign_null needs n >= 1 and m >= 1")
     values: dict[float, float] = {}

@@ -56,7 +56,7 @@ def test_backward_is_the_gradient_of_the_forward(rotary, learned_bias, qkv_bias,
     def f(*given):
         it = iter(given)
         args = [next(it) if m else None for m in mask_of]
-        return ar.AttentionResidual.apply(*args, slots, w, masks, (D // H) ** -0.5,
+        return ar.AttentionSublayer.apply(*args, slots, w, masks, (D // H) ** -0.5,
                                           ln.eps)
 
     assert torch.autograd.gradcheck(f, [x for x in inputs if x is not None], eps=1e-6, atol=1e-8,
@@ -86,9 +86,9 @@ def test_forward_and_gradients_are_the_modules(rotary, learned_bias, qkv_bias, c
     ("rope", {"dropout": 0.1}, False),
 ])
 def test_the_blocks_take_it_where_it_covers_the_case(monkeypatch, pe, kw, taken):
-    calls = []  # one per layer: alone (AttentionResidual) or in the block stack
-    real = ar.AttentionResidual.apply
-    monkeypatch.setattr(ar.AttentionResidual, "apply", lambda *a: calls.append(1) or real(*a))
+    calls = []  # one per layer: alone (AttentionSublayer) or in the block stack
+    real = ar.AttentionSublayer.apply
+    monkeypatch.setattr(ar.AttentionSublayer, "apply", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(bs, "attention_forward",
                         lambda *a, real=bs.attention_forward: calls.append(1) or real(*a))
     torch.manual_seed(0)

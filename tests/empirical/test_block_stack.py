@@ -46,7 +46,7 @@ def test_the_stack_is_the_per_sublayer_functions_bit_for_bit(monkeypatch, pe, kw
     got, ggot = _run(m, tok)
     assert calls == [1]  # one function for all three blocks
     monkeypatch.setattr(fast_packed, "stacked", lambda blocks, dtype: False)
-    want, gwant = _run(m, tok)  # each block's AttentionResidual and MLPResidual
+    want, gwant = _run(m, tok)  # each block's AttentionSublayer and MLPSublayer
     assert calls == [1]
     assert torch.equal(got, want)
     assert ggot.keys() == gwant.keys() and len(ggot) == len(list(m.parameters()))

@@ -122,9 +122,9 @@ def fresh_log(monkeypatch):
 
 
 def test_a_pe_the_fast_path_does_not_know_falls_back_loudly(monkeypatch, caplog, fresh_log):
-    """A part kind outside fast.KINDS (here: rope, as if new) runs the reference, bit for bit, with
-    a warning naming it -- once per reason."""
-    monkeypatch.setattr(fast, "KINDS", fast.KINDS - {"rope"})
+    """A part kind outside fast.COVERED_PART_KINDS (here: rope, as if new) runs the reference, bit
+    for bit, with a warning naming it -- once per reason."""
+    monkeypatch.setattr(fast, "COVERED_PART_KINDS", fast.COVERED_PART_KINDS - {"rope"})
     model, tok = _model("rope"), _tokens(True)
     with caplog.at_level(logging.INFO, logger="posenc.fast"):
         got = fast.forward(model, tok)
@@ -137,7 +137,7 @@ def test_a_pe_the_fast_path_does_not_know_falls_back_loudly(monkeypatch, caplog,
 
 def test_an_unknown_attention_module_falls_back_loudly(monkeypatch, caplog, fresh_log):
     model, tok = _model("alibi"), _tokens(True)
-    monkeypatch.setattr(fast, "MODULES", ())
+    monkeypatch.setattr(fast, "COVERED_ATTENTION_TYPES", ())
     with caplog.at_level(logging.WARNING, logger="posenc.fast"):
         assert torch.equal(fast.forward(model, tok), model(tok))
     assert "no packed forward" in caplog.text
@@ -152,9 +152,9 @@ def test_by_design_fallbacks_are_logged_at_info(caplog, fresh_log):
 
 
 def test_every_catalogue_kind_is_covered():
-    """A new part kind must be added to fast.KINDS (after these tests pass for it)."""
+    """A new part kind must be added to fast.COVERED_PART_KINDS (after these tests pass for it)."""
     kinds = {p.kind for _, spec in ENTRIES for p in spec.parts()}
-    assert kinds <= fast.KINDS
+    assert kinds <= fast.COVERED_PART_KINDS
 
 
 def test_the_step_field():

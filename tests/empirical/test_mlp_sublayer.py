@@ -31,7 +31,7 @@ def test_backward_is_the_gradient_of_the_forward(act):
     params = [ln.weight, ln.bias, mlp[0].weight, mlp[0].bias, mlp[2].weight, mlp[2].bias]
 
     def f(h, g, b, w1, b1, w2, b2):
-        return mr.MLPResidual.apply(h, g, b, w1, b1, w2, b2, ln.eps, isinstance(act, nn.GELU))
+        return mr.MLPSublayer.apply(h, g, b, w1, b1, w2, b2, ln.eps, isinstance(act, nn.GELU))
 
     assert torch.autograd.gradcheck(f, (h, *params), eps=1e-6, atol=1e-8, rtol=1e-6)
 
@@ -65,9 +65,9 @@ def test_what_it_covers():
 @pytest.mark.parametrize("kw,taken", [({}, True), ({"activation": "relu"}, True),
                                       ({"dropout": 0.1}, False)])
 def test_the_model_takes_it_in_a_packed_forward(monkeypatch, kw, taken):
-    calls = []  # one per layer: alone (MLPResidual) or in the block stack
-    real = mr.MLPResidual.apply
-    monkeypatch.setattr(mr.MLPResidual, "apply", lambda *a: calls.append(1) or real(*a))
+    calls = []  # one per layer: alone (MLPSublayer) or in the block stack
+    real = mr.MLPSublayer.apply
+    monkeypatch.setattr(mr.MLPSublayer, "apply", lambda *a: calls.append(1) or real(*a))
     monkeypatch.setattr(bs, "mlp_forward", lambda *a, real=bs.mlp_forward: calls.append(1) or real(*a))
     torch.manual_seed(0)
     m = build_model(ModelConfig(pe="rope", d_model=16, n_heads=2, n_layers=2, d_ff=16, **kw),

@@ -170,7 +170,7 @@ def _model(pe, **kw):
 ])
 def test_the_model_takes_it_where_it_covers_the_case(monkeypatch, pe, kw, taken):
     calls = []
-    for fn in (pa.PackedAttention, ar.AttentionResidual, bs.BlockStack):  # alone, or inside
+    for fn in (pa.PackedAttention, ar.AttentionSublayer, bs.BlockStack):  # alone, or inside
         monkeypatch.setattr(fn, "apply", lambda *a, real=fn.apply: calls.append(1) or real(*a))
     m = _model(pe, **kw).train()
     tok = torch.randint(1, 11, (3, 9), generator=torch.Generator().manual_seed(0))

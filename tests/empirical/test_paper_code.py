@@ -37,10 +37,27 @@ def reference(pe, seed=0, deviation=None):
 def posenc_model(pe, task, state_dict):
     spec, _, state = convert(state_dict, pe, H)
     cfg = preset("smoke", task=task, pe=spec)
-    cfg = apply_overrides(cfg, paper_code_fields(parse_spec(spec)))
+    cfg = apply_overrides(cfg, paper_code_fields(spec))
     model = model_for(cfg)
     model.load_state_dict(state)
     return model.eval()
+
+
+#: the spec strings imported runs of these checkpoints store (their run ids hash them)
+IMPORTED = {"nope": "nope", "absolute": "sinusoidal", "alibi": "alibi:slopes=exp0",
+            "relative": "relative_bias:mode=table,max_distance=15", "random": "learned_absolute:max_len=16",
+            "rope": "hybrid:additive=sinusoidal,additive.layout=half", "partialrope:1": "rope:heads=1",
+            "partialrope:2": "rope:heads=2", "partialrope:4": "rope",
+            "mla": "mla:kv_latent=128,q_latent=128,absolute=learned,rope=paper_code"}
+
+
+@pytest.mark.parametrize("pe", PES)
+def test_an_imported_checkpoint_stores_the_spec_string_it_stored_before(pe):
+    """convert gives the catalogue spec itself (no string to parse again); the config stores
+    the same string as when convert returned strings, so imported runs keep their run ids."""
+    spec = convert(reference(pe).state_dict(), pe, H)[0]
+    assert spec == parse_spec(IMPORTED[pe])
+    assert preset("smoke", pe=spec).model.pe == IMPORTED[pe]
 
 
 def tokens(task, n=48):

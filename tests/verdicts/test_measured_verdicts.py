@@ -127,8 +127,11 @@ def test_nc3_learned_absolute(learned_acc, learned_index, expected):
     assert verdicts(results)["NC3"].verdict == expected
 
 
-def trace(cv, spikes, t90, att=None):
-    out = {"grad_norm_cv": cv, "spike_rate": spikes, "steps_to_90": t90}
+def trace(cv, spikes, t90, att=None, epochs=3):
+    """A run's trace summary: whole-run CV ``cv`` and, per epoch, CV ``cv`` after a first
+    (warm-up) epoch of 9.0 that S's matched window leaves out."""
+    out = {"grad_norm_cv": cv, "spike_rate": spikes, "steps_to_90": t90,
+           "grad_norm_epoch_cv": [9.0] + [cv] * (epochs - 1)}
     if att is not None:
         out["tables"] = {"log_attenuation": att, "centred_rms": [1.0, 1.0]}
     return out
@@ -144,9 +147,10 @@ def test_stability_rope_against_every_additive_pe(rope, expected):
         for i, r in enumerate(("absolute", "relative", "alibi")):
             results.append(run("distance", r, s, trace=trace(0.4 + 0.1 * i, 0.1 + 0.1 * i, 0.5)))
     v = verdicts(results)["S"]
-    assert [p["verdict"] for p in v.parts] == [expected, "shown"] and v.verdict == expected
-    # (a) is against the additive PE with the smallest CV (0.4), not their mean
+    assert [p["verdict"] for p in v.parts] == [expected, "shown", "shown"] and v.verdict == expected
+    # (a), matched epochs, is against the additive PE with the smallest CV (0.4), not their mean
     assert v.parts[0]["values"][0] == pytest.approx(0.4 - rope[0])
+    assert v.parts[1]["values"][0] == pytest.approx(0.4 - rope[0])        # (b) whole-run, shown
 
 
 def test_stability_does_not_judge_steps_to_90():
@@ -159,7 +163,7 @@ def test_stability_does_not_judge_steps_to_90():
         for r in ("absolute", "relative", "alibi"):
             results.append(run("distance", r, s, trace=trace(0.4 + e, 0.0, 0.1)))
     v = verdicts(results)["S"]
-    assert len(v.parts) == 2 and v.verdict == "inconclusive"
+    assert len(v.parts) == 3 and v.verdict == "inconclusive"
     assert "steps to 90%" not in v.measured
 
 

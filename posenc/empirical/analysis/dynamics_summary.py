@@ -42,6 +42,7 @@ of Sec. 6 and of its reviewers:
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Optional
@@ -215,8 +216,6 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
 
 def summarize_run(run_dir: str | Path, early_steps: Optional[int] = None) -> dict[str, Any]:
     """:func:`summarize` of a run folder (its ablation_zero.json, if any, names the deposit)."""
-    import json
-
     from .dynamics import read_dynamics_file
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

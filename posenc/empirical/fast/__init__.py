@@ -12,8 +12,8 @@ module it does not know, info for the by-design cases):
 * a device other than the CPU (packing was measured on a CPU only; on a GPU it costs host
   synchronisations);
 * a hook attached (hook points or torch module hooks see the padded layouts);
-* a PE part kind not in :data:`KINDS` (a new PE: parity with the reference not yet shown), or
-  an attention module type not in :data:`MODULES`.
+* a PE part kind not in :data:`COVERED_PART_KINDS` (a new PE: parity with the reference not yet
+  shown), or an attention module type not in :data:`COVERED_ATTENTION_TYPES`.
 
 Training picks it with ``TrainConfig.step`` (``fast``, the default, or ``reference``).  The
 reference modules never import this package (a test checks); it reads their modules and
@@ -32,18 +32,18 @@ from ..model.mla import MLAAttention
 from ..model.transformer import Transformer
 from .packed import merges_rows, packed_forward
 
-__all__ = ["forward", "why_not", "merges_rows", "KINDS", "MODULES", "log"]
+__all__ = ["forward", "why_not", "merges_rows", "COVERED_PART_KINDS", "COVERED_ATTENTION_TYPES", "log"]
 
 log = logging.getLogger("posenc.fast")
 
 #: The part kinds (posenc.encodings.parts) whose packed forward the parity tests cover.  A kind added to the
 #: catalogue runs the reference until it is listed here (and passes the parity and Toeplitz
 #: tests: tests/empirical/test_fast.py, tests/test_fast_toeplitz.py).
-KINDS = frozenset({"sinusoidal", "learned", "alibi", "t5", "table", "kernel", "kerple_log",
-                   "rope", "frequencies", "xpos", "mla", "mla_paper_code"})
+COVERED_PART_KINDS = frozenset({"sinusoidal", "learned", "alibi", "t5", "table", "kernel",
+                                "kerple_log", "rope", "frequencies", "xpos", "mla", "mla_paper_code"})
 
-#: The attention modules the packed forward knows how to run.
-MODULES = (Attention, MLAAttention)
+#: The attention module types the packed forward knows how to run.
+COVERED_ATTENTION_TYPES = (Attention, MLAAttention)
 
 _logged: set[str] = set()
 
@@ -53,12 +53,12 @@ def why_not(model: torch.nn.Module, tokens: torch.Tensor) -> Optional[tuple[int,
     None."""
     if type(model) is not Transformer:
         return logging.WARNING, f"{type(model).__name__} is not a posenc Transformer"
-    unknown = sorted({p.kind for p in model.spec.parts()} - KINDS)
+    unknown = sorted({p.kind for p in model.spec.parts()} - COVERED_PART_KINDS)
     if unknown:
         return (logging.WARNING, f"PE {model.cfg.pe!r}: part kind(s) {', '.join(unknown)} not "
-                                 f"covered by posenc.empirical.fast.KINDS")
+                                 f"covered by posenc.empirical.fast.COVERED_PART_KINDS")
     odd = sorted({type(b.attn).__name__ for b in model.blocks
-                  if type(b.attn) not in MODULES})
+                  if type(b.attn) not in COVERED_ATTENTION_TYPES})
     if odd:
         return logging.WARNING, f"attention module(s) {', '.join(odd)} have no packed forward"
     if tokens.device.type != "cpu":

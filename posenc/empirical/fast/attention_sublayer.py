@@ -73,7 +73,7 @@ def attention_backward(saved: Sequence, dy: torch.Tensor, slots: HeadSlots, scal
     return dh.add_(dy), dg, dbeta, dw_qkv, db_qkv, dw_o, db_o, dbias
 
 
-class AttentionResidual(torch.autograd.Function):
+class AttentionSublayer(torch.autograd.Function):
     """``apply(h (N, D), ln weight, ln bias, W_qkv (3D, D), b_qkv or None, W_o (D, D), b_o,
     bias (H or 1, T, T) or None, slots, phasors or None, masks, scale, eps) -> (N, D)``."""
 
@@ -98,7 +98,7 @@ class AttentionResidual(torch.autograd.Function):
 
 
 def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch.dtype) -> tuple:
-    """:class:`AttentionResidual`'s arguments after ``h`` for the LayerNorm ``ln`` and the
+    """:class:`AttentionSublayer`'s arguments after ``h`` for the LayerNorm ``ln`` and the
     :class:`~posenc.empirical.model.attention.Attention` ``attn`` in a packed forward (``mask`` a
     :class:`~.mask.PackedMask`)."""
     return (ln.weight, ln.bias, attn.qkv.weight, attn.qkv.bias, attn.out.weight, attn.out.bias,
@@ -108,4 +108,4 @@ def attention_args(ln: torch.nn.LayerNorm, attn, mask, offset: int, dtype: torch
 def attention_sublayer(h: torch.Tensor, ln: torch.nn.LayerNorm, attn, mask, offset: int) -> torch.Tensor:
     """``h + attn(ln(h))`` for the packed tokens ``h`` (N, D) of a packed forward (``mask``
     a :class:`~.mask.PackedMask`), ``attn`` an :class:`~posenc.empirical.model.attention.Attention`."""
-    return AttentionResidual.apply(h, *attention_args(ln, attn, mask, offset, h.dtype))
+    return AttentionSublayer.apply(h, *attention_args(ln, attn, mask, offset, h.dtype))

@@ -42,7 +42,7 @@ def mlp_backward(saved: Sequence, dy: torch.Tensor, gelu: bool) -> tuple:
     return dh.add_(dy), dg, dbeta, dw1, db1, dw2, db2
 
 
-class MLPResidual(torch.autograd.Function):
+class MLPSublayer(torch.autograd.Function):
     """``apply(h (N, D), ln weight, ln bias, W1 (F, D), b1, W2 (D, F), b2, eps, gelu) -> (N, D)``
     with ``gelu`` False: ReLU."""
 
@@ -60,7 +60,7 @@ class MLPResidual(torch.autograd.Function):
 
 
 def supports(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: torch.dtype) -> bool:
-    """Whether :class:`MLPResidual` computes ``mlp(ln(h))``: a LayerNorm with affine weights, then
+    """Whether :class:`MLPSublayer` computes ``mlp(ln(h))``: a LayerNorm with affine weights, then
     Linear, exact GELU or ReLU, (a dropout that is off,) Linear, all with biases; no active
     dropout after it; float32 / float64."""
     mods = [m for m in mlp if not isinstance(m, nn.Dropout)]
@@ -75,7 +75,7 @@ def supports(ln: nn.Module, mlp: nn.Sequential, dropout_active: bool, dtype: tor
 
 
 def mlp_args(ln: nn.LayerNorm, mlp: nn.Sequential) -> tuple:
-    """:class:`MLPResidual`'s arguments after ``h`` (see :func:`supports` for the modules)."""
+    """:class:`MLPSublayer`'s arguments after ``h`` (see :func:`supports` for the modules)."""
     first, act, last = [m for m in mlp if not isinstance(m, nn.Dropout)]
     return (ln.weight, ln.bias, first.weight, first.bias, last.weight, last.bias, ln.eps,
             isinstance(act, nn.GELU))
@@ -83,4 +83,4 @@ def mlp_args(ln: nn.LayerNorm, mlp: nn.Sequential) -> tuple:
 
 def mlp_sublayer(h: torch.Tensor, ln: nn.LayerNorm, mlp: nn.Sequential) -> torch.Tensor:
     """``h + mlp(ln(h))`` for (N, D) ``h`` (see :func:`supports` for the modules it takes)."""
-    return MLPResidual.apply(h, *mlp_args(ln, mlp))
+    return MLPSublayer.apply(h, *mlp_args(ln, mlp))

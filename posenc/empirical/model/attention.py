@@ -12,7 +12,7 @@ bias; with ``qkv_bias``, as the paper's code, plus one), ``rot_p`` the RoPE rota
 position p (identity without RoPE), B the PE bias and M the padding / causal
 mask (0 or -inf).  The kernel (explicit softmax(QK^T/sqrt(d) + B + M) V or
 ``torch.nn.functional.scaled_dot_product_attention``) is chosen by device and
-head dim in :mod:`.kernel`; the explicit one always when ``hook_attn_scores``
+head dim in :mod:`.attention_kernel`; the explicit one always when ``hook_attn_scores``
 or ``hook_pattern`` has a hook attached.  Q, K, V come from one fused
 projection ``qkv`` (rows W_q, W_k, W_v).
 

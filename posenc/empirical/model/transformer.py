@@ -108,7 +108,7 @@ class Transformer(Hooked):
             nn.init.zeros_(self.pos_embed.weight)  # the paper's MLA: a zero-initialised table
         blocks = []
         # Parameter-free parts (the rotation, a fixed bias) are one module shared by all layers:
-        # one table cache, and one (mask + bias) per forward (see .kernel).  Their buffers are
+        # one table cache, and one (mask + bias) per forward (see .attention_kernel).  Their buffers are
         # not persistent, so the state dict is the same as with one module per layer.
         rotary = self.plan.make_rotary(cfg.head_dim, H)
         fixed_bias = None if self.plan.bias_learned else self.plan.make_bias(H)

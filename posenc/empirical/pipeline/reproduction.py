@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from ...coerce import is_int
+from ...encodings import PESpec, parse_spec
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
@@ -166,15 +167,14 @@ class ReproductionPlan:
     def pes(self) -> dict[str, str]:
         return PAPER_CODE_PES if self.in_paper_code else CLEAN_PES
 
-    def _config(self, task: str, role: str, seed: int):
+    def _config(self, task: str, role: str, spec: PESpec, seed: int):
+        """The run config of ``role`` (its PE parsed: ``spec``) on ``task`` at ``seed``."""
         budget = paper_budget(self.preset, role)  # the paper code's budget for MLA
         if not self.in_paper_code:
-            return train_preset(self.preset, task=task, pe=self.pes[role], seed=seed,
+            return train_preset(self.preset, task=task, pe=spec, seed=seed,
                                 **{**budget, **self.overrides})
-        cfg = train_preset(self.preset, task=task, pe=self.pes[role], seed=seed)
-        # the paper code's fields for the spec the config holds (parsed once, when it was made)
-        # and for its task
-        fields = {**paper_code_fields(cfg.model.spec),
+        cfg = train_preset(self.preset, task=task, pe=spec, seed=seed)
+        fields = {**paper_code_fields(spec),
                   **paper_code_task_fields_for(self.preset, cfg, self.overrides)}
         return apply_overrides(cfg, {**budget, **fields, **self.overrides})
 
@@ -189,10 +189,14 @@ class ReproductionPlan:
         # examples of the position probe
         probe_size = {"smoke": 400, "quick": 600, "paper": 600, "paper-small": 600}[self.preset]
         counts = self.seed_counts()
+        # each role's spec string parsed once; a config stores it as spec.to_string(), which is
+        # the role's string (the catalogue's strings and resolved presets are canonical: tested)
+        specs = {role: parse_spec(self.pes[role])
+                 for role in dict.fromkeys(self.distance_roles + self.count_roles)}  # each once
         for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
             for role in roles:
                 for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
-                    cfg = self._config(task, role, seed)
+                    cfg = self._config(task, role, specs[role], seed)
                     # paper-code mode ablates over the whole data set, as the code's *vis.py do
                     # (paper-small: on ``size`` test examples; the whole set would cost 60x more)
                     whole = self.in_paper_code and self.preset != "paper-small"

@@ -31,6 +31,7 @@ sweep process (:func:`_die_with_parent`), so a SIGKILLed sweep leaves no orphans
 from __future__ import annotations
 
 import importlib
+import multiprocessing as mp
 import os
 import shutil
 import signal
@@ -225,7 +226,6 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
                 continue
             commit(rid, job, staging, result)
     else:
-        import multiprocessing as mp
         with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             pending = {}

@@ -38,25 +38,28 @@ from typing import Any, Sequence
 
 import torch
 
+from ...encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
 from ...errors import PosencError
 
 TRANS_PES = ("nope", "absolute", "alibi", "relative", "random", "rope")
 PAPER_PE_NAMES = TRANS_PES + ("partialrope:K", "mla")
 
 
-def _spec_for(pe: str, sd: dict[str, torch.Tensor], n_heads: int) -> str:
+def _spec_for(pe: str, sd: dict[str, torch.Tensor], n_heads: int) -> PESpec:
+    """The catalogue spec of the paper code's ``pe`` model whose state dict is ``sd``."""
     if pe == "relative":
         rows = sd["layers.0.relative_bias_table"].shape[0]
-        return f"relative_bias:mode=table,max_distance={(rows - 1) // 2}"
+        return RelativeBias(mode="table", max_distance=(rows - 1) // 2)
     if pe == "random":
-        return f"learned_absolute:max_len={sd['position_encoding.position_embeddings.weight'].shape[0]}"
+        return LearnedAbsolute(max_len=sd["position_encoding.position_embeddings.weight"].shape[0])
     if pe.startswith("partialrope:"):
         k = int(pe.split(":", 1)[1])
-        return "rope" if k >= n_heads else f"rope:heads={k}"
-    latent = sd["layers.0.attn.W_DQ.weight"].shape[0] if pe == "mla" else 0
-    return {"nope": "nope", "absolute": "sinusoidal", "alibi": "alibi:slopes=exp0",
-            "rope": "hybrid:additive=sinusoidal,additive.layout=half",
-            "mla": f"mla:kv_latent={latent},q_latent={latent},absolute=learned,rope=paper_code"}[pe]
+        return RoPE() if k >= n_heads else RoPE(heads=k)
+    if pe == "mla":
+        latent = sd["layers.0.attn.W_DQ.weight"].shape[0]
+        return MLA(kv_latent=latent, q_latent=latent, absolute="learned", rope="paper_code")
+    return {"nope": NoPE(), "absolute": Sinusoidal(), "alibi": ALiBi(slopes="exp0"),
+            "rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE())}[pe]
 
 
 def _expected_keys(pe: str, n_layers: int) -> set[str]:
@@ -128,8 +131,9 @@ def _check_buffers(pe: str, sd: dict[str, torch.Tensor], d_model: int, head_dim:
             close(key, (ang.cos() if key.endswith("cos") else ang.sin()).repeat_interleave(2, 1))
 
 
-def convert(sd: dict[str, Any], pe: str, n_heads: int) -> tuple[str, dict[str, int], dict[str, torch.Tensor]]:
-    """(spec string, dims, posenc state dict) of a paper-code state dict; PosencError on a
+def convert(sd: dict[str, Any], pe: str,
+            n_heads: int) -> tuple[PESpec, dict[str, int], dict[str, torch.Tensor]]:
+    """(catalogue spec, dims, posenc state dict) of a paper-code state dict; PosencError on a
     state dict that is not the paper code's ``pe`` model."""
     if pe not in TRANS_PES and pe != "mla" and not re.fullmatch(r"partialrope:[1-9][0-9]*", pe):
         raise PosencError(f"unknown paper PE {pe!r}; known: {', '.join(PAPER_PE_NAMES)}")
@@ -268,7 +272,7 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
                            "config": cfg.to_dict(),
                            "imported": {"file": str(file), "pe": pe}}, tmp / CHECKPOINT)
         (tmp / "imported.json").write_text(json.dumps(
-            {"source": str(file.resolve()), "paper_pe": pe, "spec": spec, **dims,
+            {"source": str(file.resolve()), "paper_pe": pe, "spec": cfg.model.pe, **dims,
              "trigger_ids": list(ids), "trigger_words": None if triggers is None else list(triggers),
              "vocab": None if vocab is None else str(Path(vocab).resolve())},
             indent=2) + "\n",

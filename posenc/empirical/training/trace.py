@@ -29,6 +29,8 @@ another run; a run trained before the trace existed has none (:func:`read_trace`
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from pathlib import Path
 from typing import Any, Optional
 
@@ -199,7 +201,6 @@ def matched_epochs_cv(per_epoch: list[list[Optional[float]]],
 def loss_spikes(losses: list[float], w: int, skip: int) -> tuple[int, int]:
     """(spikes, steps tested): step t >= max(skip, w) is a spike when its loss exceeds
     SPIKE_RATIO times the median m of the w losses before it and m by more than SPIKE_NATS."""
-    import statistics
     spikes, tested = 0, 0
     for t in range(max(skip, w), len(losses)):
         m = statistics.median(losses[t - w:t])
@@ -235,7 +236,6 @@ def summarize_trace(header: dict[str, Any], epochs: list[dict[str, Any]],
     epochs after it (the patience tail) differ by PE -- a run whose validation accuracy reaches
     1.0 stops at once, another trains ``patience`` more epochs -- and would make the runs'
     statistics cover different phases of training."""
-    import math
     every_epoch = epoch_grad_norm_cv(epochs)  # the whole training, the patience tail included
     if kept_epoch is not None:
         epochs = [e for e in epochs if e["epoch"] <= kept_epoch]

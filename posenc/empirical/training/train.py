@@ -106,8 +106,8 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.A
     on a CPU) up to float rounding -- a test compares them over training steps.  posenc's own
     variant of it (a shared step count per group, ``FusedAdamW``) was removed: its optimiser
     step was 1.65x faster but the whole quick step only 0.96-1.04x (interleaved A/B,
-    benchmarks/optimizer_ab.py; benchmarks/results/optimizer_ab_cpu_2026-12-02.txt), below the
-    3% that would keep a second implementation."""
+    benchmarks/results/optimizer_ab_cpu_2026-12-02.txt; benchmarks/optimizer_ab.py now compares
+    the fused AdamW with the default one), below the 3% that would keep a second implementation."""
     params = list(model.parameters())
     kw = dict(lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
     if config.step == "fast" and all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda")
