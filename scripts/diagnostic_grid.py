@@ -102,6 +102,12 @@ def _run(job: tuple[str, str, int, str]) -> str:
     return f"{cell} {role} s{seed}: test {100 * result.final_test_acc:.1f}% in {result.seconds:.0f} s"
 
 
+def _cpu_seconds(folder: Path) -> float | None:
+    """The run's CPU seconds where its script recorded them (``cpu_seconds.json``), else None."""
+    path = folder / "cpu_seconds.json"
+    return json.loads(path.read_text())["cpu_seconds"] if path.is_file() else None
+
+
 def _rows(out: Path) -> list[dict[str, Any]]:
     rows = []
     for summary in sorted(out.glob("*/*/train_summary.json")):
@@ -119,7 +125,9 @@ def _rows(out: Path) -> list[dict[str, Any]]:
                      "best_val": 100 * val[best] if val else None,
                      "best_epoch": best + 1 if val else None,
                      "test_acc": 100 * info["final"]["test_acc"],
-                     "seconds": info["seconds"], "lr_end": last["lr"] / cfg["lr"]})
+                     "seconds": info["seconds"], "lr_end": last["lr"] / cfg["lr"],
+                     "steps": last["step"], "batch": cfg["batch_size"], "lr": cfg["lr"],
+                     "cpu_seconds": _cpu_seconds(folder)})
     return rows
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from diagnostic_grid import DROPPED, cell_config  # noqa: E402
+from diagnostic_grid import DROPPED, _rows, cell_config  # noqa: E402
 
 BASE_CELL = "paper/regime"
 #: candidate -> overrides of the base cell's config; 30,000 examples = 18,900 training, 2,100
@@ -81,20 +81,11 @@ def table(out: Path) -> str:
         return "-" if x is None else f"{x:.1f}"
     lines = ["| candidate | PE | seed | steps | batch | peak lr | train % (last) | val % (last) | "
              "best val % (epoch) | test % | CPU s | wall s |", "|---" * 12 + "|"]
-    for summary in sorted(out.glob("*/*/train_summary.json")):
-        folder = summary.parent
-        cfg = json.loads((folder / "train_config.json").read_text())
-        metrics = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines() if x]
-        info = json.loads(summary.read_text())
-        cpu_file = folder / "cpu_seconds.json"
-        cpu = json.loads(cpu_file.read_text())["cpu_seconds"] if cpu_file.is_file() else None
-        val = [m["val_acc"] for m in metrics]
-        best = max(range(len(val)), key=lambda i: (val[i], -i))
-        lines.append(f"| {folder.parent.name} | {cfg['model']['pe']} | {cfg['seed']} | "
-                     f"{metrics[-1]['step']} | {cfg['batch_size']} | {cfg['lr']:g} | "
-                     f"{f(100 * metrics[-1]['train_acc'])} | {f(100 * val[-1])} | "
-                     f"{f(100 * val[best])} ({best + 1}) | {f(100 * info['final']['test_acc'])} | "
-                     f"{f(cpu)} | {info['seconds']:.0f} |")
+    for r in _rows(out):
+        lines.append(f"| {r['cell']} | {r['pe']} | {r['seed']} | {r['steps']} | {r['batch']} | "
+                     f"{r['lr']:g} | {f(r['train_acc'])} | {f(r['val_acc'])} | "
+                     f"{f(r['best_val'])} ({r['best_epoch']}) | {f(r['test_acc'])} | "
+                     f"{f(r['cpu_seconds'])} | {r['seconds']:.0f} |")
     return "\n".join(lines)
 
 
