@@ -126,7 +126,7 @@ def _rows(out: Path) -> list[dict[str, Any]]:
                      "best_epoch": best + 1 if val else None,
                      "test_acc": 100 * info["final"]["test_acc"],
                      "seconds": info["seconds"], "lr_end": last["lr"] / cfg["lr"],
-                     "steps": last["step"], "batch": cfg["batch_size"], "lr": cfg["lr"],
+                     "steps": last.get("step"), "batch": cfg["batch_size"], "lr": cfg["lr"],
                      "cpu_seconds": _cpu_seconds(folder)})
     return rows
 

@@ -122,12 +122,12 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     if not results:
         raise PosencError(f"no finished experiment runs in {store_root}")
     replica_results = None
-    if replica is not None:
+    if replica is not None:  # the plan first (configs only): a wrong pairing costs nothing
+        from .replication import check_same_plan
+        check_same_plan(_done_configs(store_root), _done_configs(Path(replica)), str(replica))
         replica_results, _ = _load_results(Path(replica))
         if not replica_results:
             raise PosencError(f"no finished experiment runs in the replication store {replica}")
-        from .replication import check_same_plan
-        check_same_plan(_done_configs(store_root), _done_configs(Path(replica)), str(replica))
         shared = {r.seed for r in results} & {r.seed for r in replica_results}
         if shared:
             raise PosencError(f"the replication store {replica} shares seeds {sorted(shared)} "
