@@ -13,7 +13,7 @@ and read back with :func:`config_from_dict`, which rejects unknown keys with a
   betas (0.98, 0.9), batch 512, 100 epochs, 6% warm-up then cosine; distance
   G = 70, L = R = 25; count 30 triggers, k = 0..100, length 120; 100,000
   samples split 70/30).  Values the paper does not state (vocabulary size,
-  gradient clipping, activation) are our choices and say so in ``NOTES``.
+  gradient clipping, activation) are our choices and say so in ``posenc.training_presets.PRESET_NOTES``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..coerce import coerce, field_hints, is_int
 from ..encodings import PRESETS, PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
-from ..training_presets import PAPER_CODE_PRESETS, PRESET_NAMES, PRESET_NOTES  # noqa: F401
+from ..training_presets import PAPER_CODE_PRESETS, PRESET_NAMES  # noqa: F401
 from .paper_specs import CODES, check_paper_config, paper_code_task_fields
 
 TASKS = ("distance", "count")
@@ -376,8 +376,6 @@ class TrainConfig:
 _LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.1, "step": "fast",
                         "stop_on": "accuracy"}
 
-#: what each preset takes from the paper's code and where it differs (posenc encodings prints them)
-NOTES = PRESET_NOTES
 
 
 #: the calibration candidate (scripts/regime_calibration.py) the ``paper-small`` preset froze
@@ -432,7 +430,8 @@ def preset(name: str, task: str = "distance", pe: str | PESpec = "rope", seed: i
         # examples (12,600 to train, 1,400 to validate, 6,000 to test), 5 epochs of batch 16
         # (3,940 steps), quick's optimiser at a peak rate of 3e-3 (at 1e-3 RoPE's jump came too
         # late for the schedule); every epoch runs (a patience of the maximum: the best
-        # validation epoch's weights are kept).  NOTES["paper-small"] lists each difference from the code.
+        # validation epoch's weights are kept).  PRESET_NOTES["paper-small"] lists each difference
+        # from the code.
         if task == "distance":
             t = TaskConfig(name=task, n_samples=20000, vocab_size=574, max_left=25, max_gap=70,
                            max_right=25, seq_len=128, sampler="paper")
