@@ -42,6 +42,10 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the cosine ran out of learning rate during it, 68.5% at 3,940 steps): a larger peak rate
     "b16_lr2e3_n20k_e5": {"task.n_samples": 20000, "lr": 2e-3, "epochs": 5},
     "b16_lr3e3_n20k_e5": {"task.n_samples": 20000, "lr": 3e-3, "epochs": 5},
+    # wave 4 (after the first seed of the sweep at the frozen b16_lr3e3_n20k_e5: sinusoidal,
+    # ALiBi, MLA, partial RoPE and the relative table still gained 4-15 points in their last
+    # epoch): the same rate over three times the epochs, full curves of every role
+    "b16_lr3e3_n20k_e15": {"task.n_samples": 20000, "lr": 3e-3, "epochs": 15},
 }
 
 
