@@ -27,7 +27,7 @@ PRESET_NOTES = {
                    "against dis_gen/trans.py and mla.py it differs in: width 64, 8 heads of dim 8, "
                    "4 layers, d_ff 128 (the code: 256, 16 of dim 16, 6, 512); dropout 0 (0.1); "
                    "20,000 examples split 12,600 train / 1,400 validation / 6,000 test (100,000 "
-                   "split 70,000 / 30,000, no validation split); 5 epochs of batch 16 (100 of "
+                   "split 70,000 / 30,000, no validation split); 15 epochs of batch 16 (100 of "
                    "512; MLA 150 of 1,024); AdamW peak rate 3e-3, betas (0.9, 0.98) (1e-4, "
                    "(0.98, 0.9)), weight decay 1e-5 and 6% warm-up then cosine as the code; "
                    "gradient clipping 1.0 (the code clips nothing); the best validation epoch's "

@@ -114,3 +114,24 @@ def test_paper_small_notes_state_the_presets_own_numbers():
                  f"peak rate {rate(c.lr)}", f"clipping {c.grad_clip:g}",
                  f"weight decay {rate(c.weight_decay)}"):
         assert text in note, text
+
+
+def test_paper_small_dynamics_keep_the_record_count_of_the_5_epoch_preset():
+    """Refrozen at 3x the steps, paper-small records dynamics 3x less often, so that a run's
+    dynamics file (the store's size: issue 36 item 3) keeps the ~158 records it had; quick keeps
+    the recorder's default interval (its run ids unchanged)."""
+    import math
+
+    from posenc.empirical.analysis.dynamics import DynamicsConfig
+    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+
+    def records(preset: str) -> tuple[int, int]:
+        exp = next(e for e in ReproductionPlan.for_command(preset).experiments() if e.dynamics)
+        t = exp.train
+        steps = t.epochs * math.ceil(round(t.task.n_samples * t.task.train_frac
+                                           * (1 - t.val_frac)) / t.batch_size)
+        return exp.dynamics["every"], steps // exp.dynamics["every"]
+
+    every, n = records("paper-small")
+    assert every == 75 and 150 <= n <= 170, (every, n)
+    assert records("quick")[0] == DynamicsConfig().every == 25
