@@ -97,6 +97,16 @@ def time_step(cfg: Any, steps: int) -> tuple[float, float]:
     return per_step, time.perf_counter() - t1
 
 
+def epochs_to_run(epochs: int, per_epoch: float, left: float, may_shorten: bool) -> int:
+    """The epochs a role runs: the preset's ``epochs`` when they fit in ``left`` seconds at
+    ``per_epoch`` seconds each; else, where ``may_shorten``, as many as fit (at least one);
+    else 0 (skipped: a cosine cut to fewer epochs is another preset)."""
+    fits = int(left // per_epoch) if per_epoch > 0 else epochs
+    if fits >= epochs:
+        return epochs
+    return fits if may_shorten and fits >= 1 else 0
+
+
 def deposit_rows(ablation: dict[str, Any]) -> list[dict[str, Any]]:
     """Per layer: the largest single-head drop, its head, the runner-up gap, the deposit index."""
     return [{k: la[k] for k in ("layer", "largest_drop", "deposit_head", "runner_up_gap",
@@ -118,18 +128,18 @@ def run_role(role: str, a: argparse.Namespace, deadline: float, out: Path, first
     steps_per_epoch = math.ceil(n_train / cfg.batch_size)
     per_epoch = steps_per_epoch * per_step * a.margin + per_eval
     left = deadline - time.time() - a.reserve
-    fits = int(left // per_epoch) if per_epoch > 0 else cfg.epochs
+    run_epochs = epochs_to_run(cfg.epochs, per_epoch, left, a.allow_shorter and first)
     log(f"{role}: {per_step * 1e3:.1f} ms/step (batch {cfg.batch_size}, {cfg.precision}), "
         f"test eval {per_eval:.2f} s, {steps_per_epoch} steps/epoch -> {per_epoch:.1f} s/epoch "
         f"with margin {a.margin}; {cfg.epochs} epochs need {cfg.epochs * per_epoch:.0f} s, "
-        f"{left:.0f} s left -> {fits} epochs fit")
+        f"{left:.0f} s left")
     shortened = None
-    if fits < cfg.epochs:
-        if not (a.allow_shorter and first) or fits < 1:
-            log(f"{role}: SKIPPED (the preset's {cfg.epochs} epochs do not fit)")
-            return False
-        shortened, cfg = cfg.epochs, cfg.replace(epochs=fits)
-        log(f"{role}: SHORTENED from {shortened} to {fits} epochs (cosine over {fits})")
+    if run_epochs == 0:
+        log(f"{role}: SKIPPED (the preset's {cfg.epochs} epochs do not fit)")
+        return False
+    if run_epochs < cfg.epochs:
+        shortened, cfg = cfg.epochs, cfg.replace(epochs=run_epochs)
+        log(f"{role}: SHORTENED from {shortened} to {run_epochs} epochs (cosine over {run_epochs})")
         exp = exp.replace(train=cfg)
     folder = out / role.replace("+", "_plus_")
     dyn = DynamicsConfig.from_dict(exp.dynamics) if exp.dynamics is not None else None
