@@ -28,37 +28,21 @@ import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (sibling scripts)
 
 
 def _probe(args: tuple[int, int, str, str]) -> float:
     steps, seed, preset_name, precision = args
     import torch
-    import torch.nn.functional as F
 
     torch.set_num_threads(1)  # 15 processes on 16 cores: unpinned threads made the first try CPU-bound
     from posenc.empirical.config import preset
-    from posenc.empirical.training.runs import dataset_for, model_for
-
-    from posenc.empirical.training.train import autocast
+    from paper_anchor import time_step  # (the training loop's own pieces, timed)
 
     cfg = preset(preset_name, task="distance", pe="paper-rope", seed=seed, precision=precision)
-    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    data = dataset_for(cfg).train
-    model = model_for(cfg).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
-    tok, lab = data.tokens[: cfg.batch_size].to(dev), data.labels[: cfg.batch_size].to(dev)
-    for i in range(steps + 3):
-        if i == 3:
-            if dev.type == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-        with autocast(cfg.precision, dev):
-            loss = F.cross_entropy(model(tok).float(), lab)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        float(loss.detach())  # the training loop syncs every step too
-    return (time.perf_counter() - t0) / steps
+    return time_step(cfg, steps)[0]
 
 
 def main() -> int:
