@@ -43,8 +43,6 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:
     from ..empirical.training.schedule import OptimizerSchedule
 
@@ -58,6 +56,7 @@ ADAM_EPS = 1e-8  # torch.optim.AdamW's default (make_optimizer does not set it)
 @lru_cache(maxsize=16)
 def drift_curve(schedule: OptimizerSchedule) -> tuple[float, ...]:
     """``A_null`` after every step 1..total of ``schedule`` (index k - 1: after k steps)."""
+    import numpy as np  # (importing posenc.verdicts loads nothing heavy)
     b1, b2 = schedule.betas
     rng = np.random.default_rng(SEED)
     m, v, d = np.zeros(ENTRIES), np.zeros(ENTRIES), np.zeros(ENTRIES)
