@@ -40,8 +40,7 @@ independently (0.048-0.054).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from ..empirical.training.schedule import OptimizerSchedule
@@ -53,16 +52,34 @@ ENTRIES, SEED = 4096, 37
 ADAM_EPS = 1e-8  # torch.optim.AdamW's default (make_optimizer does not set it)
 
 
-@lru_cache(maxsize=16)
-def drift_curve(schedule: OptimizerSchedule) -> tuple[float, ...]:
-    """``A_null`` after every step 1..total of ``schedule`` (index k - 1: after k steps)."""
+#: the curves simulated so far, per schedule (at most CACHED schedules: a report has a few)
+_CURVES: dict[OptimizerSchedule, tuple[float, ...]] = {}
+CACHED = 16
+
+
+def drift_curve(schedule: OptimizerSchedule, steps: Optional[int] = None) -> tuple[float, ...]:
+    """``A_null`` after every step 1..n of ``schedule`` (index k - 1: after k steps), n =
+    ``steps`` (at most the schedule's total; default the total).  Only the steps asked for are
+    simulated (a run that stopped early in a long schedule costs its own steps); asking for more
+    later simulates further from the start with the same seed: the same numbers."""
+    n = schedule.total if steps is None else max(0, min(steps, schedule.total))
+    have = _CURVES.get(schedule, ())
+    if len(have) < n:
+        have = _simulate(schedule, max(n, min(schedule.total, 2 * len(have))))
+        if schedule not in _CURVES and len(_CURVES) >= CACHED:
+            _CURVES.pop(next(iter(_CURVES)))
+        _CURVES[schedule] = have
+    return have[:n]
+
+
+def _simulate(schedule: OptimizerSchedule, steps: int) -> tuple[float, ...]:
     import numpy as np  # (importing posenc.verdicts loads nothing heavy)
     b1, b2 = schedule.betas
     rng = np.random.default_rng(SEED)
     m, v, d = np.zeros(ENTRIES), np.zeros(ENTRIES), np.zeros(ENTRIES)
     u = np.empty(ENTRIES)
     kept, out = 1.0, []
-    for t in range(schedule.total):
+    for t in range(steps):
         rate = schedule.rate(t)
         g = rng.standard_normal(ENTRIES)
         m *= b1
@@ -84,6 +101,5 @@ def drift_curve(schedule: OptimizerSchedule) -> tuple[float, ...]:
 def null_attenuation(schedule: OptimizerSchedule, steps: int) -> float:
     """The drift null's ``A_null`` after the first ``steps`` updates of ``schedule`` (0 after
     none; at most its total)."""
-    if steps <= 0:
-        return 0.0
-    return drift_curve(schedule)[min(steps, schedule.total) - 1]
+    n = min(steps, schedule.total)
+    return 0.0 if n <= 0 else drift_curve(schedule, n)[n - 1]

@@ -10,7 +10,8 @@ import torch
 
 from posenc.empirical.config import preset
 from posenc.empirical.training.schedule import OptimizerSchedule
-from posenc.verdicts.drift_null import TABLE_INIT_STD, drift_curve, null_attenuation
+from posenc.verdicts.drift_null import (_CURVES, TABLE_INIT_STD, _simulate, drift_curve,
+                                        null_attenuation)
 
 #: the quick preset's schedule (count and distance alike: 1,890 training examples in batches of
 #: 16 = 119 steps per epoch, at most 60 epochs)
@@ -74,9 +75,12 @@ def test_the_null_is_deterministic_zero_before_any_step_and_capped_at_the_schedu
                           epochs=2, steps_per_epoch=5)
     assert null_attenuation(s, 0) == 0.0
     assert null_attenuation(s, 10) == null_attenuation(s, 99) == drift_curve(s)[-1]
-    drift_curve.cache_clear()
-    again = drift_curve(s)
-    assert again == drift_curve.__wrapped__(s) and len(again) == 10
+    # a curve simulated up to fewer steps is the longer one's start (one seed, step by step)
+    assert _simulate(s, 4) == drift_curve(s)[:4] == drift_curve(s, 4) and len(drift_curve(s)) == 10
+    # a run that stopped early in a long schedule costs its own steps, not the schedule's
+    long = dataclasses.replace(s, epochs=10 ** 6)
+    assert null_attenuation(long, 3) == pytest.approx(null_attenuation(s, 3), abs=0.05)
+    assert len(_CURVES[long]) == 3
     # the first Adam step moves every entry by the rate (bias correction: |m_hat / sqrt(v_hat)|
     # = 1), so E w^2 = s0^2 + lr^2 exactly
     assert null_attenuation(s, 1) == pytest.approx(
