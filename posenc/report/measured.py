@@ -4,8 +4,9 @@ The verdicts EH, NC1-NC3, S, RA, AD, MX, AL1 and AL2 (:mod:`posenc.verdicts.meas
 the verdict table (AD, MX, AL1 and AL2 read the ablation tables and accuracies the other
 sections show); this section shows the numbers behind them, means over seeds per PE role: the
 PE-span share of the positional energy per residual site (EH), the training-trace statistics
-(S) and the learned relative table's head-centred RMS over training (RA).  Runs trained before these
-were recorded have none and are left out of the tables.
+(S) and the learned relative table's head-centred RMS over training with its log change A and
+drift null A_null per task (RA).  Runs trained before these were recorded have none and are left
+out of the tables.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ..verdicts.measured import attenuation_beyond_drift
 from .table import md_header, md_row
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
     chance: dict[str, float] = {}
     traces: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     tables: dict[str, list[list[float]]] = defaultdict(list)
+    drift: dict[str, list[tuple[float, float]]] = defaultdict(list)  # task -> (A, A_null) per run
     for res in results:
         role, task = res.role, res.task
         probe = res.probe or {}
@@ -52,6 +55,9 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
             traces[(task, role)].append(res.trace)
             if res.trace.get("tables"):
                 tables[task].append(res.trace["tables"]["centred_rms"])
+                a, beyond = res.trace["tables"].get("log_attenuation"), attenuation_beyond_drift(res)
+                if a is not None and beyond is not None:
+                    drift[task].append((a, a - beyond))
     lines = [SECTION, "",
              "Numbers behind verdicts EH, S and RA (definitions: "
              "`posenc.verdicts.measured`, `posenc.empirical.analysis.probe`, "
@@ -91,11 +97,18 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
             n = min(len(c) for c in curves)
             lines.append(f"- {task}: " + " → ".join(
                 f"{_mean([c[i] for c in curves]):.3g}" for i in range(n)))
+        for task, pairs in sorted(drift.items()):
+            lines.append(f"- {task}: A = log(final / initial) {_mean([a for a, _ in pairs]):+.3f}; "
+                         f"drift null A_null {_mean([null for _, null in pairs]):+.3f} (the same table "
+                         "under AdamW on pure-noise gradients, each run's schedule and steps; "
+                         f"{len(pairs)} runs)")
     else:
         lines.append("(not recorded in these runs)")
     lines.append("")
     payload = {"pe_span_share": {r: [dict(p) for p in v] for r, v in shares.items()},
                "trace": {f"{t}/{r}": [{k: x.get(k) for k in keys} for x in v]
                          for (t, r), v in traces.items()},
-               "relative_table": dict(tables)}
+               "relative_table": dict(tables),
+               **({"relative_table_drift": {t: [list(p) for p in v] for t, v in drift.items()}}
+                  if drift else {})}
     return lines, payload

@@ -11,6 +11,8 @@
 * :mod:`.accuracy_deposit` -- claims 10-14 of the design, the accuracy and deposit tables;
 * :mod:`.conjunction` -- a claim of several conditions judged as one primary part (AD, E12, MX);
 * :mod:`.measured`  -- the claims measured as the paper states them, and negative controls;
+* :mod:`.drift_null` -- RA's null: the growth AdamW gives a relative table of pure noise in a
+  run's own schedule;
 * :mod:`.alibi_claims` -- ALiBi's accuracy claims AL1 ("fails": did not learn) and AL2;
 * :mod:`.dynamics`  -- the training-dynamics claims (Prop. 6.1 / 6.2, Thm. 6.1);
 * :mod:`.stability` -- claim S over matched phases of training.

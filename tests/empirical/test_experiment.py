@@ -102,6 +102,7 @@ def test_worker_records_dynamics_in_the_same_training_run(dynamics_run, tmp_path
     # the recording does not change the training: same metrics as a run without it
     plain = experiment_worker(exp.replace(dynamics=None).to_dict(), str(tmp_path / "plain"), 1)
     assert plain["metrics"] == res["metrics"] and "dynamics" not in plain
+    assert "table_mean" not in res  # RoPE has no learned relative table
 
 
 def test_worker_rerun_skips_and_rerecords_a_run_finished_without_dynamics(dynamics_run, tmp_path):
@@ -138,3 +139,11 @@ def test_worker_trace_statistics_cover_the_training_up_to_the_kept_epoch(tmp_pat
     assert (stop["best_epoch"], stop["stopped_epoch"]) == (1, 3)
     assert res["trace"]["steps"] == stop["best_step"] < stop["stopped_step"]
     assert len(res["trace"]["tables"]["centred_rms"]) == 2  # the initialisation and epoch 1
+    # RA's drift null replays the run's schedule (steps per epoch from its metrics) up to the
+    # trace's steps; its functional part: the test accuracy with the tables flattened
+    sched = res["summary"]["schedule"]
+    assert sched["steps_per_epoch"] == stop["best_step"] and sched["epochs"] == 6
+    assert (sched["lr"], sched["betas"]) == (1e-12, [0.9, 0.98])
+    flat = res["table_mean"]
+    assert flat["baseline_acc"] == pytest.approx(res["summary"]["test_acc"])
+    assert 0.0 <= flat["test_acc"] <= 1.0 and flat["n_test"] == res["summary"]["n_test"]

@@ -99,3 +99,26 @@ def test_a_result_stored_before_the_length_only_rate_gets_it_from_its_config():
     kept = ExperimentResult.from_stored(stored(length_rate=0.5), config=config)
     assert kept.summary["length_rate"] == 0.5  # a recorded one is never replaced
     assert "length_rate" not in ExperimentResult.from_stored(stored()).summary  # no config
+
+
+def test_a_result_stored_before_the_schedule_gets_it_from_its_config_and_metrics():
+    """RA's drift null replays each run's optimiser schedule: a result stored before
+    summary.schedule was recorded gets it from its config, with the steps per epoch of its
+    first epoch's metrics; a malformed recorded one is refused with one line."""
+    cfg = preset("quick", task="count", pe="relative_bias:mode=table", seed=3)
+    config = ExperimentConfig(train=cfg, tags={"role": "rope"}).to_dict()
+    def data():
+        return {**stored(task="count"), "metrics": [{"epoch": 1, "step": 119},
+                                                    {"epoch": 2, "step": 238}]}
+    res = ExperimentResult.from_stored(data(), config=config)
+    assert res.summary["schedule"] == {"lr": 1e-3, "betas": [0.9, 0.98], "weight_decay": 1e-5,
+                                       "warmup_frac": 0.06, "epochs": 60, "steps_per_epoch": 119}
+    assert (res.schedule.total, res.schedule.warmup) == (7140, 428)
+    assert ExperimentResult.from_stored(stored(task="count"), config=config).schedule is None
+    assert ExperimentResult.from_stored(data()).schedule is None  # no config
+    bad = {**stored(schedule={**res.summary["schedule"], "betas": [0.9, 1.5]})}
+    with pytest.raises(PosencError, match="schedule is out of range") as exc:
+        ExperimentResult.from_stored(bad, id="r1")
+    assert "\n" not in str(exc.value) and "run r1" in str(exc.value)
+    with pytest.raises(PosencError, match="schedule is malformed"):
+        ExperimentResult.from_stored(stored(schedule={"lr": 1e-3}), id="r1")

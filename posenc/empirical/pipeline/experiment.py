@@ -15,6 +15,10 @@ reads without loading any model:
               the whole data set, as the paper code's ``*vis.py`` scripts ablate)
 ``probe``     position probe R^2 and positional energy per residual site
 ``metrics``   per-epoch training metrics
+``table_mean`` for a model with learned per-offset relative tables: the test accuracy with
+              each head's table replaced by its mean over offsets, and as trained
+              (:func:`~posenc.empirical.analysis.table_mean.mean_table_accuracy`; its time is in
+              the ablation phase); absent for other PEs and for runs measured before it existed
 ``trace``     the training trace's statistics (:func:`~posenc.empirical.training.trace.summarize_trace`:
               gradient-norm jitter, loss spikes, steps to 90% accuracy, relative-table
               magnitudes); absent for a run trained before the trace was recorded
@@ -146,6 +150,8 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     from ..analysis.ablation import ablate
     from ..bayes_ceiling import length_only_rate
     from ..analysis.probe import position_probe
+    from ..analysis.table_mean import mean_table_accuracy
+    from ..training.schedule import OptimizerSchedule
     from ..training.runs import load_run
     from ..training.train import resolve_device
 
@@ -163,6 +169,9 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
         table = ablate(run.model, sub, mode, seed=cfg.seed)
         table.save(Path(folder) / f"ablation_{mode}.json")
         ablations[mode] = table.to_dict()
+    table_mean = None if broken else mean_table_accuracy(
+        run.model, test, int(split.train.tokens.shape[1]), batch_size=cfg.eval_batch_size,
+        device=next(run.model.parameters()).device, precision=cfg.precision, step=cfg.step)
     t_probe = time.perf_counter()
     probe = position_probe(run.model, test, exp.probe_examples) if exp.probe and not broken \
         else None
@@ -183,11 +192,16 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
                                  "dynamics": round(res.dynamics_seconds, 3),
                                  "ablation": round(t_probe - t_ablation, 3),
                                  "probe": round(t_end - t_probe, 3)}}
+    schedule = OptimizerSchedule.of_run(cfg, list(res.metrics))
+    if schedule is not None:  # RA's drift null replays it (posenc.verdicts.drift_null)
+        summary["schedule"] = schedule.to_dict()
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
     if run.diverged:
         summary["diverged"] = run.diverged
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
+    if table_mean is not None:
+        out["table_mean"] = table_mean
     from ..training.trace import read_trace, summarize_trace
     trace = read_trace(folder, cfg.run_id())
     if trace is not None:  # under early stopping: up to the kept epoch (summarize_trace)

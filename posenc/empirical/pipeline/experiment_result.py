@@ -20,28 +20,44 @@ from ...errors import PosencError
 
 
 #: the measurements of a result beside its summary, and their JSON types
-_MEASUREMENTS = {"ablation": dict, "probe": dict, "trace": dict, "dynamics": dict, "metrics": list}
+_MEASUREMENTS = {"ablation": dict, "probe": dict, "trace": dict, "dynamics": dict, "metrics": list,
+                 "table_mean": dict}
 _KIND_NAMES = {dict: "object", list: "array"}
+
+
+def _train_config(config: dict[str, Any], where: str) -> Any:
+    from ..config import config_from_dict
+    try:
+        return config_from_dict(config.get("train", config))
+    except PosencError as e:
+        raise PosencError(f"{where}: its config is not a training config ({e})") from None
 
 
 def _length_rate(config: dict[str, Any], where: str) -> float:
     """The length-only rate of a run's task (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`,
     a function of the task configuration alone), for results stored before runs recorded it."""
     from ..bayes_ceiling import length_only_rate
-    from ..config import config_from_dict
-    train = config.get("train", config)
-    try:
-        return length_only_rate(config_from_dict(train).task)
-    except PosencError as e:
-        raise PosencError(f"{where}: its config is not a training config ({e})") from None
+    return length_only_rate(_train_config(config, where).task)
+
+
+def _schedule(config: dict[str, Any], metrics: Any, where: str) -> Optional[dict[str, Any]]:
+    """The run's optimiser schedule (:class:`~posenc.empirical.training.schedule.OptimizerSchedule`)
+    from its config and metrics, for results stored before runs recorded it; None without
+    metrics."""
+    from ..training.schedule import OptimizerSchedule
+    if not metrics:
+        return None
+    got = OptimizerSchedule.of_run(_train_config(config, where), metrics)
+    return None if got is None else got.to_dict()
 
 
 @dataclass(frozen=True)
 class ExperimentResult:
     """One finished run: its (task, role, seed), the worker's ``summary`` (test_acc, pe,
     n_layers, ...) and the measurements (``ablation`` per mode, ``probe``, ``trace`` and
-    ``dynamics`` summaries, per-epoch ``metrics``: None when not recorded); ``id`` and
-    ``run_dir`` when read from a store."""
+    ``dynamics`` summaries, per-epoch ``metrics``, ``table_mean`` -- the test accuracy with
+    each learned relative table replaced by its mean, :mod:`~posenc.empirical.analysis.table_mean`:
+    None when not recorded); ``id`` and ``run_dir`` when read from a store."""
 
     task: str
     role: str
@@ -52,6 +68,7 @@ class ExperimentResult:
     trace: Optional[dict[str, Any]] = None
     dynamics: Optional[dict[str, Any]] = None
     metrics: Optional[list[Any]] = None
+    table_mean: Optional[dict[str, Any]] = None
     id: Optional[str] = None
     run_dir: Optional[Path] = None
 
@@ -63,6 +80,16 @@ class ExperimentResult:
     def test_acc(self) -> float:
         """Test accuracy, a fraction."""
         return self.summary["test_acc"]
+
+    @property
+    def schedule(self) -> Any:
+        """The run's :class:`~posenc.empirical.training.schedule.OptimizerSchedule` (its
+        ``summary["schedule"]``); None when not recorded (a result of a run measured before it
+        was, read without its config)."""
+        from ..training.schedule import OptimizerSchedule
+        data = self.summary.get("schedule")
+        where = f"run {self.id}" if self.id else "an experiment result"
+        return None if data is None else OptimizerSchedule.from_dict(data, where)
 
     @classmethod
     def from_store(cls, store: Any, rid: str, config: dict[str, Any]) -> "ExperimentResult":
@@ -102,6 +129,12 @@ class ExperimentResult:
             out._check_against(config, where)
             if "length_rate" not in s:  # a run stored before it was recorded: from its config
                 s["length_rate"] = _length_rate(config, where)
+            if "schedule" not in s:  # (as length_rate), with the steps per epoch of its metrics
+                schedule = _schedule(config, fields["metrics"], where)
+                if schedule is not None:
+                    s["schedule"] = schedule
+        if s.get("schedule") is not None:  # a malformed one names the run here, not in a report
+            out.schedule
         return out
 
     def to_stored(self) -> dict[str, Any]:

@@ -52,9 +52,7 @@ def table_magnitudes(model: torch.nn.Module, seq_len: int) -> Optional[dict[str,
         b = getattr(block.attn, "bias", None)
         if not isinstance(b, TableBias):
             continue
-        md = b.max_distance
-        reach = min(md, max(seq_len - 1, 0))
-        w = b.weight.detach().double()[:, md - reach: md + reach + 1]  # (H, 2 reach + 1)
+        w = b.weight.detach().double()[:, b.used_columns(seq_len)]  # (H, 2 reach + 1)
         raw.append(float(w.pow(2).mean().sqrt()))
         centred.append(float((w - w.mean(1, keepdim=True)).pow(2).mean().sqrt()))
     if not raw:

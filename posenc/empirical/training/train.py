@@ -56,6 +56,7 @@ from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_sav
                    read_checkpoint, read_config, read_metrics, read_summary, same_run,
                    stored_without_checkpoint, write_metrics)
 from .trace import TRACE, TraceRecorder, grad_norm
+from .schedule import OptimizerSchedule, lr_factor
 from ..tasks import TaskData, carve_validation
 
 
@@ -114,14 +115,6 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.A
                                      for p in params):
         return torch.optim.AdamW(params, fused=True, **kw)
     return torch.optim.AdamW(params, **kw)
-
-
-def lr_factor(step: int, total: int, warmup: int) -> float:
-    """Linear warm-up from 0 over ``warmup`` steps, then cosine from 1 to 0 at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
 def best_index(val_accs: Sequence[float]) -> int:
@@ -278,8 +271,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     forward = step_forward(config.step)
     n = len(train_data)
     steps_per_epoch = math.ceil(n / config.batch_size)
-    total = steps_per_epoch * config.epochs
-    warmup = int(round(config.warmup_frac * total))
+    schedule = OptimizerSchedule.of(config, steps_per_epoch)
+    total, warmup = schedule.total, schedule.warmup
     metrics: list[dict[str, Any]] = []
     start_epoch = 0
     best_state: Optional[dict[str, torch.Tensor]] = None  # weights of the best validation epoch

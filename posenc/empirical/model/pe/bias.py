@@ -125,6 +125,13 @@ class TableBias(_Cached):
         self.max_distance = max_distance
         self.weight = nn.Parameter(torch.randn(n_heads, 2 * max_distance + 1) * 0.02)
 
+    def used_columns(self, seq_len: int) -> slice:
+        """The columns of the offsets a sequence of ``seq_len`` tokens reaches,
+        |k| <= min(max_distance, seq_len - 1)."""
+        md = self.max_distance
+        reach = min(md, max(seq_len - 1, 0))
+        return slice(md - reach, md + reach + 1)
+
     def index(self, seq: int, offset: int = 0) -> torch.Tensor:
         """(seq, seq) table index of each (i, j): clip(i - j) + max_distance."""
         md = self.max_distance
