@@ -34,6 +34,23 @@ def test_below_the_ceiling_the_same_lead_is_judged():
     assert v.verdict == "inconclusive"
 
 
+def test_with_the_paper_sampler_the_ceiling_is_two_points_below_its_bayes_ceiling():
+    """Both sides at ~96% on a task whose best possible accuracy is 97.5% (the paper's sampler):
+    at the ceiling (threshold 95.5), where a fixed 98% would judge the 0.2-point lead."""
+    def e10_at(bayes):
+        accs = {(D, "rope"): [0.962, 0.9625, 0.962], **{(D, r): [0.96, 0.9605, 0.96] for r in OTHERS}}
+        return next(v for v in evaluate(sweep(accs, bayes_ceiling=bayes)) if v.claim == "E10")
+    paper = e10_at(0.975)
+    assert paper.verdict == "ceiling" and paper.parts[0]["verdict"] == "ceiling"
+    assert "average >= 95.5% (2 points below the task's Bayes ceiling, 97.5%)" in \
+        paper.parts[0]["note"]
+    assert e10_at(1.0).verdict == e10_at(None).verdict == "confirmed"  # clean: the 98% rule
+    # one side under the paper task's threshold: judged
+    accs = {(D, "rope"): [0.962] * 3, **{(D, r): [0.95, 0.951, 0.95] for r in OTHERS}}
+    assert next(v for v in evaluate(sweep(accs, bayes_ceiling=0.975))
+                if v.claim == "E10").verdict == "confirmed"
+
+
 def test_a_margin_claim_stays_decidable_at_the_ceiling():
     accs = {(D, "rope"): [1.0, 1.0, 0.999], (D, "rope-1head"): [0.999, 1.0, 0.999],
             (D, "rope-2heads"): [1.0, 0.999, 1.0]}

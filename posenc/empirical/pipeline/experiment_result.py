@@ -24,16 +24,19 @@ _MEASUREMENTS = {"ablation": dict, "probe": dict, "trace": dict, "dynamics": dic
 _KIND_NAMES = {dict: "object", list: "array"}
 
 
-def _length_rate(config: dict[str, Any], where: str) -> float:
-    """The length-only rate of a run's task (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`,
-    a function of the task configuration alone), for results stored before runs recorded it."""
-    from ..bayes_ceiling import length_only_rate
+def _of_task(config: dict[str, Any], where: str) -> dict[str, float]:
+    """What a run's summary records of its task configuration alone -- ``length_rate``
+    (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`, exact) and ``bayes_ceiling``
+    (:func:`~posenc.empirical.bayes_ceiling.recorded_ceiling`, cached per configuration) -- for
+    results stored before runs recorded them."""
+    from ..bayes_ceiling import length_only_rate, recorded_ceiling
     from ..config import config_from_dict
     train = config.get("train", config)
     try:
-        return length_only_rate(config_from_dict(train).task)
+        task = config_from_dict(train).task
     except PosencError as e:
         raise PosencError(f"{where}: its config is not a training config ({e})") from None
+    return {"length_rate": length_only_rate(task), "bayes_ceiling": recorded_ceiling(task)}
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,9 @@ class ExperimentResult:
                   **{**fields, "ablation": fields["ablation"] or {}}, id=id, run_dir=run_dir)
         if config is not None:
             out._check_against(config, where)
-            if "length_rate" not in s:  # a run stored before it was recorded: from its config
-                s["length_rate"] = _length_rate(config, where)
+            if "length_rate" not in s or "bayes_ceiling" not in s:  # a run stored before they
+                for key, value in _of_task(config, where).items():  # were recorded: its config's
+                    s.setdefault(key, value)
         return out
 
     def to_stored(self) -> dict[str, Any]:
