@@ -169,7 +169,7 @@ def ceiling_rule(bayes: float) -> str:
     if bayes >= CLEAN_BAYES:
         return f">= {ceiling_threshold(bayes):g}%"
     return (f">= {ceiling_threshold(bayes):.1f}% ({CEILING_MARGIN:g} points below the task's "
-            f"Bayes ceiling, {bayes:.1f}%)")
+            f"Bayes ceiling as its runs recorded it, {bayes:.1f}%)")
 
 
 def at_ceiling(accuracies: dict[str, Sequence[float]],

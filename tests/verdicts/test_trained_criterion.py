@@ -128,6 +128,6 @@ def test_b_prime_reads_the_ceiling_relative_to_the_tasks_bayes_ceiling():
     assert by_name(runs(top))["(b') ceiling"].met is True  # clean: under 98%
     crit = by_name(runs(top, bayes_ceiling={"distance": 0.975}))["(b') ceiling"]
     assert crit.met is False and crit.measured == "at the ceiling: rope 96.0%"
-    assert crit.rule.startswith("no PE's mean >= 95.5% (2 points below the task's Bayes ceiling, "
-                                "97.5%)")
+    assert crit.rule.startswith("no PE's mean >= 95.5% (2 points below the task's Bayes ceiling "
+                                "as its runs recorded it, 97.5%)")
     assert by_name(runs(GOOD))["(b') ceiling"].rule.startswith("no PE's mean >= 98% (the ceiling")

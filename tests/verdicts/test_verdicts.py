@@ -153,7 +153,8 @@ def test_the_ceiling_is_relative_to_the_tasks_bayes_ceiling():
     assert at_ceiling(sides, {"a": 95.5, "b": 95.5}) and not at_ceiling(sides)
     assert not at_ceiling(sides, {"a": 95.5})  # b at the clean task's 98
     assert ceiling_rule(100.0) == ">= 98%"
-    assert ceiling_rule(97.49) == ">= 95.5% (2 points below the task's Bayes ceiling, 97.5%)"
+    assert ceiling_rule(97.49) == \
+        ">= 95.5% (2 points below the task's Bayes ceiling as its runs recorded it, 97.5%)"
 
 
 # --- multiplicity: one primary part per claim, fixed in advance ----------------------------------
