@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..verdicts.accuracy_runs import LEARNED_MARGIN, Runs
+from ..verdicts.verdict import CLEAN_BAYES, ceiling_rule
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .measured import site_order
@@ -116,7 +117,7 @@ def ceiling_text(results: list[Any]) -> str:
     runs = Runs(results)
     rules = {t: runs.ceiling_rule(t, runs.roles(t)) for t in sorted({t for t, _ in runs.by})}
     if len(set(rules.values())) <= 1:
-        return next(iter(rules.values()), runs.ceiling_rule("", []))
+        return next(iter(rules.values()), ceiling_rule(CLEAN_BAYES))
     return "at the ceiling of their task (" + "; ".join(f"{t}: {r}" for t, r in rules.items()) + ")"
 
 

@@ -58,14 +58,12 @@ class Runs(SeedRuns):
 
     def ceiling_rule(self, task: str, roles: Iterable[str]) -> str:
         """The ceiling rule of the roles' runs on ``task`` as the verdicts print it
-        (:func:`~.verdict.ceiling_rule`); each role's threshold where their Bayes ceilings
-        differ (runs of different task configurations)."""
-        roles = list(roles)
-        bayes = {r: self.bayes_ceiling(task, r) for r in roles}
-        if len(set(bayes.values())) <= 1:
-            return ceiling_rule(next(iter(bayes.values()), CLEAN_BAYES))
-        return ">= each PE's own threshold (" + ", ".join(
-            f"{r} {ceiling_rule(b)}" for r, b in bayes.items()) + ")"
+        (:func:`~.verdict.ceiling_rule`); each role's where they differ (runs of different task
+        configurations)."""
+        rules = {r: ceiling_rule(self.bayes_ceiling(task, r)) for r in roles}
+        if len(set(rules.values())) <= 1:
+            return next(iter(rules.values()), ceiling_rule(CLEAN_BAYES))
+        return ">= each PE's own threshold (" + ", ".join(f"{r} {t}" for r, t in rules.items()) + ")"
 
     def _summary_percent(self, task: str, role: str, key: str) -> Optional[float]:
         """The mean over the role's seeds of the summary's fraction ``key``, in percent; None

@@ -51,6 +51,21 @@ def test_with_the_paper_sampler_the_ceiling_is_two_points_below_its_bayes_ceilin
                 if v.claim == "E10").verdict == "confirmed"
 
 
+def test_each_pe_is_held_to_its_own_tasks_ceiling():
+    """The recorded ceiling is read per (task, PE): one rule where the runs share it (three seeds
+    and two of the same estimate), each PE's where they do not; a run without it: 100%."""
+    from posenc.verdicts.accuracy_runs import Runs
+    bayes = 0.9762323409778928  # paper-small's recorded estimate
+    runs = Runs(sweep({(D, "rope"): [0.96] * 3, (D, "nope"): [0.05] * 2}, bayes_ceiling=bayes)
+                + sweep({(D, "alibi"): [0.96] * 2}))
+    assert runs.ceiling_threshold(D, "rope") == pytest.approx(95.623, abs=1e-3)
+    assert runs.ceiling_threshold(D, "alibi") == 98.0
+    assert runs.ceiling_rule(D, ("rope", "nope")).startswith(">= 95.6% (2 points below")
+    assert runs.ceiling_rule(D, ("rope", "alibi")) == (
+        ">= each PE's own threshold (rope >= 95.6% (2 points below the task's Bayes ceiling as "
+        "its runs recorded it, 97.6%), alibi >= 98%)")
+
+
 def test_a_margin_claim_stays_decidable_at_the_ceiling():
     accs = {(D, "rope"): [1.0, 1.0, 0.999], (D, "rope-1head"): [0.999, 1.0, 0.999],
             (D, "rope-2heads"): [1.0, 0.999, 1.0]}
