@@ -6,10 +6,11 @@ from typing import Any, Optional
 def result(task: str, role: str, seed: int, acc: float, drop: float = 0.1, index: float = 0.5,
            n_test: int = 900, r2: Optional[dict[str, float]] = None,
            chance: Optional[float] = None,
-           stop: Optional[tuple] = None, length_rate: Optional[float] = None) -> dict[str, Any]:
+           stop: Optional[tuple] = None, length_rate: Optional[float] = None,
+           bayes_ceiling: Optional[float] = None) -> dict[str, Any]:
     """One run: test accuracy ``acc`` (fraction), one ablated layer with the given largest drop
-    (fraction) and deposit index, a probe R^2 per site, the chance rate and the length-only rate
-    (fractions) when given,
+    (fraction) and deposit index, a probe R^2 per site, the chance rate, the length-only rate
+    and the task's Bayes ceiling (fractions) when given,
     and with ``stop = (stopped epoch, best epoch, max epochs[, patience[, best val acc]])``
     train.py's early-stopping summary (:func:`_stopping`)."""
     layer = {"layer": 0, "largest_drop": drop, "deposit_index": index, "runner_up_gap": 0.0,
@@ -18,6 +19,7 @@ def result(task: str, role: str, seed: int, acc: float, drop: float = 0.1, index
                         "test_acc": acc, "n_test": n_test, "tags": {"role": role},
                         **({"chance": chance} if chance is not None else {}),
                         **({"length_rate": length_rate} if length_rate is not None else {}),
+                        **({"bayes_ceiling": bayes_ceiling} if bayes_ceiling is not None else {}),
                         **({"early_stopping": _stopping(*stop)} if stop is not None else {})},
             "ablation": {"zero": {"layers": [layer]}},
             "probe": {"probe_r2": r2} if r2 is not None else None}

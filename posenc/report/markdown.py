@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..verdicts.accuracy_runs import LEARNED_MARGIN
+from ..verdicts.accuracy_runs import LEARNED_MARGIN, Runs
+from ..verdicts.verdict import CLEAN_BAYES, ceiling_rule
 from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .measured import site_order
@@ -102,11 +103,22 @@ def _header(inp: ReportInputs) -> list[str]:
             "refutes that reading. Each verdict is over seeds: the per-seed statistic's "
             "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
             "on one side of the threshold, ceiling when an ordering of accuracies compares two "
-            "sides (a PE and the best of those it is compared with) that both average >= 98%, "
-            "inconclusive otherwise. *Seeds agreeing*: on how many seeds the "
-            "statistic lies on the predicted side; *resolves*: the interval's half-width, the "
+            "sides (a PE and the best of those it is compared with) that both average "
+            f"{ceiling_text(inp.results)}, inconclusive otherwise. *Seeds agreeing*: on how many "
+            "seeds the statistic lies on the predicted side; *resolves*: the interval's half-width, the "
             "smallest distance from the threshold these seeds decide at the observed spread "
             "(see posenc.verdicts).", "", multiplicity_text(inp.verdicts), ""]
+
+
+def ceiling_text(results: list[Any]) -> str:
+    """The verdicts' ceiling rule on ``results`` (:meth:`~posenc.verdicts.accuracy_runs.Runs.ceiling_rule`
+    per task): one rule when every task's is the same (">= 98%" with the clean samplers), else
+    each task's."""
+    runs = Runs(results)
+    rules = {t: runs.ceiling_rule(t, runs.roles(t)) for t in sorted({t for t, _ in runs.by})}
+    if len(set(rules.values())) <= 1:
+        return next(iter(rules.values()), ceiling_rule(CLEAN_BAYES))
+    return "at the ceiling of their task (" + "; ".join(f"{t}: {r}" for t, r in rules.items()) + ")"
 
 
 def multiplicity_text(verdicts: list[Any]) -> str:

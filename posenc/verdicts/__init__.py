@@ -23,11 +23,12 @@ Importing this package loads nothing heavy.
 from .dynamics import evaluate_dynamics, prediction_table
 from .accuracy_deposit import accuracy_table, deposit_table, evaluate
 from .runs import SeedRuns, judge_part
-from .verdict import (CEILING, SHOWN, VERDICTS, Interval, Verdict, at_ceiling, binomial_se,
-                      bounded_interval, combine, decide, judge, judge_standardized,
-                      standardized_interval, t_interval, verdict_from_parts)
+from .verdict import (CEILING_MARGIN, SHOWN, VERDICTS, Interval, Verdict, at_ceiling,
+                      binomial_se, bounded_interval, ceiling_threshold, combine, decide, judge,
+                      judge_standardized, standardized_interval, t_interval, verdict_from_parts)
 
-__all__ = ["CEILING", "SHOWN", "VERDICTS", "Interval", "SeedRuns", "Verdict", "accuracy_table",
-           "at_ceiling", "binomial_se", "bounded_interval", "combine", "decide", "deposit_table",
-           "evaluate", "evaluate_dynamics", "judge", "judge_part", "judge_standardized",
-           "prediction_table", "standardized_interval", "t_interval", "verdict_from_parts"]
+__all__ = ["CEILING_MARGIN", "SHOWN", "VERDICTS", "Interval", "SeedRuns", "Verdict",
+           "accuracy_table", "at_ceiling", "binomial_se", "bounded_interval", "ceiling_threshold",
+           "combine", "decide", "deposit_table", "evaluate", "evaluate_dynamics", "judge",
+           "judge_part", "judge_standardized", "prediction_table", "standardized_interval",
+           "t_interval", "verdict_from_parts"]

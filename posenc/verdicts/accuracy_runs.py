@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..roles import ADDITIVE
 from .conjunction import conjunction
 from .runs import SeedRuns, judge_part
-from .verdict import at_ceiling
+from .verdict import CLEAN_BAYES, at_ceiling, ceiling_rule, ceiling_threshold
 
 POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percentages / of indices
 #: points above its floor (chance, or what the length alone gives) a PE's mean test accuracy must
@@ -40,6 +40,30 @@ class Runs(SeedRuns):
         (:func:`~posenc.empirical.bayes_ceiling.length_only_rate` of their task configuration,
         recorded by the sweep); None when a run did not record it (runs from before it was)."""
         return self._summary_percent(task, role, "length_rate")
+
+    def bayes_ceiling(self, task: str, role: str) -> float:
+        """The best accuracy (percent) any model can reach on the role's runs' task configuration
+        (the summary's ``bayes_ceiling``: :func:`~posenc.empirical.bayes_ceiling.recorded_ceiling`,
+        recorded by the sweep, or computed from the run's config when a store's run predates
+        it), the mean over its seeds; 100 (a clean task's) when a run did not record it (a
+        result read without its config)."""
+        bayes = self._summary_percent(task, role, "bayes_ceiling")
+        return CLEAN_BAYES if bayes is None else bayes
+
+    def ceiling_threshold(self, task: str, role: str) -> float:
+        """The mean accuracy (percent) at or above which the role is at the ceiling of ``task``:
+        :data:`~.verdict.CEILING_MARGIN` points below its :meth:`bayes_ceiling` (98 on a clean
+        task; about 95.5 with the paper's sampler at the paper's sizes)."""
+        return ceiling_threshold(self.bayes_ceiling(task, role))
+
+    def ceiling_rule(self, task: str, roles: Iterable[str]) -> str:
+        """The ceiling rule of the roles' runs on ``task`` as the verdicts print it
+        (:func:`~.verdict.ceiling_rule`); each role's where they differ (runs of different task
+        configurations)."""
+        rules = {r: ceiling_rule(self.bayes_ceiling(task, r)) for r in roles}
+        if len(set(rules.values())) <= 1:
+            return next(iter(rules.values()), ceiling_rule(CLEAN_BAYES))
+        return ">= each PE's own threshold (" + ", ".join(f"{r} {t}" for r, t in rules.items()) + ")"
 
     def _summary_percent(self, task: str, role: str, key: str) -> Optional[float]:
         """The mean over the role's seeds of the summary's fraction ``key``, in percent; None
@@ -127,19 +151,25 @@ def judged_part(name: str, runs: Runs, task: str, roles: tuple[str, ...],
                                    against=max if predicted == "above" else min)
     return judge_part(name, runs, task, roles, stat, threshold, predicted, bounds=bounds,
                       configs=configs, missing_note=missing_note,
-                      ceiling=ceiling if ordering else None, noise=noise)
+                      ceiling=ceiling if ordering else None,
+                      ceiling_text=runs.ceiling_rule(task, roles), noise=noise)
 
 
 def ordering_at_ceiling(runs: Runs, task: str, role: str, others: Iterable[str],
                         seeds: list[int], against: Callable[..., float] = max) -> bool:
     """Whether an ordering ``acc(role) - against over others`` compares two sides that both
-    average >= :data:`~.verdict.CEILING`: ``role``, and per seed the PE the statistic actually
-    compares with -- the best of ``others`` for "above every other" (``against=max``; a PE that
-    learned nothing among the others, e.g. NoPE on the distance task, must not keep two PEs at
-    99-100% from counting as a ceiling), the worst for "below every other" (``min``)."""
+    average at the ceiling (:meth:`Runs.ceiling_threshold`: within
+    :data:`~.verdict.CEILING_MARGIN` points of the task's Bayes ceiling): ``role``, and per seed
+    the PE the statistic actually compares with -- the best of ``others`` for "above every
+    other" (``against=max``; a PE that learned nothing among the others, e.g. NoPE on the
+    distance task, must not keep two PEs at 99-100% from counting as a ceiling), the worst for
+    "below every other" (``min``); that side's threshold is the highest of the others'."""
     others = tuple(others)
     compared = [against(runs.acc(task, r, s) for r in others) for s in seeds]
-    return at_ceiling({role: [runs.acc(task, role, s) for s in seeds], "compared": compared})
+    thresholds = {role: runs.ceiling_threshold(task, role),
+                  "compared": max(runs.ceiling_threshold(task, r) for r in others)}
+    return at_ceiling({role: [runs.acc(task, role, s) for s in seeds], "compared": compared},
+                      thresholds)
 
 
 def unlearned_note(roles: Iterable[str]) -> str:

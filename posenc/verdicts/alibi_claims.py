@@ -14,8 +14,9 @@ AL1  "Fails" read as the report's own "did not learn" (:meth:`~.accuracy_runs.Ru
      judges that ALiBi the same way.
 AL2  An ordering of accuracies: ``acc(alibi) - min over the other count PEs`` < 0 (ALiBi below
      every one of them), under the ceiling rule (:func:`~.accuracy_runs.ordering_at_ceiling`
-     against the worst of the others: when ALiBi and the worst other PE both average >= 98%,
-     no PE can be shown worst, and the verdict is ``ceiling``).
+     against the worst of the others: when ALiBi and the worst other PE both average within
+     2 points of the task's Bayes ceiling -- >= 98% on the clean count task -- no PE can be
+     shown worst, and the verdict is ``ceiling``).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def evaluate_alibi(runs: Runs) -> list[Verdict]:
     name = f"acc: alibi - min({', '.join(others)})"
     out.append(verdict_from_parts(
         "AL2", "ALiBi is the worst PE on the count task (an ordering: at the ceiling when ALiBi "
-               "and the worst other PE both average >= 98%)",
+               f"and the worst other PE both average {runs.ceiling_rule(C, ('alibi',) + others)})",
         f"acc(alibi) - min over {', '.join(others)} (points), count",
         "ALiBi performs worst on the count task",
         [_part(name, runs, C, ("alibi",) + others, _below(runs, C, "alibi", others), 0.0,

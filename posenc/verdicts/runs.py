@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
-from .verdict import judge, judge_standardized
+from .verdict import CLEAN_BAYES, ceiling_rule, judge, judge_standardized
 
 if TYPE_CHECKING:  # the empirical layer (torch) is loaded when runs are indexed, not on import
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -54,6 +54,7 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
                configs: Optional[Sequence[Config]] = None, undefined_note: Optional[str] = None,
                runs_word: str = "runs",
                ceiling: Optional[Callable[[list[int]], bool]] = None,
+               ceiling_text: Optional[str] = None,
                noise: bool = False) -> dict[str, Any]:
     """One part of a claim: ``stat(seed)`` on every seed the part's runs share, judged.
 
@@ -63,7 +64,10 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
     ``missing_note``); with none left the part is inconclusive with ``missing_note``, and with
     no shared seed at all it names the missing runs ("no ``runs_word`` for ...").
     ``ceiling(seeds)``: whether the part is at the ceiling on the judged seeds (its verdict is
-    then ``ceiling``; never on one seed: like any verdict, a ceiling needs at least two).
+    then ``ceiling``, its note ``ceiling_text``, the rule as the part's runs state it --
+    :meth:`~.accuracy_runs.Runs.ceiling_rule`; default: a task whose Bayes ceiling is 100%,
+    :func:`~.verdict.ceiling_rule` -- never on one seed: like any verdict, a ceiling needs at
+    least two).
     ``noise``: judge the statistic against its run-to-run noise
     (:func:`~.verdict.judge_standardized`: ``threshold`` in units of its sd over seeds)."""
     cross = configs is not None
@@ -92,5 +96,5 @@ def judge_part(name: str, runs: SeedRuns, task: str, roles: Sequence[str],
     if ceiling is not None and len(values) >= 2 and ceiling([s for s, _ in values]):
         out["verdict"], out["note"] = "ceiling", ("both sides of the ordering (the PE and, per "
                                                   "seed, the PE it is compared with) average "
-                                                  ">= 98%")
+                                                  f"{ceiling_text or ceiling_rule(CLEAN_BAYES)}")
     return out

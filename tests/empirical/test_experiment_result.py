@@ -81,6 +81,7 @@ def test_a_real_runs_stored_result_round_trips(tmp_path):
     assert r.ablation == data["ablation"] and r.probe == data["probe"] and r.probe is not None
     assert r.trace == data.get("trace") and r.dynamics is None and r.metrics == data["metrics"]
     assert r.to_stored() == {k: v for k, v in data.items() if v is not None}
+    assert data["summary"]["bayes_ceiling"] == 1.0  # recorded at measure time (clean: exact)
     assert ExperimentResult.from_stored(r.to_stored(), id=rid, run_dir=r.run_dir) == r
     # the same stored result under another run's config is refused
     with pytest.raises(PosencError, match="does not match its config"):
@@ -122,3 +123,30 @@ def test_a_result_stored_before_the_schedule_gets_it_from_its_config_and_metrics
     assert "\n" not in str(exc.value) and "run r1" in str(exc.value)
     with pytest.raises(PosencError, match="schedule is malformed"):
         ExperimentResult.from_stored(stored(schedule={"lr": 1e-3}), id="r1")
+
+
+def test_a_result_stored_before_the_bayes_ceiling_gets_it_once_per_task_config(monkeypatch):
+    """Stores written before runs recorded summary.bayes_ceiling (the paper-small sweep of
+    5247ec3) get the recorded estimate of their task, computed once per task configuration
+    (fixed seed: the same every time); a clean task's is 1.0; a recorded one is kept."""
+    from posenc.empirical import bayes_ceiling as bc
+    real, calls = bc.bayes_ceiling, []
+    monkeypatch.setattr(bc, "RECORDED_EXAMPLES", 2000)  # the test's speed; the rule is the same
+    monkeypatch.setattr(bc, "bayes_ceiling", lambda task, *a, **k: calls.append(task) or
+                        real(task, *a, **k))
+    bc.recorded_ceiling.cache_clear()
+    try:
+        def read(seed, sampler="paper", **summary):
+            cfg = preset("smoke", task="distance", pe="rope", seed=seed,
+                         **{"task.sampler": sampler})
+            config = ExperimentConfig(train=cfg, tags={"role": "rope"}).to_dict()
+            return cfg.task, ExperimentResult.from_stored(stored(seed=seed, **summary),
+                                                          config=config).summary
+        task, first = read(3)
+        assert first["bayes_ceiling"] == real(task, 2000, seed=0).accuracy < 0.99
+        assert read(4)[1]["bayes_ceiling"] == first["bayes_ceiling"]  # another seed: cached
+        assert calls == [task]
+        assert read(3, sampler="clean")[1]["bayes_ceiling"] == 1.0
+        assert read(3, bayes_ceiling=0.5)[1]["bayes_ceiling"] == 0.5  # never replaced
+    finally:
+        bc.recorded_ceiling.cache_clear()

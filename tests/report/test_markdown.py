@@ -2,7 +2,7 @@
 
 from synthetic_runs import sweep
 
-from posenc.report.markdown import multiplicity_text
+from posenc.report.markdown import ceiling_text, multiplicity_text
 from posenc.verdicts.accuracy_deposit import evaluate
 
 
@@ -17,3 +17,13 @@ def test_the_report_states_its_multiplicity_method_with_its_own_counts():
     assert f"({shown} in this report) are shown" in text
     assert "no correction is applied across claims" in text
     assert 0 < tested < len(verdicts) and shown > 0  # both counts are this report's, not constants
+
+
+def test_the_report_states_the_ceiling_thresholds_it_used():
+    clean = {("distance", r): [0.9, 0.95] for r in ("nope", "rope")} | {("count", "nope"): [0.9] * 2}
+    assert ceiling_text(sweep(clean)) == ">= 98%"
+    paper = sweep({k: v for k, v in clean.items() if k[0] == "distance"}, bayes_ceiling=0.975)
+    rule = ">= 95.5% (2 points below the task's Bayes ceiling as its runs recorded it, 97.5%)"
+    assert ceiling_text(paper) == rule
+    assert ceiling_text(paper + sweep({("count", "nope"): [0.9] * 2})) == \
+        f"at the ceiling of their task (count: >= 98%; distance: {rule})"

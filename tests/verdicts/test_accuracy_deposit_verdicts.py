@@ -34,6 +34,38 @@ def test_below_the_ceiling_the_same_lead_is_judged():
     assert v.verdict == "inconclusive"
 
 
+def test_with_the_paper_sampler_the_ceiling_is_two_points_below_its_bayes_ceiling():
+    """Both sides at ~96% on a task whose best possible accuracy is 97.5% (the paper's sampler):
+    at the ceiling (threshold 95.5), where a fixed 98% would judge the 0.2-point lead."""
+    def e10_at(bayes):
+        accs = {(D, "rope"): [0.962, 0.9625, 0.962], **{(D, r): [0.96, 0.9605, 0.96] for r in OTHERS}}
+        return next(v for v in evaluate(sweep(accs, bayes_ceiling=bayes)) if v.claim == "E10")
+    paper = e10_at(0.975)
+    assert paper.verdict == "ceiling" and paper.parts[0]["verdict"] == "ceiling"
+    assert paper.parts[0]["note"].endswith(
+        "average >= 95.5% (2 points below the task's Bayes ceiling as its runs recorded it, 97.5%)")
+    assert e10_at(1.0).verdict == e10_at(None).verdict == "confirmed"  # clean: the 98% rule
+    # one side under the paper task's threshold: judged
+    accs = {(D, "rope"): [0.962] * 3, **{(D, r): [0.95, 0.951, 0.95] for r in OTHERS}}
+    assert next(v for v in evaluate(sweep(accs, bayes_ceiling=0.975))
+                if v.claim == "E10").verdict == "confirmed"
+
+
+def test_each_pe_is_held_to_its_own_tasks_ceiling():
+    """The recorded ceiling is read per (task, PE): one rule where the runs share it (three seeds
+    and two of the same estimate), each PE's where they do not; a run without it: 100%."""
+    from posenc.verdicts.accuracy_runs import Runs
+    bayes = 0.9762323409778928  # paper-small's recorded estimate
+    runs = Runs(sweep({(D, "rope"): [0.96] * 3, (D, "nope"): [0.05] * 2}, bayes_ceiling=bayes)
+                + sweep({(D, "alibi"): [0.96] * 2}))
+    assert runs.ceiling_threshold(D, "rope") == pytest.approx(95.623, abs=1e-3)
+    assert runs.ceiling_threshold(D, "alibi") == 98.0
+    assert runs.ceiling_rule(D, ("rope", "nope")).startswith(">= 95.6% (2 points below")
+    assert runs.ceiling_rule(D, ("rope", "alibi")) == (
+        ">= each PE's own threshold (rope >= 95.6% (2 points below the task's Bayes ceiling as "
+        "its runs recorded it, 97.6%), alibi >= 98%)")
+
+
 def test_a_margin_claim_stays_decidable_at_the_ceiling():
     accs = {(D, "rope"): [1.0, 1.0, 0.999], (D, "rope-1head"): [0.999, 1.0, 0.999],
             (D, "rope-2heads"): [1.0, 0.999, 1.0]}

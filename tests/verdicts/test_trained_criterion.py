@@ -10,7 +10,7 @@ from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
 CHANCE = 0.05
 
 
-def runs(accs, stops=None, length_rate=None):
+def runs(accs, stops=None, length_rate=None, bayes_ceiling=None):
     """(task, role) -> accuracies per seed; stops: (task, role) -> (stopped, best, max) per seed
     (default: every run stopped early at epoch 6 of 20, keeping epoch 4)."""
     out = []
@@ -19,7 +19,8 @@ def runs(accs, stops=None, length_rate=None):
             stop = (stops or {}).get((task, role), [(6, 4, 20)] * len(vals))[s]
             out.append(ExperimentResult.from_stored(result(
                 task, role, s, a, chance=CHANCE, stop=stop,
-                length_rate=(length_rate or {}).get(task))))
+                length_rate=(length_rate or {}).get(task),
+                bayes_ceiling=(bayes_ceiling or {}).get(task))))
     return out
 
 
@@ -119,3 +120,14 @@ def test_stopping_table_counts_and_spans():
     row = stopping_table(runs(GOOD, stops))[("count", "rope")]
     assert row["early"] == 2 and row["at_max"] == [1] and row["stopped"] == [6, 20, 9]
     assert row["best"] == [4, 20, 6] and row["max_epochs"] == [20]
+
+
+def test_b_prime_reads_the_ceiling_relative_to_the_tasks_bayes_ceiling():
+    """A distance PE at 96% on a paper-sampler task (Bayes ceiling 97.5%) is at its ceiling."""
+    top = {**GOOD, ("distance", "rope"): [0.96, 0.961, 0.959]}
+    assert by_name(runs(top))["(b') ceiling"].met is True  # clean: under 98%
+    crit = by_name(runs(top, bayes_ceiling={"distance": 0.975}))["(b') ceiling"]
+    assert crit.met is False and crit.measured == "at the ceiling: rope 96.0%"
+    assert crit.rule.startswith("no PE's mean >= 95.5% (2 points below the task's Bayes ceiling "
+                                "as its runs recorded it, 97.5%)")
+    assert by_name(runs(GOOD))["(b') ceiling"].rule.startswith("no PE's mean >= 98% (the ceiling")

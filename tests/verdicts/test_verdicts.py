@@ -56,7 +56,8 @@ def test_binomial_se():
 
 # ------------------------------------------------ how sure a verdict is; bounded intervals; ceiling
 
-from posenc.verdicts.verdict import CEILING, at_ceiling, bounded_interval, judge  # noqa: E402
+from posenc.verdicts.verdict import (CEILING_MARGIN, at_ceiling, bounded_interval,  # noqa: E402
+                                     ceiling_rule, ceiling_threshold, judge)
 
 accs = st.lists(st.floats(0, 100, allow_nan=False), min_size=2, max_size=12)
 
@@ -123,7 +124,7 @@ def test_bounded_interval_of_the_reported_case_and_at_a_bound():
 
 
 def test_ceiling_words():
-    assert CEILING == 98.0
+    assert CEILING_MARGIN == 2.0 and ceiling_threshold() == ceiling_threshold(100.0) == 98.0
     assert at_ceiling({"a": [99.0, 98.0], "b": [100.0, 100.0]})
     assert not at_ceiling({"a": [99.0, 96.9], "b": [100.0, 100.0]})  # mean 97.95 < 98
     assert combine(["ceiling", "confirmed"]) == "ceiling"
@@ -142,6 +143,18 @@ def test_a_bounded_statistic_shows_its_interval_inside_the_range_with_the_same_v
     # two seeds far apart: the t interval itself leaves the range, the shown one does not
     wide = judge([90.0, -80.0], bounds=(-100, 100))
     assert judge([90.0, -80.0])["interval"][1] > 100 and wide["interval"] == [-100, 100]
+
+
+def test_the_ceiling_is_relative_to_the_tasks_bayes_ceiling():
+    """98 on a task whose best possible accuracy is 100%, 2 points below it elsewhere; each side
+    of the comparison at its own threshold; the printed rule names the threshold used."""
+    assert ceiling_threshold(97.49) == pytest.approx(95.49)
+    sides = {"a": [96.0, 96.0], "b": [95.6, 95.6]}
+    assert at_ceiling(sides, {"a": 95.5, "b": 95.5}) and not at_ceiling(sides)
+    assert not at_ceiling(sides, {"a": 95.5})  # b at the clean task's 98
+    assert ceiling_rule(100.0) == ">= 98%"
+    assert ceiling_rule(97.49) == \
+        ">= 95.5% (2 points below the task's Bayes ceiling as its runs recorded it, 97.5%)"
 
 
 # --- multiplicity: one primary part per claim, fixed in advance ----------------------------------

@@ -148,7 +148,7 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     """Ablate and probe the run trained into ``folder`` (``res``: its
     :class:`~posenc.empirical.training.train.RunResult`); the worker's result (module doc)."""
     from ..analysis.ablation import ablate
-    from ..bayes_ceiling import length_only_rate
+    from ..bayes_ceiling import length_only_rate, recorded_ceiling
     from ..analysis.probe import position_probe
     from ..analysis.table_mean import mean_table_accuracy
     from ..training.schedule import OptimizerSchedule
@@ -182,6 +182,7 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
                "code": cfg.model.code,
                "test_acc": res.final_test_acc, "best_test_acc": res.best_test_acc,
                "n_test": len(test), "chance": chance_rate(test), "length_rate": length_only_rate(cfg.task),
+               "bayes_ceiling": recorded_ceiling(cfg.task),
                "epochs": len(res.metrics), "batch_size": cfg.batch_size, "seconds": res.seconds,
                "n_params": res.n_params, "n_layers": cfg.model.n_layers,
                "n_heads": cfg.model.n_heads, "tags": exp.tags,

@@ -33,11 +33,14 @@ def _train_config(config: dict[str, Any], where: str) -> Any:
         raise PosencError(f"{where}: its config is not a training config ({e})") from None
 
 
-def _length_rate(config: dict[str, Any], where: str) -> float:
-    """The length-only rate of a run's task (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`,
-    a function of the task configuration alone), for results stored before runs recorded it."""
-    from ..bayes_ceiling import length_only_rate
-    return length_only_rate(_train_config(config, where).task)
+def _of_task(config: dict[str, Any], where: str) -> dict[str, float]:
+    """What a run's summary records of its task configuration alone -- ``length_rate``
+    (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`, exact) and ``bayes_ceiling``
+    (:func:`~posenc.empirical.bayes_ceiling.recorded_ceiling`, cached per configuration) -- for
+    results stored before runs recorded them."""
+    from ..bayes_ceiling import length_only_rate, recorded_ceiling
+    task = _train_config(config, where).task
+    return {"length_rate": length_only_rate(task), "bayes_ceiling": recorded_ceiling(task)}
 
 
 def _schedule(config: dict[str, Any], metrics: Any, where: str) -> Optional[dict[str, Any]]:
@@ -127,8 +130,9 @@ class ExperimentResult:
                   **{**fields, "ablation": fields["ablation"] or {}}, id=id, run_dir=run_dir)
         if config is not None:
             out._check_against(config, where)
-            if "length_rate" not in s:  # a run stored before it was recorded: from its config
-                s["length_rate"] = _length_rate(config, where)
+            if "length_rate" not in s or "bayes_ceiling" not in s:  # a run stored before they
+                for key, value in _of_task(config, where).items():  # were recorded: its config's
+                    s.setdefault(key, value)
             if "schedule" not in s:  # (as length_rate), with the steps per epoch of its metrics
                 schedule = _schedule(config, fields["metrics"], where)
                 if schedule is not None:
