@@ -194,7 +194,7 @@ def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
 def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypatch):
     """The rounds judge the results run_plan returns: a finished run whose result.json says
     another seed than its config (a swapped or edited file) is redone by the sweep when its
-    checkpoint is kept (without it, the sweep refuses it: tests/empirical/test_kept_files.py),
+    checkpoint is kept (without it, the sweep refuses it: tests/empirical/pipeline/test_kept_files.py),
     and a result that is still not its config's when it is read is an error, not a number."""
     import json
 

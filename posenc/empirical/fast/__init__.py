@@ -38,7 +38,7 @@ log = logging.getLogger("posenc.fast")
 
 #: The part kinds (posenc.encodings.parts) whose packed forward the parity tests cover.  A kind added to the
 #: catalogue runs the reference until it is listed here (and passes the parity and Toeplitz
-#: tests: tests/empirical/test_fast.py, tests/test_fast_toeplitz.py).
+#: tests: tests/empirical/fast/test_fast.py, tests/test_fast_toeplitz.py).
 COVERED_PART_KINDS = frozenset({"sinusoidal", "learned", "alibi", "t5", "table", "kernel",
                                 "kerple_log", "rope", "frequencies", "xpos", "mla", "mla_paper_code"})
 
