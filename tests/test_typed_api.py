@@ -59,3 +59,21 @@ def test_ci_checks_the_example_with_mypy_strictly():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
     assert config["files"] == ["docs/examples/typed_api.py"] and config["strict"] is True
     assert "python3 -m mypy" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_one_train_and_one_ablate_in_the_public_api():
+    """posenc.train and posenc.ablate are the only ones: no package's namespace re-exports another
+    (posenc.empirical did, with other signatures: train(cfg, out), ablate(model, data, mode))."""
+    exporters = []
+    for init in sorted((ROOT / "posenc").rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        for node in tree.body:  # module level; posenc's own TYPE_CHECKING block is an ast.If
+            if isinstance(node, ast.ImportFrom):
+                names = {alias.asname or alias.name for alias in node.names}
+            elif isinstance(node, ast.FunctionDef):
+                names = {node.name}
+            else:
+                continue
+            exporters += [f"{init.relative_to(ROOT)}: {n}" for n in names & {"train", "ablate"}]
+    assert not exporters, exporters
+    assert {"train", "ablate"} <= set(posenc._LAZY)
