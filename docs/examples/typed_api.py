@@ -1,7 +1,8 @@
 """posenc's front door as a type checker sees it: every name of ``posenc.__all__``, used with
 annotations.  CI checks it with mypy (``.ci/run``; the settings are pyproject.toml's
-[tool.mypy]): each ``assert_type`` fails if a name's type is lost (``Any`` is not ``BoundReport``),
-and a misspelt ``posenc.NAME`` is an error, not ``Any``.
+[tool.mypy]): each ``assert_type`` fails if a name's type is lost -- a result is asserted to be its
+class and one of its fields its concrete type (``str``, ``int``, ...), so the check fails even
+when the class itself became ``Any`` -- and a misspelt ``posenc.NAME`` is an error, not ``Any``.
 
 ``python3 docs/examples/typed_api.py`` runs the theory half (a few seconds); the empirical
 functions below train, ablate and reproduce, and are only type-checked here.
@@ -26,6 +27,7 @@ def catalogue() -> list[str]:
     names = [name for name, _ in entries]
     spec = spec_from_dict({"name": "alibi", "slopes": "exp"})
     assert_type(spec, PESpec)
+    assert_type(spec.to_string(), str)
     return [*names, spec.to_string(), posenc.__version__]
 
 
@@ -34,10 +36,14 @@ def theory(text: str) -> tuple[LogitForm, BoundReport]:
     assert_type(spec, PESpec)
     form = derive(spec, head_dim=4)
     assert_type(form, LogitForm)
+    assert_type(form.head_dim, int)
     report = bound(spec, [64, 128], head_dim=16)
     assert_type(report, BoundReport)
+    assert_type(report.spec, str)
     rows: tuple[BoundRow, ...] = report.rows
     growth: tuple[GrowthRow, ...] = report.growth
+    assert_type(rows[0].n, int)
+    assert_type(growth[0].n, int)
     print(f"{spec.to_string()}: {len(form.terms)} logit terms; {len(rows)} bound rows, "
           f"{len(growth)} growth rows, all hold: {all(r.holds is not False for r in rows)}")
     return form, report
@@ -46,12 +52,14 @@ def theory(text: str) -> tuple[LogitForm, BoundReport]:
 def claims(ids: list[str]) -> bool:
     results = verify(ids)
     assert_type(results, list[ClaimResult])
+    assert_type(results[0].ok, bool)
     return all(r.ok for r in results)
 
 
 def conformance(impl: str) -> bool:
     report = check(impl, "rope", dim=16)
     assert_type(report, ConformanceReport)
+    assert_type(report.ok, bool)
     return report.ok
 
 
@@ -66,10 +74,12 @@ def experiments(folder: Path, paper_state_dict: Path) -> float:
     run = train("distance", "rope", preset="smoke", seed=0, out=folder / "rope",
                 overrides={"model.n_layers": 2})
     assert_type(run, Run)
+    assert_type(run.epoch, int)
     again = load_run(run.run_dir)
     assert_type(again, Run)
     table = ablate(again, "zero", examples=200)
     assert_type(table, AblationResult)
+    assert_type(table.n_examples, int)
     imported = import_checkpoint(paper_state_dict, "rope", "distance", folder / "imported",
                                  trigger_ids=[1, 2])
     assert_type(imported, Run)
