@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .public_call import public
 from .encodings import PESpec, all_entries, parse_spec, spec_from_dict
 from .errors import PosencError  # noqa: F401
 
 # Every public function refuses a call its signature does not take in one line (see public).
-all_entries, parse_spec, spec_from_dict = map(public, (all_entries, parse_spec, spec_from_dict))
+all_entries, parse_spec, spec_from_dict = public(all_entries), public(parse_spec), public(spec_from_dict)
 
 __version__ = "0.1.0"
 
@@ -60,20 +60,37 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AblationResult": ("posenc.empirical.analysis.ablation", "AblationTable"),
 }
 
-__all__ = ["PESpec", "PosencError", "all_entries", "parse_spec", "spec_from_dict",
-           "__version__", *_LAZY]
+if TYPE_CHECKING:  # the lazy names, as type checkers see them (a test holds this list to _LAZY)
+    from .api.bound import BoundReport, BoundRow, GrowthRow, bound
+    from .api.claims import ClaimResult, verify
+    from .api.conformance import ConformanceReport, check
+    from .api.experiments import ablate, import_checkpoint, load_run, reproduce, train
+    from .empirical.analysis.ablation import AblationTable as AblationResult
+    from .empirical.training.runs import Run
+    from .encodings.hf_config import spec_from_hf_config
+    from .theory.derive import derive
+    from .theory.form import LogitForm
+
+# Written out (not built from _LAZY): type checkers read __all__ as a literal list to know what
+# posenc re-exports (mypy --strict and pyright refuse a name that a py.typed package only imports).
+# tests/test_typed_api.py holds it, and the block above, to _LAZY.
+__all__ = ["PESpec", "PosencError", "all_entries", "parse_spec", "spec_from_dict", "__version__",
+           "derive", "LogitForm", "bound", "BoundReport", "BoundRow", "GrowthRow", "verify",
+           "ClaimResult", "check", "ConformanceReport", "train", "load_run", "spec_from_hf_config",
+           "import_checkpoint", "ablate", "reproduce", "Run", "AblationResult"]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'posenc' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    if inspect.isfunction(value):   # a public function: a call it does not take is one line
-        value = public(value)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # hidden from type checkers: a misspelt posenc.NAME is an error, not Any
+    def __getattr__(name: str) -> Any:
+        try:
+            module, attr = _LAZY[name]
+        except KeyError:
+            raise AttributeError(f"module 'posenc' has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module), attr)
+        if inspect.isfunction(value):   # a public function: a call it does not take is one line
+            value = public(value)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

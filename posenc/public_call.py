@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
 
 from .coerce import shown
 from .errors import PosencError
 
 
-def public(fn: Callable[..., Any]) -> Callable[..., Any]:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public(fn: F) -> F:
     """``fn`` refusing a call its signature does not take with one PosencError line, as the
     command line refuses an unknown option (``posenc: unrecognized arguments: --bogus 1``):
     ``posenc.bound: unrecognized arguments: bogus=1 (it takes spec, n, head, ...)``.  The
     arguments are bound to the signature before ``fn`` runs, so nothing has started; ``fn``'s
-    own TypeErrors are not touched.  The wrapper keeps ``fn``'s name, docstring and signature."""
+    own TypeErrors are not touched.  The wrapper keeps ``fn``'s name, docstring and signature, and
+    its type for a type checker."""
     signature = inspect.signature(fn)
     name = f"posenc.{fn.__name__}"
     open_keywords = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
@@ -42,4 +46,4 @@ def public(fn: Callable[..., Any]) -> Callable[..., Any]:
     # pickled by reference as ``posenc.NAME`` (the wrapper itself), so a public function still
     # travels to a process pool or inside a functools.partial
     checked.__module__, checked.__qualname__ = "posenc", fn.__name__
-    return checked
+    return cast(F, checked)

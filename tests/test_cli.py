@@ -90,3 +90,63 @@ def test_check_takes_head_dim_like_every_command_and_dim_still(capsys, flag):
     assert main(["check", "posenc.numerics.logits:rotate", flag, "5"]) == 2
     assert capsys.readouterr().err == "posenc: error: --head-dim must be an even number in " \
                                       "[2, 4096]; got 5\n"
+
+
+def test_train_set_reaches_the_config_and_its_own_flags_win(api_train_configs, tmp_path):
+    """train --set KEY=VALUE, as reproduce has it; an explicit flag (--epochs, --patience) wins
+    over a --set of the same field."""
+    from posenc.cli import main
+
+    with pytest.raises(api_train_configs.stopped):
+        main(["train", "--preset", "smoke", "--out", str(tmp_path / "r"), "--set", "model.n_layers=1",
+              "--set", "lr=0.01", "--set", "task.sampler=\"paper\"", "--set", "epochs=7",
+              "--epochs", "2", "--set", "patience=9", "--patience", "3"])
+    [cfg] = api_train_configs
+    assert (cfg.model.n_layers, cfg.lr, cfg.task.sampler) == (1, 0.01, "paper")
+    assert (cfg.epochs, cfg.patience) == (2, 3)
+
+
+def test_dynamics_record_takes_set(monkeypatch, tmp_path):
+    import posenc.empirical.pipeline.dynamics_sweep as sweep
+    from posenc.cli import main
+
+    jobs = []
+
+    class Recorded(Exception):
+        pass
+
+    def no_recording(job, folder, threads):
+        jobs.append(job)
+        raise Recorded
+
+    monkeypatch.setattr(sweep, "dynamics_worker", no_recording)
+    with pytest.raises(Recorded):
+        main(["dynamics", str(tmp_path / "r"), "--record", "--preset", "smoke",
+              "--set", "model.n_layers=1", "--set", "epochs=5", "--epochs", "2"])
+    assert jobs[0]["train"]["model"]["n_layers"] == 1 and jobs[0]["train"]["epochs"] == 2
+
+
+@pytest.mark.parametrize("command", [["train", "--preset", "smoke"],
+                                     ["dynamics", "RUN", "--record", "--preset", "smoke"]])
+@pytest.mark.parametrize("setting, line", [
+    ("epochs", "--set takes KEY=VALUE; got 'epochs'"),
+    ("model.nosuch=1", "unknown config key 'model.nosuch'"),
+    ("seed=5", "--set seed=... would change what the run is: set the seed (--seed, --first-seed) "
+               "with its own argument"),
+])
+def test_a_bad_set_is_one_line_and_writes_nothing(capsys, tmp_path, command, setting, line):
+    from posenc.cli import main
+
+    out = tmp_path / "r"
+    argv = [str(out) if a == "RUN" else a for a in command]
+    argv += [] if "RUN" in command else ["--out", str(out)]
+    assert main([*argv, "--set", setting]) == 2
+    assert capsys.readouterr().err == f"posenc: error: {line}\n" and not out.exists()
+
+
+def test_dynamics_set_without_record_is_refused(capsys, tmp_path):
+    from posenc.cli import main
+
+    assert main(["dynamics", str(tmp_path), "--set", "epochs=1"]) == 2
+    assert capsys.readouterr().err == ("posenc: error: dynamics: --set changes the run that "
+                                       "--record trains; give --record\n")

@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
 
-if TYPE_CHECKING:
-    from ..numerics.bound_rows import BoundReport
+if TYPE_CHECKING:  # the names of _TYPES as type checkers see them ("X as X": re-exported)
+    from ..numerics.bound_rows import BoundReport as BoundReport, BoundRow as BoundRow
+    from ..numerics.bound_rows import GrowthRow as GrowthRow, strict_json as strict_json
 
 _TYPES = ("BoundReport", "BoundRow", "GrowthRow", "strict_json")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _TYPES:
-        return getattr(importlib.import_module("posenc.numerics.bound_rows"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # hidden from type checkers, which would take every name for Any
+    def __getattr__(name: str) -> Any:
+        if name in _TYPES:
+            return getattr(importlib.import_module("posenc.numerics.bound_rows"), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_values(values: Any, what: str = "values") -> Any:

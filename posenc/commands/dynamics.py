@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from ..training_presets import preset_help
-from . import plain
+from . import add_set_option, parse_sets, plain
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -36,17 +36,20 @@ def register(subs: argparse._SubParsersAction) -> None:
     g.add_argument("--epochs", type=int, help="override the preset's number of epochs")
     g.add_argument("--threads", type=int, help="torch threads, at least 1 (default: torch's)")
     g.add_argument("--every", type=int, default=25, help="record every N steps (default 25)")
+    add_set_option(g, "the recorded run", "; --epochs wins")
     p.set_defaults(func=run)
 
 
 def _record(args: argparse.Namespace) -> None:
     from ..empirical.analysis.dynamics import DynamicsConfig
-    from ..empirical.config import check_threads, preset
+    from ..empirical.config import check_overrides, check_threads, preset
     from ..empirical.pipeline.dynamics_sweep import dynamics_worker
 
     if args.threads is not None:
         check_threads(args.threads)
-    over = {} if args.epochs is None else {"epochs": args.epochs}
+    over = check_overrides(parse_sets(args.overrides), "--set")
+    if args.epochs is not None:
+        over["epochs"] = args.epochs
     cfg = preset(args.preset, task=args.task, pe=args.pe, seed=args.seed, **over)
     dyn = DynamicsConfig(every=args.every)
     dynamics_worker({"train": cfg.to_dict(), "dynamics": dyn.to_dict()}, args.run_dir,
@@ -109,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError(f"--plot must name a .png or .pdf file; got {args.plot}")
     if args.early is not None and args.early < 0:
         raise PosencError(f"--early must be >= 0 steps; got {args.early}")
+    if args.overrides and not args.record:
+        raise PosencError("dynamics: --set changes the run that --record trains; give --record")
     if args.record:
         _record(args)
     summary = summarize_run(args.run_dir, args.early)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..training_presets import preset_help
+from . import add_set_option, parse_sets
 
 
 def register(subs: argparse._SubParsersAction) -> None:
@@ -29,9 +29,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="only these PE roles, comma-separated (nope, absolute, relative, alibi, rope, "
                         "mla, absolute+rope, rope-1head, rope-2heads)")
     p.add_argument("--tasks", default=None, help="only these tasks, comma-separated (distance, count)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a training-config field of every run, e.g. --set epochs=10 "
-                        "--set task.n_samples=20000 (JSON values; repeatable)")
+    add_set_option(p, "every run")
     p.add_argument("--wait", action="store_true",
                    help="if another sweep is writing the store, wait for it instead of stopping")
     p.add_argument("--until-decided", action="store_true",
@@ -69,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                      count_seeds=args.count_seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
                      device=args.device, roles=args.roles, tasks=args.tasks,
-                     overrides=_overrides(args.overrides), theory=not args.no_theory,
+                     overrides=parse_sets(args.overrides), theory=not args.no_theory,
                      wait=args.wait, until_decided=args.until_decided,
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
                      first_seed=args.first_seed, paper_code=args.paper_code,
@@ -78,17 +76,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {path}")
     return 0
 
-
-def _overrides(items):
-    from ..errors import PosencError
-
-    out = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise PosencError(f"--set takes KEY=VALUE; got {item!r}")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out

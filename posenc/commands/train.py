@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import PosencError
 from ..training_presets import preset_help
-from . import hf_option
+from . import add_set_option, hf_option, parse_sets
 
 if TYPE_CHECKING:  # the catalogue is imported only when the command runs
     from ..encodings import PESpec
@@ -46,13 +46,17 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--stop-on", choices=("accuracy", "accuracy_or_loss"),
                    help="early stopping: what counts as progress -- a better validation accuracy "
                         "(default), or also a lower validation loss")
+    add_set_option(p, "the run", "; a flag such as --epochs wins")
     p.add_argument("--restart", action="store_true", help="start over instead of resuming")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api.experiments import train
+    from ..empirical.config import check_overrides
 
+    # refused in --set's words (posenc.train's would say "overrides"), before a config is read
+    sets = check_overrides(parse_sets(args.overrides), "--set")
     if args.from_hf is not None and args.config is not None:
         raise PosencError("train: --config holds its own PE; give --config or --from-hf, not both")
     pe, info = hf_option.resolve(args.pe, args.from_hf, "train", "--pe SPEC",
@@ -65,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     run = train(args.task, pe, preset=args.preset, seed=args.seed, out=args.out,
                 config=args.config, epochs=args.epochs, samples=args.samples,
                 threads=args.threads, device=args.device, precision=args.precision,
-                paper_code=args.paper_code, overrides=stopping or None, resume=not args.restart)
+                paper_code=args.paper_code, overrides={**sets, **stopping} or None,
+                resume=not args.restart)
     result, cfg = run.training, run.config
     last, stop = result.metrics[-1], result.early_stopping
     state = "already finished" if result.skipped else f"{result.seconds:.1f} s on {result.device}"

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from posenc.cli import main
-from posenc.empirical import load_run, train
+from posenc.empirical import load_run
+from posenc.empirical.training.train import train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.analysis.dynamics import (DYNAMICS, DynamicsConfig, _rotary_layout, dynamics_file,
                                                 head_importance, margin, per_example_signals,

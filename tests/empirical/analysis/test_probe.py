@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from posenc.empirical import preset, train
+from posenc.empirical import preset
+from posenc.empirical.training.train import train
 from posenc.empirical.analysis.probe import position_probe, span_share, table_basis
 from posenc.empirical.training.runs import load_run
 

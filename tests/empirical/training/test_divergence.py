@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import posenc
-from posenc.empirical import load_run, train
+from posenc.empirical import load_run
+from posenc.empirical.training.train import train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import RESULT
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc.empirical import train
+from posenc.empirical.training.train import train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import dataset_for, model_for
 from posenc.empirical.training.trace import (MATCHED_SKIP, TRACE, epoch_grad_norm_cv, grad_norm_cv,

@@ -9,12 +9,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc.empirical import load_run, preset, train
+from posenc.empirical import load_run, preset
 from posenc.empirical.config import (TaskConfig, TrainConfig, ModelConfig, apply_overrides,
                                      config_from_dict, load_config)
 from posenc.empirical.training.runs import CHECKPOINT, CONFIG, METRICS, RESULT
 from posenc.empirical.training.trace import TRACE
-from posenc.empirical.training.train import lr_factor
+from posenc.empirical.training.train import lr_factor, train
 from posenc.errors import PosencError
 
 

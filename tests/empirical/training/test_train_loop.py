@@ -17,11 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from posenc.empirical import load_run, train
+from posenc.empirical import load_run
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import CHECKPOINT, RESULT, dataset_for
 from posenc.empirical.tasks import Split, TaskData, carve_validation
-from posenc.empirical.training.train import best_index, lr_factor, should_stop
+from posenc.empirical.training.train import best_index, lr_factor, should_stop, train
 from posenc.errors import PosencError
 
 train_mod = importlib.import_module("posenc.empirical.training.train")  # the package re-exports train()
