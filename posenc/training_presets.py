@@ -36,11 +36,14 @@ PRESET_NOTES = {
                    "(the code: seed 42); every example padded to 128 tokens and pooled unmasked, "
                    "as the code, but none truncated (the code cuts at 120; the longest is 122).",
     "paper": "from the paper's code: distance vocab_size 574, count 50,000 examples, MLA "
-             "150 epochs at batch 1024 (mla.py; the other roles 100 at 512); our choices (not "
-             "given by the paper): count vocab_size 128 (it must hold the 101 classes, which the "
-             "paper code's classifier over the vocabulary needs), gradient clipping 1.0 and "
-             "GELU; the distance task's longest example is L+G+R+2 = 122 tokens (the code "
-             "truncates at 120 and pads to 128; paper-code mode pads to 128).",
+             "150 epochs at batch 1024 (mla.py; the other roles 100 at 512); in paper-code mode "
+             "(the default here) each model's own activation, as the code has it: ReLU "
+             "(trans.py, partialrope.py) and GELU (mla.py); the count vocabulary: the code's "
+             "comes from a tokenizer it trains (up to 5,000 tokens), ours is 128 tokens (it must "
+             "hold the 101 classes, which the code's classifier over the vocabulary needs); our "
+             "choices (not the code's): gradient clipping 1.0, and GELU in posenc's standard "
+             "model (--standard); the distance task's longest example is L+G+R+2 = 122 tokens "
+             "(the code truncates at 120 and pads to 128; paper-code mode pads to 128).",
 }
 #: presets whose sweep runs the paper code's models unless told otherwise (``--standard``)
 PAPER_CODE_PRESETS = ("paper", "paper-small")
