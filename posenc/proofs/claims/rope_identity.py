@@ -136,8 +136,8 @@ def _identity_symbolic() -> SymbolicResult:
 
 def _rotation_report() -> dict:
     if _has_torch():
-        return {"rotation": "posenc.empirical's torch RoPE (rotate, then dot)"}
-    return {"rotation": "the theory form's (torch is not installed: the empirical layer's RoPE is "
+        return {"rotation checked": "posenc.empirical's torch RoPE (rotate, then dot)"}
+    return {"rotation checked": "the theory form's (torch is not installed: the empirical layer's RoPE is "
                         "not checked; pip install \"posenc[train]\" adds it)"}
 
 
