@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from .errors import PosencError
+from .errors import PosencError, missing_extra
 
 #: Sub-command modules under ``posenc.commands``, in help order.
 COMMANDS = (
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -64,6 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(code or 0)
     except PosencError as exc:
         print(f"posenc: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # torch & co. of the train extra, on the light install
+        message = missing_extra(exc, f"posenc {getattr(args, 'command', None) or ''}".strip())
+        if message is None:
+            raise
+        print(f"posenc: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("posenc: interrupted", file=sys.stderr)

@@ -5,6 +5,22 @@ line on stderr and exit status 2; anything else is a bug and keeps its
 traceback.
 """
 
+#: The modules only the empirical layer (training, ablation, the report's figures) imports: the
+#: ``train`` extra.  The light install (``pip install posenc``) lacks them; derive, bound (without
+#: ``--plot``), verify and check run without them.
+TRAIN_EXTRA_MODULES = frozenset({"torch", "matplotlib", "tqdm"})
+TRAIN_EXTRA_INSTALL = 'pip install "posenc[train]"'
+
+
+def missing_extra(exc: ModuleNotFoundError, what: str) -> str | None:
+    """The one-line message for ``what`` (a command) that needs a module of the ``train`` extra
+    this install lacks; None when the missing module is another (a bug, or a user's import)."""
+    module = (exc.name or "").split(".")[0]
+    if module not in TRAIN_EXTRA_MODULES:
+        return None
+    return (f"{what} needs {module}, which this install lacks: {TRAIN_EXTRA_INSTALL} adds it (the "
+            f"light install runs derive, bound without --plot, verify and check)")
+
 
 class PosencError(ValueError):
     """A user-caused error: bad spec, bad parameter, bad file, bad input.

@@ -19,7 +19,8 @@ PACKAGE = ROOT / "posenc"
 DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}
 #: Imports allowed outside install_requires: extras (by name) and optional ones guarded by
 #: ``except ImportError`` at their only use.
-EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "hf"}
+EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "hf",
+                 "torch": "train", "matplotlib": "train", "tqdm": "train"}
 
 
 def _pyproject() -> dict:
@@ -80,6 +81,16 @@ def test_every_runtime_import_is_an_install_requirement():
     assert not problems, "imported at run time but not in install_requires: " + "; ".join(problems)
 
 
+def test_the_train_extra_is_the_modules_the_light_install_lacks():
+    """torch, matplotlib and tqdm are the train extra's, not the base's; the CLI's one-line message
+    for a missing one (posenc.errors.missing_extra) names exactly these."""
+    from posenc.errors import TRAIN_EXTRA_MODULES
+
+    project = _pyproject()["project"]
+    assert _requirements(project["optional-dependencies"]["train"]) == set(TRAIN_EXTRA_MODULES)
+    assert not _requirements(project["dependencies"]) & set(TRAIN_EXTRA_MODULES)
+
+
 def test_hypothesis_is_a_runtime_dependency_not_only_a_test_one():
     # The proofs layer runs Hypothesis for users (posenc verify, the report's theory table).
     assert "hypothesis" in _requirements(_pyproject()["project"]["dependencies"])
@@ -124,6 +135,6 @@ def test_readme_keeps_its_two_set_up_commands():
     prose around them may change, these lines may not."""
     blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
     lines = {line for block in blocks for line in block.splitlines()}
-    assert "python3 -m pip install torch==2.13.0 -e . && posenc reproduce" in lines
-    assert 'python3 -m pip install torch==2.13.0 -e ".[test,cluster,thirdparty]" && python3 -m pytest -q' \
-        in lines
+    assert 'python3 -m pip install torch==2.13.0 -e ".[train]" && posenc reproduce' in lines
+    assert ('python3 -m pip install torch==2.13.0 -e ".[train,test,cluster,thirdparty]" '
+            '&& python3 -m pytest -q') in lines

@@ -2,7 +2,7 @@
 follows, DESIGN.md): for each scaling kind, the frequencies and the attention factor of the theory
 (sympy), numerics (numpy) and empirical (torch) layers equal those transformers computes for the
 same config, built as a tiny ``LlamaConfig`` with ``rope_parameters``.  Skipped without
-transformers (the ``thirdparty`` extra: ``pip install -e ".[test,thirdparty]"``).
+transformers (the ``thirdparty`` extra: ``pip install -e ".[train,test,thirdparty]"``).
 
 Tolerance: transformers computes the frequencies in float32 (``base ** (arange / dim)`` in
 float32: relative error up to a few ulp times |(2m/r) ln base| <= 13 for base 5e5, ~1e-6); we

@@ -1,5 +1,5 @@
 """Thin adapters that let `posenc check` test real third-party PE code (the `thirdparty` extra:
-`python3 -m pip install torch==2.13.0 -e ".[test,thirdparty]"`).
+`python3 -m pip install torch==2.13.0 -e ".[train,test,thirdparty]"`).
 
     posenc check docs/examples/thirdparty.py:rope_rotary_embedding_torch --expect base=10000
     posenc check docs/examples/thirdparty.py:rope_x_transformers --head-dim 128

@@ -1,7 +1,7 @@
 """``posenc check`` on real third-party PE code, through the adapters of
 docs/examples/thirdparty.py (shown in docs/usage.md): each correct library passes, a broken use
 of each is flagged.  Skipped when the library is not installed; install with the ``thirdparty``
-extra: ``python3 -m pip install torch==2.13.0 -e ".[test,thirdparty]"`` (torch pinned so that
+extra: ``python3 -m pip install torch==2.13.0 -e ".[train,test,thirdparty]"`` (torch pinned so that
 pip keeps it)."""
 
 from pathlib import Path

@@ -7,7 +7,9 @@ RoPE (Su et al. 2021) as analysed by Gu et al. (arXiv 2505.13027):
    symbolic angles, positions and coordinates.  Numeric: three independent computations agree on
    drawn inputs -- the torch rotation of :mod:`posenc.empirical` (rotate, then dot), the
    :mod:`posenc.numerics` planes E_m (Re Σ G_m ∘ E_m), and the :mod:`posenc.theory` form compiled
-   by ``lambdify``.  Variant: complexifying with the *other* pairing breaks it (d ≥ 4).
+   by ``lambdify``.  Without torch (the light install, no ``posenc[train]``) the rotation is
+   the theory form's and the claim says so in its report: the empirical layer is not checked.
+   Variant: complexifying with the *other* pairing breaks it (d ≥ 4).
 2. ``rope-hadamard-toeplitz``: L = Re Σ_m (Q̃_m K̃_m^*) ∘ E_m with every E_m Hermitian, Toeplitz,
    rank one, PSD, unit diagonal.  Variant: rotating keys with a different frequency than
    queries (the mismatched-columns bug) loses all of that.
@@ -16,6 +18,7 @@ RoPE (Su et al. 2021) as analysed by Gu et al. (arXiv 2505.13027):
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import numpy as np
 from hypothesis import strategies as st
@@ -45,8 +48,19 @@ def _describe(ex: dict) -> str:
             f"Q={fmt(ex['Q'])}, K={fmt(ex['K'])}")
 
 
+@functools.lru_cache(maxsize=1)
+def _has_torch() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except ImportError:
+        return False
+
+
 def _rotated_logits(Q: np.ndarray, K: np.ndarray, base: float, pairing: str) -> np.ndarray:
-    """⟨R_i q_i, R_j k_j⟩ by the empirical layer's torch RoPE (rotate, then dot), float64."""
+    """⟨R_i q_i, R_j k_j⟩ by the empirical layer's torch RoPE (rotate, then dot), float64; without
+    torch, by the theory form."""
+    if not _has_torch():
+        return theory_logits(Q, K, base, pairing)
     import torch
 
     from ...empirical.model.pe.rotary import rope_rotary
@@ -96,7 +110,8 @@ def _identity(ex: dict, complex_pairing: str | None = None) -> None:
     tol = _tol(ex)
     at = _first_diff(lhs, rhs, tol)
     require(at is None, lambda:
-            f"(i, j) = {at}: ⟨R_i q, R_j k⟩ = {lhs[at]:.6g} (empirical rotation) but "
+            f"(i, j) = {at}: ⟨R_i q, R_j k⟩ = {lhs[at]:.6g} "
+            f"({'empirical rotation' if _has_torch() else 'theory form'}) but "
             f"Re Σ_m q̃_m conj(k̃_m) e^(iθ_m(i−j)) = {rhs[at]:.6g} (numerics E_m"
             f"{', q̃ with the ' + complex_pairing + ' pairing' if complex_pairing else ''})")
     if complex_pairing is None:
@@ -119,6 +134,13 @@ def _identity_symbolic() -> SymbolicResult:
                           "symbolic q, k, i, j); the identity is a sum of identical per-plane terms")
 
 
+def _rotation_report() -> dict:
+    if _has_torch():
+        return {"rotation checked": "posenc.empirical's torch RoPE (rotate, then dot)"}
+    return {"rotation checked": "the theory form's (torch is not installed: the empirical layer's RoPE is "
+                        "not checked; pip install \"posenc[train]\" adds it)"}
+
+
 IDENTITY = Claim(
     id="rope-relative-identity",
     title="RoPE relative identity (both pairings)",
@@ -136,6 +158,7 @@ IDENTITY = Claim(
                       check=lambda ex: _identity(ex, complex_pairing=OTHER[ex["pairing"]]),
                       note="complexify with the other pairing"),),
     describe=_describe,
+    reports=_rotation_report,
     design_number="1",
     layers=("theory", "numerics", "empirical"),
 )
