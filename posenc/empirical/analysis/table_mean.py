@@ -12,7 +12,7 @@ nothing.  The model's weights are restored afterwards.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -26,12 +26,14 @@ def relative_tables(model: torch.nn.Module) -> list[TableBias]:
 
 
 def mean_table_accuracy(model: torch.nn.Module, data: Any, seq_len: int,
+                        evaluate: Callable[..., tuple[float, float]],
                         **evaluate_kw: Any) -> Optional[dict[str, Any]]:
     """``{"test_acc", "baseline_acc", "n_test"}``: the accuracy on ``data`` (a TaskData) with
     every head's table replaced by its mean over the offsets ``seq_len`` tokens reach, and as
-    trained (the same evaluation, :func:`~posenc.empirical.training.train.evaluate` with
-    ``evaluate_kw``); None when the model has no learned per-offset table."""
-    from ..training.train import evaluate
+    trained (the same evaluation both times: ``evaluate(model, data, **evaluate_kw)`` returning
+    (loss, accuracy), e.g. :func:`~posenc.empirical.training.train.evaluate`, which the caller
+    passes: the analysis layer does not import the training layer, which imports it); None when
+    the model has no learned per-offset table."""
     tables = relative_tables(model)
     if not tables:
         return None

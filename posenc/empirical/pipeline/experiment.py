@@ -153,7 +153,7 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     from ..analysis.table_mean import mean_table_accuracy
     from ..training.schedule import OptimizerSchedule
     from ..training.runs import load_run
-    from ..training.train import resolve_device
+    from ..training.train import evaluate, resolve_device
 
     # ablate and probe where it trained; the checkpoint must be of the config just trained
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
@@ -170,7 +170,7 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
         table.save(Path(folder) / f"ablation_{mode}.json")
         ablations[mode] = table.to_dict()
     table_mean = None if broken else mean_table_accuracy(
-        run.model, test, int(split.train.tokens.shape[1]), batch_size=cfg.eval_batch_size,
+        run.model, test, int(split.train.tokens.shape[1]), evaluate, batch_size=cfg.eval_batch_size,
         device=next(run.model.parameters()).device, precision=cfg.precision, step=cfg.step)
     t_probe = time.perf_counter()
     probe = position_probe(run.model, test, exp.probe_examples) if exp.probe and not broken \

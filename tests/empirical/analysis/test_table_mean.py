@@ -40,7 +40,7 @@ def test_flattening_the_tables_is_removing_their_position_signal():
     data = labelled_by(model, test)
     before = [t.weight.detach().clone() for t in tables]
     seq_len = int(test.tokens.shape[1])
-    got = mean_table_accuracy(model, data, seq_len, batch_size=128)
+    got = mean_table_accuracy(model, data, seq_len, evaluate, batch_size=128)
     assert got["baseline_acc"] == 1.0 and got["n_test"] == len(data)
     assert got["test_acc"] < 0.9  # the tables mattered, and were flattened
     assert all(torch.equal(t.weight, w) for t, w in zip(tables, before))  # restored
@@ -58,4 +58,4 @@ def test_flattening_the_tables_is_removing_their_position_signal():
 
 def test_a_model_without_a_learned_table_has_none():
     model, test = built("rope")
-    assert relative_tables(model) == [] and mean_table_accuracy(model, test, 16) is None
+    assert relative_tables(model) == [] and mean_table_accuracy(model, test, 16, evaluate) is None
