@@ -56,7 +56,7 @@ from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_sav
                    read_checkpoint, read_config, read_metrics, read_summary, same_run,
                    stored_without_checkpoint, write_metrics)
 from .trace import TRACE, TraceRecorder, grad_norm
-from .schedule import OptimizerSchedule, lr_factor
+from .schedule import OptimizerSchedule
 from ..tasks import TaskData, carve_validation
 
 
@@ -272,7 +272,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     n = len(train_data)
     steps_per_epoch = math.ceil(n / config.batch_size)
     schedule = OptimizerSchedule.of(config, steps_per_epoch)
-    total, warmup = schedule.total, schedule.warmup
+    total = schedule.total
     metrics: list[dict[str, Any]] = []
     start_epoch = 0
     best_state: Optional[dict[str, torch.Tensor]] = None  # weights of the best validation epoch
@@ -318,7 +318,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                 if recorder is not None and recorder.due(step):
                     recorder.record(step, model)  # before update `step`: step 0 = initialisation
                 for group in opt.param_groups:
-                    group["lr"] = config.lr * lr_factor(step, total, warmup)
+                    group["lr"] = schedule.rate(step)
                 idx = order[b * config.batch_size:(b + 1) * config.batch_size]
                 with autocast(config.precision, device):
                     logits = forward(model, tokens[idx]).float()

@@ -14,7 +14,8 @@ from posenc.empirical.config import (TaskConfig, TrainConfig, ModelConfig, apply
                                      config_from_dict, load_config)
 from posenc.empirical.training.runs import CHECKPOINT, CONFIG, METRICS, RESULT
 from posenc.empirical.training.trace import TRACE
-from posenc.empirical.training.train import lr_factor, train
+from posenc.empirical.training.schedule import lr_factor
+from posenc.empirical.training.train import train
 from posenc.errors import PosencError
 
 

@@ -21,7 +21,8 @@ from posenc.empirical import load_run
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import CHECKPOINT, RESULT, dataset_for
 from posenc.empirical.tasks import Split, TaskData, carve_validation
-from posenc.empirical.training.train import best_index, lr_factor, should_stop, train
+from posenc.empirical.training.schedule import lr_factor
+from posenc.empirical.training.train import best_index, should_stop, train
 from posenc.errors import PosencError
 
 train_mod = importlib.import_module("posenc.empirical.training.train")  # the package re-exports train()
