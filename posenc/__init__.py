@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .public_call import public
 from .encodings import PESpec, all_entries, parse_spec, spec_from_dict
-from .errors import PosencError  # noqa: F401
+from .errors import MissingExtraError, PosencError  # noqa: F401
 
 # Every public function refuses a call its signature does not take in one line (see public).
 all_entries, parse_spec, spec_from_dict = public(all_entries), public(parse_spec), public(spec_from_dict)
@@ -86,7 +86,13 @@ if not TYPE_CHECKING:  # hidden from type checkers: a misspelt posenc.NAME is an
             module, attr = _LAZY[name]
         except KeyError:
             raise AttributeError(f"module 'posenc' has no attribute {name!r}") from None
-        value = getattr(importlib.import_module(module), attr)
+        try:
+            value = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:  # a name of the train extra, on the light install
+            missing = MissingExtraError.of(exc, f"posenc.{name}")
+            if missing is None:
+                raise
+            raise missing from None
         if inspect.isfunction(value):   # a public function: a call it does not take is one line
             value = public(value)
         globals()[name] = value

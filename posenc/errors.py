@@ -31,6 +31,22 @@ class PosencError(ValueError):
     """
 
 
+class MissingExtraError(PosencError, ModuleNotFoundError):
+    """A public function or name of the ``train`` extra, used on the light install: the one line
+    of :func:`missing_extra`, and still a :class:`ModuleNotFoundError` (its ``name`` the missing
+    module) for code that catches those."""
+
+    @classmethod
+    def of(cls, exc: ModuleNotFoundError, what: str) -> "MissingExtraError | None":
+        """The error for ``what`` when ``exc`` is a module of the ``train`` extra, else None."""
+        message = missing_extra(exc, what)
+        if message is None:
+            return None
+        error = cls(message)
+        error.name = (exc.name or "").split(".")[0]
+        return error
+
+
 class WriteError(PosencError, OSError):
     """A file could not be written (a full disk, a read-only folder): one line, like any
     PosencError, and still an :class:`OSError` for code that catches those."""

@@ -13,7 +13,7 @@ import inspect
 from typing import Any, Callable, TypeVar, cast
 
 from .coerce import shown
-from .errors import PosencError
+from .errors import MissingExtraError, PosencError
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,7 +24,9 @@ def public(fn: F) -> F:
     command line refuses an unknown option (``posenc: unrecognized arguments: --bogus 1``):
     ``posenc.bound: unrecognized arguments: bogus=1 (it takes spec, n, head, ...)``.  The
     arguments are bound to the signature before ``fn`` runs, so nothing has started; ``fn``'s
-    own TypeErrors are not touched.  The wrapper keeps ``fn``'s name, docstring and signature, and
+    own TypeErrors are not touched.  A module of the ``train`` extra missing on the light install
+    is one line too (:class:`~posenc.errors.MissingExtraError`, which is also the
+    ModuleNotFoundError it was).  The wrapper keeps ``fn``'s name, docstring and signature, and
     its type for a type checker."""
     signature = inspect.signature(fn)
     name = f"posenc.{fn.__name__}"
@@ -42,7 +44,13 @@ def public(fn: F) -> F:
                 raise PosencError(f"{name}: unrecognized arguments: {given} (it takes "
                                   f"{takes})") from None
             raise PosencError(f"{name}: {exc} (it takes {takes})") from None
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except ModuleNotFoundError as exc:  # torch & co. of the train extra, on the light install
+            missing = MissingExtraError.of(exc, name)
+            if missing is None:
+                raise
+            raise missing from None
     # pickled by reference as ``posenc.NAME`` (the wrapper itself), so a public function still
     # travels to a process pool or inside a functools.partial
     checked.__module__, checked.__qualname__ = "posenc", fn.__name__

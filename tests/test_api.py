@@ -427,3 +427,19 @@ def test_a_missing_argument_is_one_line_and_the_signature_is_kept():
         posenc.bound("rope")
     assert "head_dim" in inspect.signature(posenc.bound).parameters
     assert posenc.bound.__doc__ and posenc.bound.__name__ == "bound"
+
+
+def test_check_gives_a_rotary_function_its_head_dim():
+    """head_dim reaches the function checked (dim, its former name, too); both at once: refused."""
+    seen: list[int] = []
+
+    def rope(x, positions):
+        seen.append(x.shape[-1])
+        return _rope(x, positions)
+    assert posenc.check(rope, "rope", head_dim=12).ok and set(seen) == {12}
+    seen.clear()
+    assert posenc.check(rope, "rope", dim=6).ok and set(seen) == {6}
+    seen.clear()
+    assert posenc.check(rope, "rope").ok and set(seen) == {64}
+    with pytest.raises(posenc.PosencError, match="dim is head_dim's former name"):
+        posenc.check(rope, "rope", head_dim=8, dim=8)

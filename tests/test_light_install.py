@@ -86,3 +86,43 @@ def test_theory_commands_run_and_train_commands_name_the_extra(tmp_path):
                                                        f"{module}, "), r["stderr"]
         assert 'pip install "posenc[train]"' in lines[0]
     assert not (tmp_path / "PLOT.png").exists() and not (tmp_path / "RUN").exists()
+
+
+#: The front door on the light install: each expression is evaluated in one interpreter; what it
+#: raised is printed as one JSON line.
+API_RUNNER = '''
+import json, sys
+import posenc
+for expr in json.loads(sys.argv[1]):
+    try:
+        eval(expr)
+        out = {"expr": expr, "raised": None}
+    except BaseException as exc:
+        out = {"expr": expr, "raised": type(exc).__name__, "message": str(exc),
+               "posenc_error": isinstance(exc, posenc.PosencError),
+               "module_not_found": isinstance(exc, ModuleNotFoundError),
+               "name": getattr(exc, "name", None), "cause_hidden": exc.__suppress_context__}
+    print(json.dumps(out))
+'''
+
+
+def test_the_api_names_the_extra_in_one_posenc_error(tmp_path):
+    """posenc.train / ablate / load_run / Run on the light install: one PosencError line naming the
+    extra (and still a ModuleNotFoundError), as the CLI says it; the theory half runs."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), str(ROOT)]))
+    exprs = ["posenc.derive('rope')", "posenc.train(task='distance', pe='rope', preset='smoke', "
+             "out='RUN')", "posenc.load_run('RUN')", "posenc.Run", "posenc.AblationResult"]
+    proc = subprocess.run([sys.executable, "-c", API_RUNNER, json.dumps(exprs)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    derive, *extra = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert derive["raised"] is None, derive
+    for r in extra:
+        what = r["expr"].split("(")[0]
+        assert r["raised"] == "MissingExtraError" and r["posenc_error"] and r["module_not_found"], r
+        assert r["message"].startswith(f"{what} needs torch, ") and "\n" not in r["message"], r
+        assert 'pip install "posenc[train]"' in r["message"] and r["name"] == "torch", r
+        assert r["cause_hidden"], r
+    assert not (tmp_path / "RUN").exists()

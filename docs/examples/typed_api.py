@@ -57,7 +57,7 @@ def claims(ids: list[str]) -> bool:
 
 
 def conformance(impl: str) -> bool:
-    report = check(impl, "rope", dim=16)
+    report = check(impl, "rope", head_dim=16)
     assert_type(report, ConformanceReport)
     assert_type(report.ok, bool)
     return report.ok

@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.impl is None:
         raise PosencError("check: give an IMPL or --from-hf CONFIG")
     else:
-        report = check(args.impl, kind=args.kind, dim=64 if args.head_dim is None else args.head_dim,
+        report = check(args.impl, kind=args.kind,
+                       head_dim=64 if args.head_dim is None else args.head_dim,
                        expect=args.expect, timeout=args.timeout, max_positions=args.max_positions)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

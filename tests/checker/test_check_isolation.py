@@ -115,7 +115,7 @@ def test_a_base_exception_in_process_is_the_one_line_error(kind, exc):
     def raises(*args):
         raise exc
     with pytest.raises(PosencError) as info:
-        posenc.check(raises, kind, dim=4)
+        posenc.check(raises, kind, head_dim=4)
     line = str(info.value)
     assert "\n" not in line and f"raised {type(exc).__name__}: {exc}" in line
     assert "a BaseException, not an Exception" in line
