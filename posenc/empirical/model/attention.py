@@ -21,8 +21,11 @@ d_qk < :data:`CPU_SDPA_MIN_HEAD_DIM` = 32, ``"sdpa"``
 (``torch.nn.functional.scaled_dot_product_attention``) from 32 on: the CPU measurement of
 ``benchmarks/attention_kernel.py`` (the explicit kernel wins clearly at head dims 8 and 16 --
 the presets' --, SDPA from 32 on at 2 threads; dated figures in
-``benchmarks/results/attention_kernel_cpu_*.txt``).  Not measured on a GPU; ``module.kernel``
-can be set by hand.
+``benchmarks/results/attention_kernel_cpu_*.txt``).  Not measured on a GPU, where the model
+took SDPA at every head dim until 2026-12-04 (on an H200 a paper-preset step at head dim 16 with
+SDPA ran 1.02x as fast as an eager model's with explicit attention, other differences included:
+benchmarks/results/h200_2026-11-30.txt);
+``module.kernel`` can be set by hand.
 
 **Hooks are data**: hooking never changes the kernel or the projections' GEMMs.  With the
 explicit kernel the scores and the pattern are its own intermediates, handed to
