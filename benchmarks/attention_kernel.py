@@ -1,5 +1,6 @@
 """Side by side: the explicit attention kernel vs torch's scaled_dot_product_attention, forward +
-backward of one layer, by head dim -- the measurement behind posenc.empirical.model.attention_kernel.use_sdpa.
+backward of one layer, by head dim -- the measurement behind posenc.empirical.model.attention.kernel_for
+(each kernel as :meth:`AttentionBase.attend` runs it).
 
 Batch 64 x 52 tokens (the quick preset), 8 heads, a padding mask on a third of the examples.
 The two kernels alternate single calls (background load hits both alike); best of --reps, by
@@ -16,9 +17,8 @@ import os
 import time
 
 import torch
-import torch.nn.functional as F
 
-from posenc.empirical.model.attention_kernel import ScoreMask, explicit_attention, use_sdpa
+from posenc.empirical.model.attention import Attention, attention_mask, kernel_for
 
 
 def main() -> None:
@@ -49,13 +49,16 @@ def main() -> None:
                        for _ in range(3))
             grad = torch.randn(B, H, T, d, device=dev, generator=g)
 
+            explicit_attn, sdpa_attn = Attention(H * d, H).to(dev), Attention(H * d, H).to(dev)
+            explicit_attn.kernel, sdpa_attn.kernel = "explicit", "sdpa"
+
             def explicit() -> torch.Tensor:
-                mask = ScoreMask.build(keep, False, T, q.dtype, dev)  # built per forward, as the model
-                return explicit_attention(q, k, v, mask, None, 0.0)
+                mask = attention_mask(keep, False, T, q.dtype, dev)  # built per forward, as the model
+                return explicit_attn.attend(q, k, v, mask, None)
 
             def sdpa() -> torch.Tensor:
-                mask = ScoreMask.build(keep, False, T, q.dtype, dev)
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.additive(None))
+                mask = attention_mask(keep, False, T, q.dtype, dev)
+                return sdpa_attn.attend(q, k, v, mask, None)
 
             with torch.no_grad():
                 err = (explicit() - sdpa()).abs().max().item()
@@ -74,7 +77,7 @@ def main() -> None:
                     q.grad = k.grad = v.grad = None
             e, s = 1000 * min(wall["explicit"]), 1000 * min(wall["sdpa"])
             ec, sc = 1000 * min(cpu["explicit"]), 1000 * min(cpu["sdpa"])
-            chosen = "SDPA" if use_sdpa(dev, d) else "explicit"
+            chosen = "SDPA" if kernel_for(d) == "sdpa" else "explicit"
             print(f"{'':14}{d:8d}   {e:11.2f}  {s:9.2f}   {s / e:13.2f}   {ec:10.2f}  {sc:9.2f}"
                   f"   {sc / ec:13.2f}   {chosen}")
 

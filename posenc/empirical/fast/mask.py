@@ -1,11 +1,17 @@
-"""The score mask of a packed forward: :class:`~posenc.empirical.model.attention_kernel.ScoreMask`
-(padding keys, causal triangle) plus the packing of the batch and, with merged rows, the rows' block mask.
+"""The score mask of a packed forward: the padding keys, the causal triangle, the packing of the
+batch and, with merged rows, the rows' block mask -- in the forms the fast path's kernels take.
 
-The reference kernel (:func:`~posenc.empirical.model.attention_kernel.explicit_attention`, SDPA) reads a mask
-through :meth:`ScoreMask.base` and :meth:`ScoreMask.score_columns`; :class:`PackedMask` gives
-them for merged rows ((rows, T, T) block mask; one-hot segment columns), so the modules' own
-attention code runs unchanged on the packed rows.  :meth:`PackedMask.packed_constant` is the
-constant additive term of :class:`~.packed_attention.PackedAttention`.
+* :meth:`PackedMask.packed_constant`: every constant additive term summed once per forward and
+  shared by the layers -- the constant of :class:`~.packed_attention.PackedAttention`;
+* :meth:`PackedMask.score_columns`: the key mask (or the merged rows' block mask) as extra columns
+  of q and k, so it rides in the score GEMM (:func:`.rows_attention.rows_attention`);
+* :meth:`PackedMask.flat`: M + B as (rows * heads, T, T), once per forward for a fixed bias, the
+  input of a ``baddbmm`` (:func:`.rows_attention.rows_attention`);
+* :meth:`PackedMask.additive`: M + B broadcastable to (rows, H, T, T), for SDPA.
+
+(The reference forward's mask is one additive tensor,
+:func:`posenc.empirical.model.attention.attention_mask`; these forms were the reference kernel's
+until 2026-12-04 and stay here, where the fast path's numerics depend on them.)
 """
 
 from __future__ import annotations
@@ -14,19 +20,21 @@ from typing import Optional
 
 import torch
 
-from ..model.attention_kernel import ScoreMask
 from .packing import Packing
 
 
-class PackedMask(ScoreMask):
-    """The mask of a packed forward.  ``packing``: the real tokens (:mod:`.packing`); with merged
-    rows ``keys`` is None and :attr:`blocks` holds the mask instead."""
+class PackedMask:
+    """The mask of a packed forward.  ``keys``: (rows, T) additive key mask (0 / -inf) or None;
+    ``causal``: (T, T) or None; ``packing``: the real tokens (:mod:`.packing`); with merged rows
+    ``keys`` is None and :attr:`blocks` holds the mask instead."""
 
     def __init__(self, keys: Optional[torch.Tensor], causal: Optional[torch.Tensor], seq: int,
                  packing: Packing, dtype: torch.dtype = torch.float32):
-        super().__init__(keys, causal, seq, dtype)
+        self.keys, self.causal, self.seq, self.dtype = keys, causal, seq, dtype
         self.packing = packing
         self._blocks: Optional[torch.Tensor] = None
+        self._memo: dict[tuple, tuple[Optional[torch.Tensor], Optional[torch.Tensor]]] = {}
+        self._columns: dict[torch.dtype, Optional[tuple[torch.Tensor, torch.Tensor]]] = {}
 
     @classmethod
     def pack(cls, keep: torch.Tensor, causal: bool, seq: int, dtype: torch.dtype,
@@ -36,8 +44,13 @@ class PackedMask(ScoreMask):
         (every token real): the sub-layer functions need the layout."""
         padded = not bool(keep.all())
         packing = Packing(keep, merge and padded)
-        keys = cls.key_mask(keep, dtype) if padded and not packing.merged else None
-        tri = cls.triangle(seq, dtype, device) if causal else None
+        keys = None
+        if padded and not packing.merged:  # (rows, T): 0 at a real key, -inf at padding
+            keys = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, float("-inf"))
+        tri = None
+        if causal:  # (T, T): -inf above the diagonal (key j > query i)
+            tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
+                torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
         return cls(keys, tri, seq, packing, dtype)
 
     @property
@@ -55,22 +68,54 @@ class PackedMask(ScoreMask):
         return self._blocks
 
     def base(self) -> Optional[torch.Tensor]:
-        """The key mask broadcastable to (rows, H, T, T): merged rows' blocks, or the keys."""
+        """The key mask broadcastable to (rows, H, T, T): merged rows' blocks, or the keys, or
+        None."""
         if self.merged:
             return self.blocks[:, None]
-        return super().base()
+        return None if self.keys is None else self.keys[:, None, None, :]
 
     def score_columns(self, dtype: torch.dtype) -> Optional[tuple[torch.Tensor, torch.Tensor]]:
-        """Merged rows: the block mask as one-hot segment columns
-        (:meth:`.packing.Packing.score_columns`), (rows, 1, T, S) each; else the padding keys'."""
-        if self.merged:
-            if dtype not in self._columns:
-                self._columns[dtype] = self.packing.score_columns(dtype)
-            return self._columns[dtype]
-        return super().score_columns(dtype)
+        """The key mask as extra columns of q and k, or None without one (built once per forward):
+        merged rows' one-hot segment columns (:meth:`.packing.Packing.score_columns`), (rows, 1,
+        T, S) each; else the padding keys as ``[1] . [m_j]``, (rows, 1, T, 1) each."""
+        if dtype not in self._columns:
+            cols: Optional[tuple[torch.Tensor, torch.Tensor]] = None
+            if self.merged:
+                cols = self.packing.score_columns(dtype)
+            elif self.keys is not None:
+                keys = self.keys.to(dtype)[:, None, :, None]  # (rows, 1, T, 1)
+                cols = (torch.ones_like(keys), keys)
+            self._columns[dtype] = cols
+        return self._columns[dtype]
 
-    def repeat(self, times: int) -> "ScoreMask":
-        raise ValueError("a packed forward has no ablation variants")
+    def additive(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        """The whole M + B, broadcastable to (rows, H, T, T) (for SDPA), or None."""
+        if bias is None:
+            small = None if self.causal is None else self.causal[None]
+        else:
+            small = bias if self.causal is None else bias + self.causal  # (H or 1, T, T)
+        base = self.base()
+        if base is None:
+            return None if small is None else small[None]
+        return base if small is None else base + small[None]
+
+    def flat(self, bias: Optional[torch.Tensor], batch: int, heads: int) -> Optional[torch.Tensor]:
+        """M + B as (batch * heads, T, T) (or (1, T, T) when the same for all), or None; once per
+        forward for a bias without a gradient (memo), per layer for a learned one."""
+        if bias is not None and bias.requires_grad:
+            return self._flatten(self.additive(bias), batch, heads)
+        key = (id(bias), batch)  # the entry keeps ``bias`` alive, so its id stays unique
+        if key not in self._memo:
+            self._memo[key] = (bias, self._flatten(self.additive(bias), batch, heads))
+        return self._memo[key][1]
+
+    def _flatten(self, m: Optional[torch.Tensor], batch: int, heads: int) -> Optional[torch.Tensor]:
+        if m is None:
+            return None
+        T = self.seq
+        if m.shape[0] == 1 and m.shape[1] == 1:
+            return m.reshape(1, m.shape[2], T)  # broadcasts over batch * heads
+        return m.expand(batch, heads, T, T).reshape(batch * heads, T, T)
 
     def packed_constant(self, bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
         """The constant additive terms of a packed forward's scores, summed once per forward and

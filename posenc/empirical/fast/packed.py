@@ -13,9 +13,11 @@ i - j (:func:`merges_rows`).  Per block, in order of preference:
   :func:`~.packed_attention.supports`, no dropout after it;
 * else, for a covered plain attention (keys and values from elsewhere, or dropout after it), the
   attention alone as one function (:class:`.packed_attention.PackedAttention`);
-* else the attention module's own code (:meth:`~posenc.empirical.model.attention.Attention.heads`,
-  :meth:`~posenc.empirical.model.mla.MLAAttention.mix`) on the unpacked rows with a
-  :class:`~.mask.PackedMask`, W_O on the packed tokens;
+* else the attention module's own projections and rotation
+  (:meth:`~posenc.empirical.model.attention.Attention.heads`,
+  :meth:`~posenc.empirical.model.mla.MLAAttention.project`) on the unpacked rows, the fast path's
+  kernel of the rows (:mod:`.rows_attention`, with a :class:`~.mask.PackedMask`), W_O on the
+  packed tokens;
 * the MLP sub-layer as one function (:mod:`.mlp_sublayer`) where it covers the modules, else
   the modules.
 
@@ -41,6 +43,7 @@ from .mlp_sublayer import supports as mlp_supports
 from .mlp_sublayer import mlp_sublayer
 from .packed_attention import PackedAttention, layer_inputs
 from .packed_attention import supports as attention_supports
+from .rows_attention import rows_attention
 
 
 def merges_rows(spec) -> bool:
@@ -90,8 +93,8 @@ def attention(block: Block, a: torch.Tensor, kv: torch.Tensor, mask: PackedMask,
               offset: int) -> torch.Tensor:
     """The attention of a block that is not one function: a, kv (N, D) -> (N, D)."""
     attn, unpack = block.attn, mask.packing.unpack
-    if type(attn) is Attention and attention_supports(attn.rotary, a.dtype,
-                                                    attn.dropout if attn.training else 0.0):
+    dropout = attn.dropout if attn.training else 0.0
+    if type(attn) is Attention and attention_supports(attn.rotary, a.dtype, dropout):
         qkv = attn.qkv(a) if kv is a else torch.cat(attn.split_projection(a, kv), dim=1)
         return attn.out(PackedAttention.apply(qkv, *layer_inputs(attn, mask, offset, a.dtype)))
     if type(attn) is Attention:  # projections on the packed tokens, then the rows
@@ -101,11 +104,14 @@ def attention(block: Block, a: torch.Tensor, kv: torch.Tensor, mask: PackedMask,
         else:
             q, kv = attn.split_projection(a, kv)
             q, (k, v) = unpack(q), unpack(kv).split(D, dim=-1)
-        z = attn.heads(q, k, v, mask, offset, None)  # (rows, T, D)
+        q, k, v = attn.heads(q, k, v, offset)  # (rows, H, T, dh)
     else:  # MLA (and any AttentionBase): its projections on the rows
         ap = unpack(a)
-        z = attn.mix(ap, ap if kv is a else unpack(kv), mask, offset, None)
-    return attn.out(mask.packing.pack(z))
+        q, k, v = attn.project(ap, ap if kv is a else unpack(kv), offset)
+    rows, _, T, _ = q.shape
+    bias = attn.positional_bias(T, offset, q.dtype)
+    z = rows_attention(q, k, v, mask, bias, dropout, attn.kernel)  # (rows, H, T, dh)
+    return attn.out(mask.packing.pack(z.transpose(1, 2).reshape(rows, T, -1)))
 
 
 def block_forward(block: Block, h: torch.Tensor, x0: torch.Tensor, mask: PackedMask,

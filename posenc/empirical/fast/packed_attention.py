@@ -19,7 +19,7 @@ by index maps (:class:`HeadSlots`, built once per forward and shared by the laye
   buffer; the inverse rotation (conjugate phasors) in place; one gather back to
   (N, 3 * d_model).  A learned bias gets ``dS`` summed over the rows.
 
-It computes exactly what :func:`posenc.empirical.model.attention_kernel.explicit_attention` computes on the
+It computes exactly what :func:`.rows_attention.rows_attention` (the explicit kernel) computes on the
 unpacked tensors (the same products, in the same float dtype; tests compare both, and
 ``torch.autograd.gradcheck`` the backward in float64).  The fast path (:mod:`.packed`) uses it
 for the cases it covers (:func:`supports`): a packed forward, no attention dropout in training,

@@ -1,6 +1,6 @@
 """The reference model: the pre-LN Transformer (:mod:`.transformer`), its attention
-(:mod:`.attention`, :mod:`.mla`), the explicit attention kernel and score mask
-(:mod:`.attention_kernel`), TransformerLens-style hooks (:mod:`.hooks`) and the PE modules (:mod:`.pe`).
+(:mod:`.attention`: one attention call, kernel and mask included; :mod:`.mla`), TransformerLens-style
+hooks (:mod:`.hooks`) and the PE modules (:mod:`.pe`).
 
 This is the forward a reader learns from; it never imports the fast path
 (:mod:`posenc.empirical.fast`), which reads these modules from outside."""

@@ -22,15 +22,12 @@ head_dim by default, the "rotation" :class:`~posenc.empirical.model.pe.rotary.Pa
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch import nn
 
 from ...encodings import MLA
-from .attention import AttentionBase, HeadAblation
+from .attention import AttentionBase, run_head_hook
 from .hooks import run_hook
-from .attention_kernel import ScoreMask
 from ...encodings.parts import structure
 from .pe.rotary import MLA_FORMULAS
 
@@ -38,12 +35,13 @@ from .pe.rotary import MLA_FORMULAS
 class MLAAttention(AttentionBase):
     def __init__(self, d_model: int, n_heads: int, spec: MLA, dropout: float = 0.0):
         paper = spec.rope == "paper_code"
-        super().__init__(d_model, n_heads, dropout, bias=None, rotary_hooks=True,
-                         out_bias=not paper)
+        rope_dim = spec.resolved_rope_dim(d_model // n_heads)
+        super().__init__(d_model, n_heads, dropout, bias=None, d_qk=d_model // n_heads + rope_dim,
+                         rotary_hooks=True, out_bias=not paper)
         dh = self.head_dim
         self.q_latent = spec.q_latent or min(4 * dh, d_model)
         self.kv_latent = spec.kv_latent or min(4 * dh, d_model)
-        self.rope_dim = spec.resolved_rope_dim(dh)
+        self.rope_dim = rope_dim
         self.shared_rope_key = spec.shared_rope_key
         H, r = n_heads, self.rope_dim
         self.q_down = nn.Linear(d_model, self.q_latent, bias=False)  # W_dq
@@ -55,9 +53,10 @@ class MLAAttention(AttentionBase):
         self.k_rope = nn.Linear(d_model, r if self.shared_rope_key else H * r, bias=False)  # W_kr
         self.rotary = MLA_FORMULAS[structure(spec).mla.kind](spec, r)
 
-    def mix(self, x: torch.Tensor, kv: torch.Tensor, mask: ScoreMask, offset: int = 0,
-            ablation: Optional[HeadAblation] = None) -> torch.Tensor:
-        """x (B, T, D), kv (B or fewer, T, D) -> the heads' outputs (B', T, H * dh) before W_O."""
+    def project(self, x: torch.Tensor, kv: torch.Tensor, offset: int
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x (B, T, D), kv (Bk, T, D) -> q, k (B or Bk, H, T, dh + r; the RoPE part rotated),
+        v (Bk, H, T, dh)."""
         B, T, _ = x.shape
         H, dh, r = self.n_heads, self.head_dim, self.rope_dim
         x, kv = run_hook(self.hook_q_in, x), run_hook(self.hook_kv_in, kv)
@@ -71,11 +70,10 @@ class MLAAttention(AttentionBase):
         v = self.v_up(c_kv).view(Bk, T, H, dh).transpose(1, 2)
         q = torch.cat([q_c, q_r], dim=-1)  # (B, H, T, dh + r), before the rotation
         k = torch.cat([k_c, k_r], dim=-1)
-        q, k, v = self.qkv_hooks(q, k, v)
+        q, k, v = (run_head_hook(p, t) for p, t in ((self.hook_q, q), (self.hook_k, k), (self.hook_v, v)))
         q = torch.cat([q[..., :dh], self.rotary(q[..., dh:], offset)], dim=-1)
         k = torch.cat([k[..., :dh], self.rotary(k[..., dh:], offset)], dim=-1)
-        q, k = self.rot_hooks(q, k)
-        return self.combine(q, k, v, mask, offset, ablation)
+        return run_head_hook(self.hook_rot_q, q), run_head_hook(self.hook_rot_k, k), v
 
     def head_weights(self) -> dict[str, torch.Tensor]:
         """Effective per-head maps from the normed input (D wide).

@@ -39,10 +39,9 @@ import torch
 from torch import nn
 
 from ...errors import PosencError
-from .attention import Attention, HeadAblation
+from .attention import Attention, HeadAblation, attention_mask
 from ..config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
-from .attention_kernel import ScoreMask
 from .mla import MLAAttention
 from .pe.plan import plan_for
 from ..tasks import PAD
@@ -65,9 +64,10 @@ class Block(nn.Module):
                      "hook_resid_post"):
             setattr(self, name, HookPoint())
 
-    def forward(self, h: torch.Tensor, x0: torch.Tensor, mask: ScoreMask, offset: int,
+    def forward(self, h: torch.Tensor, x0: torch.Tensor, mask: Optional[torch.Tensor], offset: int,
                 ablation: Optional[HeadAblation]) -> torch.Tensor:
-        """h, x0 (B, T, D) -> (B', T, D) (B' = variants * B from an ablation at this layer)."""
+        """h, x0 (B, T, D), mask (:func:`.attention.attention_mask`) -> (B', T, D) (B' = variants
+        * B from an ablation at this layer)."""
         h = run_hook(self.hook_resid_pre, h)
         a = self.ln1(h)
         kv = self.kv_input(a, x0)
@@ -107,9 +107,9 @@ class Transformer(Hooked):
         if paper_mla and self.pos_embed is not None:
             nn.init.zeros_(self.pos_embed.weight)  # the paper's MLA: a zero-initialised table
         blocks = []
-        # Parameter-free parts (the rotation, a fixed bias) are one module shared by all layers:
-        # one table cache, and one (mask + bias) per forward (see .attention_kernel).  Their buffers are
-        # not persistent, so the state dict is the same as with one module per layer.
+        # Parameter-free parts (the rotation, a fixed bias) are one module shared by all layers.
+        # Their buffers are not persistent, so the state dict is the same as with one module per
+        # layer.
         rotary = self.plan.make_rotary(cfg.head_dim, H)
         fixed_bias = None if self.plan.bias_learned else self.plan.make_bias(H)
         for _ in range(cfg.n_layers):
@@ -151,7 +151,7 @@ class Transformer(Hooked):
                               f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
                               f"{tuple(ablation.gate.shape)}")
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
-        mask = ScoreMask.build(keep, self.cfg.causal, T, self.embed.weight.dtype, tokens.device)
+        mask = attention_mask(keep, self.cfg.causal, T, self.embed.weight.dtype, tokens.device)
         h = x0 = self.input_embedding(tokens, offset)  # (B, T, D)
         for l, block in enumerate(self.blocks):
             ab = ablation if ablation is not None and ablation.layer == l else None
@@ -159,7 +159,8 @@ class Transformer(Hooked):
             if ab is not None and h.shape[0] != B:  # variants created at this layer
                 rep = h.shape[0] // B
                 B = h.shape[0]
-                mask = mask.repeat(rep)
+                if mask is not None and mask.shape[0] > 1:  # a key mask: one per example
+                    mask = mask.repeat(rep, 1, 1, 1)
                 if keep is not None:
                     keep = keep.repeat(rep, 1)
         h = self.ln_f(h)

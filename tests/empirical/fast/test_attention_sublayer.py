@@ -68,7 +68,8 @@ def test_forward_and_gradients_are_the_modules(rotary, learned_bias, qkv_bias, c
     attn, ln, mask, h = _setup(rotary, learned_bias, qkv_bias, causal, torch.float32)
     got = ar.attention_sublayer(h, ln, attn, mask, 0)
     rows = mask.packing.unpack(ln(h))  # the modules op by op on the rows (LayerNorm, Linear,
-    want = h + mask.packing.pack(attn(rows, rows, mask, 0))  # the reference attention, Linear)
+    # the reference attention with the rows' whole additive mask, Linear)
+    want = h + mask.packing.pack(attn(rows, rows, mask.additive(None), 0))
     # float32, O(1) values, sums of <= 8 terms: the same kernels in another order, ~1e-7 relative
     assert torch.allclose(got, want, rtol=0, atol=1e-5)
     params = [h, *ln.parameters(), *attn.parameters()]

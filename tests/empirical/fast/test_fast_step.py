@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from empirical_reference import old_model_logits
 
 from posenc.empirical.config import ModelConfig
-from posenc.empirical.model.attention_kernel import CPU_SDPA_MIN_HEAD_DIM, use_sdpa
+from posenc.empirical.model.attention import CPU_SDPA_MIN_HEAD_DIM, kernel_for
 from posenc.empirical.model.transformer import build_model
 
 PES = ["rope", "rope:pairing=half,fraction=0.5", "rope:heads=1,keep=0.5", "alibi",
@@ -77,10 +77,13 @@ def test_the_reference_can_tell_a_wrong_rotation():
         assert (model(tok) - old).abs().max() > 1e-3
 
 
-def test_kernel_choice_by_device_and_head_dim():
-    cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert not use_sdpa(cpu, 8) and not use_sdpa(cpu, CPU_SDPA_MIN_HEAD_DIM - 1)
-    assert use_sdpa(cpu, CPU_SDPA_MIN_HEAD_DIM) and use_sdpa(cuda, 8)
+def test_kernel_chosen_once_by_head_dim():
+    assert kernel_for(8) == kernel_for(CPU_SDPA_MIN_HEAD_DIM - 1) == "explicit"
+    assert kernel_for(CPU_SDPA_MIN_HEAD_DIM) == "sdpa"
+    rope = _model("rope")
+    assert {b.attn.kernel for b in rope.blocks} == {kernel_for(rope.blocks[0].attn.head_dim)}
+    mla = _model("mla").blocks[0].attn  # MLA: d_qk = head_dim + rope_dim
+    assert mla.kernel == kernel_for(mla.head_dim + mla.rope_dim)
 
 
 def test_parameter_free_modules_are_shared_and_not_in_the_state_dict():
@@ -97,8 +100,9 @@ def test_parameter_free_modules_are_shared_and_not_in_the_state_dict():
                                 "rope:pairing=half,fraction=0.5,keep=0.5"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "odd-offset", "bfloat16"])
 def test_rotation_equals_explicit_2x2_rotations(pe, layout):
-    """Every code path of the rotation (complex view, complex from slices, real formula) against
-    the explicit plane-by-plane rotation matrices of empirical_reference."""
+    """The rotation (pairs viewed as complex numbers, copied first where the layout does not allow
+    the view; half pairing; bfloat16 through float32) against the explicit plane-by-plane
+    rotation matrices of empirical_reference."""
     from empirical_reference import rope_planes_ref, rotate_ref
 
     from posenc.empirical.model.pe.rotary import rope_rotary
@@ -129,16 +133,20 @@ def test_rotation_equals_explicit_2x2_rotations(pe, layout):
 @pytest.mark.parametrize("pe", ["rope", "alibi", "mla"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_kernel_equals_the_explicit_kernel_and_the_previous_forward(pe, causal):
-    """Head dim 32 takes SDPA on a CPU; hooking the pattern forces the explicit kernel."""
+    """Head dim 32 takes SDPA; hooking the pattern reads it from a side computation and leaves
+    SDPA's output, bit for bit; the explicit kernel agrees to rounding."""
     torch.manual_seed(0)
     cfg = ModelConfig(pe=pe, d_model=64, n_heads=2, n_layers=2, d_ff=32, causal=causal)
     model = build_model(cfg, vocab_size=11, n_classes=5, max_len=30).eval()
-    assert use_sdpa(torch.device("cpu"), model.blocks[0].attn.head_dim)
+    assert model.blocks[0].attn.kernel == "sdpa"
     tok = _tokens()
     with torch.no_grad():
         fast = model(tok)
-        slow, cache = model.run_with_cache(tok, names_filter=lambda n: n.endswith("hook_pattern"))
-        assert len(cache) == 2
+        looked, cache = model.run_with_cache(tok, names_filter=lambda n: n.endswith("hook_pattern"))
+        assert len(cache) == 2 and torch.equal(looked, fast)
+        for block in model.blocks:
+            block.attn.kernel = "explicit"
+        slow = model(tok)
         assert torch.allclose(fast, slow, atol=1e-5)  # float32, two summation orders
         if pe != "mla":
             assert torch.allclose(fast, old_model_logits(model, tok), atol=1e-5)

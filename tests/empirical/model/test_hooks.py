@@ -141,3 +141,55 @@ def test_add_hook_and_reset_hooks():
     assert not torch.equal(base, edited) and torch.equal(base, again)
     with pytest.raises(KeyError):
         model.add_hook("blocks.0.attn.hook_nothing", zero_head(0))
+
+
+def _with_kernel(model, kernel):
+    for block in model.blocks:
+        block.attn.kernel = kernel
+    return model
+
+
+@pytest.mark.parametrize("kernel", ["explicit", "sdpa"])
+@pytest.mark.parametrize("over", [{}, {"model.kv_source": "input"}, {"model.causal": True}])
+def test_looking_never_changes_the_output(kernel, over):
+    """Hooks are data: a hook that only reads (scores, pattern, the projections' inputs) leaves
+    the logits bit for bit, with either kernel (SDPA: the scores come from a side computation)."""
+    model, tok = _smoke("alibi", **over)
+    model = _with_kernel(model, kernel)
+    with torch.no_grad():
+        plain = model(tok)
+        for name in ("hook_attn_scores", "hook_pattern", "hook_kv_in", "hook_q_in"):
+            seen = []
+            looked = model.run_with_hooks(tok, fwd_hooks=[(lambda n, s=name: n.endswith(s),
+                                                           lambda x, hook: seen.append(x.shape))])
+            assert len(seen) == len(model.blocks) and torch.equal(looked, plain), name
+
+
+def test_a_hook_on_kv_in_keeps_the_one_gemm(monkeypatch):
+    model, tok = _smoke("rope")
+
+    def two_gemms(*args):
+        raise AssertionError("the fused Q/K/V GEMM was split")
+    for block in model.blocks:
+        monkeypatch.setattr(block.attn, "split_projection", two_gemms)
+    with torch.no_grad():
+        model.run_with_hooks(tok, fwd_hooks=[(lambda n: n.endswith(("kv_in", "q_in")),
+                                              lambda x, hook: None)])
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_an_edited_pattern_is_what_sdpa_computes_from(in_place):
+    """An edit (returned or written in place) under SDPA gives the explicit kernel's edited output."""
+    def edit(p, hook):
+        if in_place:
+            p[:, 0] = 0.0
+            return None
+        return torch.cat([torch.zeros_like(p[:, :1]), p[:, 1:]], dim=1)
+    model, tok = _smoke("alibi")
+    hooks = [(lambda n: n.endswith("hook_pattern"), edit)]
+    with torch.no_grad():
+        plain = model(tok)
+        want = _with_kernel(model, "explicit").run_with_hooks(tok, fwd_hooks=hooks)
+        got = _with_kernel(model, "sdpa").run_with_hooks(tok, fwd_hooks=hooks)
+    assert (want - plain).abs().max() > 1e-3
+    assert torch.allclose(got, want, atol=1e-6)

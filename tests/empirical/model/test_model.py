@@ -72,13 +72,20 @@ def test_absolute_pe_logits_change_with_a_shift(pe):
 @pytest.mark.parametrize("pe", ["rope", "alibi", "mla", "relative_bias"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_path_equals_explicit_path(pe, causal):
+    """Either kernel gives the same logits to rounding; a pattern hook under SDPA reads a side
+    computation and leaves SDPA's logits bit for bit, and sees the explicit kernel's pattern."""
     model = _model(pe, causal=causal).eval()
     tok = _tokens()
     tok[1, 6:] = 0
+    pattern = lambda n: n.endswith("hook_pattern")  # noqa: E731
     with torch.no_grad():
+        slow, explicit = model.run_with_cache(tok, names_filter=pattern)
+        for block in model.blocks:
+            block.attn.kernel = "sdpa"
         fast = model(tok)
-        slow, cache = model.run_with_cache(tok, names_filter=lambda n: n.endswith("hook_pattern"))
-    assert len(cache) == 2
+        looked, cache = model.run_with_cache(tok, names_filter=pattern)
+    assert len(cache) == 2 and torch.equal(looked, fast)
+    assert all(torch.allclose(cache[n], explicit[n], atol=1e-6) for n in cache)
     assert torch.allclose(fast, slow, atol=1e-5)  # float32, two summation orders
 
 

@@ -1,6 +1,7 @@
 """The PE modules' table cache (posenc.empirical.model.pe.table_cache): one build per key while it fits,
 least recently used evicted, plain tensors even when first asked for under inference mode or
-with gradients on; a training run's batch lengths all stay cached."""
+with gradients on; a training run's batch lengths all stay cached; a moved or cast module never
+gets a table of its old device or dtype."""
 
 import torch
 
@@ -14,7 +15,9 @@ def test_builds_each_key_once_and_evicts_the_least_recently_used(monkeypatch):
     cache, built = table_cache.TableCache(), []
 
     def get(k):
-        return cache.get(k, lambda: built.append(k) or torch.tensor(k))
+        return cache.get((k,), lambda: built.append(k) or torch.tensor(k), source)
+
+    source = torch.zeros(0)
 
     for k in (1, 2, 3, 1, 4):  # 1 used again before 4 arrives: 2 is the least recently used
         get(k)
@@ -36,8 +39,17 @@ def test_tables_are_plain_tensors_whatever_mode_asks_first():
 def test_every_length_of_a_run_stays_cached():
     bias, built = AlibiBias(2), []
     real = bias._cache.get
-    bias._cache.get = lambda key, make: real(key, lambda: built.append(key) or make())
+    bias._cache.get = lambda key, make, source: real(key, lambda: built.append(key) or make(), source)
     for _ in range(3):  # three epochs over 40 batch lengths (the old cache kept 8)
         for T in range(20, 60):
             bias(T)
     assert len(built) == 40
+
+
+def test_a_cast_module_gets_tables_of_its_new_dtype():
+    bias = AlibiBias(2)
+    before = bias(5, 0, torch.float64)
+    bias.float()  # the float64 slopes become float32: the table is rebuilt from them
+    after = bias(5, 0, torch.float64)
+    assert after is not before and torch.equal(after, bias.slopes.double()[:, None, None]
+                                               * -(torch.arange(5)[:, None] - torch.arange(5)).abs())

@@ -48,11 +48,8 @@ class SinusoidalAbsolute(nn.Module):
         def make() -> torch.Tensor:
             pos = torch.arange(offset, offset + seq, device=self._probe.device)
             return sinusoidal_table(pos, self.d_model, self.base, self.layout).to(dtype)
-        return self._cache.get((seq, offset, dtype), make)
+        return self._cache.get((seq, offset, dtype), make, self._probe)
 
-    def _apply(self, fn, recurse=True):
-        self._cache.clear()
-        return super()._apply(fn, recurse)
 
 
 class LearnedAbsolute(nn.Module):

@@ -74,12 +74,9 @@ class _Cached(nn.Module):
         super().__init__()
         self._cache = TableCache()
 
-    def _cached(self, key: tuple, make) -> torch.Tensor:
-        return self._cache.get(key, make)
+    def _cached(self, key: tuple, make, source: torch.Tensor) -> torch.Tensor:
+        return self._cache.get(key, make, source)
 
-    def _apply(self, fn, recurse=True):
-        self._cache.clear()
-        return super()._apply(fn, recurse)
 
 
 class AlibiBias(_Cached):
@@ -96,7 +93,7 @@ class AlibiBias(_Cached):
             k = _offsets(seq, offset, self.slopes.device).to(torch.float64)  # (T, T) i - j
             dist = k.abs() if self.direction == "symmetric" else k.clamp(min=0)
             return (-self.slopes[:, None, None] * dist).to(dtype)  # (H, T, T)
-        return self._cached((seq, offset, dtype), make)
+        return self._cached((seq, offset, dtype), make, self.slopes)
 
 
 class T5Bias(_Cached):
@@ -111,7 +108,7 @@ class T5Bias(_Cached):
     def index(self, seq: int, offset: int = 0) -> torch.Tensor:
         """(seq, seq) bucket index of each (i, j)."""
         return self._cached((seq, offset), lambda: t5_buckets(
-            -_offsets(seq, offset, self.weight.device), self.num_buckets, self.max_distance))
+            -_offsets(seq, offset, self.weight.device), self.num_buckets, self.max_distance), self.weight)
 
     def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return self.weight[:, self.index(seq, offset)].to(dtype)  # (H, T, T)
@@ -136,7 +133,7 @@ class TableBias(_Cached):
         """(seq, seq) table index of each (i, j): clip(i - j) + max_distance."""
         md = self.max_distance
         return self._cached((seq, offset), lambda: _offsets(seq, offset, self.weight.device)
-                            .clamp(-md, md) + md)
+                            .clamp(-md, md) + md, self.weight)
 
     def forward(self, seq: int, offset: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return self.weight[:, self.index(seq, offset)].to(dtype)  # (H, T, T)
@@ -172,7 +169,7 @@ class KernelBias(_Cached):
                 bad = k[~torch.isfinite(g)][0]
                 raise PosencError(f"custom kernel {self.kernel.text!r} is not finite at k = {int(bad)}")
             return g.to(dtype)[None]  # (1, T, T)
-        return self._cached((seq, offset, dtype), make)
+        return self._cached((seq, offset, dtype), make, self._probe)
 
 
 class KerpleLogBias(nn.Module):

@@ -15,14 +15,15 @@ Custom frequencies (``custom:frequencies=f0;f1;...``) rotate plane m on dims
 (2m, 2m+1) by ``p * f_m`` in every head.  MLA's decoupled part uses
 ``theta_m = base^(-2m/rope_dim)`` with interleaved pairing.
 
-Implementation: a cached table of unit phasors ``exp(i p theta)`` (heads, seq,
-planes), complex, computed in float64 and cast.  A plane (a, b) is the complex
-number ``a + i b``; rotating it is one complex product.  For ``interleaved``
-pairing of a float32/float64 tensor whose layout allows it, the pairs are
-viewed as complex numbers without a copy (``view_as_complex``), so forward and
-backward are one element-wise op each; ``half`` pairing (and other layouts)
-builds the complex number from the two slices; other dtypes (bfloat16 under
-autocast) use the real formula above with cos / sin tables.
+Implementation: a table of unit phasors ``exp(i p theta)`` (heads, seq, planes),
+complex, computed in float64 and cast.  A plane (a, b) is the complex number
+``a + i b``; rotating it is one complex product.  With ``interleaved`` pairing the
+pairs are viewed as complex numbers (``view_as_complex``; a copy first only where the
+layout does not allow the view), with ``half`` pairing the complex number is built
+from the two halves; bfloat16 (under autocast) rotates in float32.  (One complex
+product, not the real formula ``a cos - b sin``: in float32 the two differ in the last
+bit, and the fast path of training, which rotates in place by the same phasors, is
+bit for bit the complex product.)
 """
 
 from __future__ import annotations
@@ -70,11 +71,6 @@ class Rotary(nn.Module):
         """(heads, seq, planes) float64 angles ``p * theta``."""
         return positions.to(torch.float64)[None, :, None] * self.thetas[:, None, :]
 
-    def tables(self, seq: int, offset: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin (heads, seq, planes) for positions offset .. offset+seq-1."""
-        w = self.phasors(seq, offset, torch.float64)
-        return w.real.to(dtype), w.imag.to(dtype)
-
     def phasors(self, seq: int, offset: int, dtype: torch.dtype) -> torch.Tensor:
         """exp(i p theta) (heads, seq, planes), complex of ``dtype``'s precision (cached)."""
         cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
@@ -83,21 +79,20 @@ class Rotary(nn.Module):
             mag = torch.ones_like(ang) if self.gains is None else \
                 self.gains[:, None, None].expand_as(ang)
             return torch.polar(mag, ang).to(cdtype)  # float64 -> dtype
-        return self._cache.get((seq, offset, self.thetas.device, cdtype), make)
+        return self._cache.get((seq, offset, cdtype), make, self.thetas)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """Rotate ``x`` (batch, heads, seq, head_dim) by its positions offset, offset+1, ..."""
+        """Rotate ``x`` (batch, heads, seq, head_dim) by its positions offset, offset+1, ...: plane m
+        as the complex number a + ib times its phasor."""
+        if x.dtype not in (torch.float32, torch.float64):  # (bfloat16 under autocast)
+            return self(x.float(), offset).to(x.dtype)
         r, P = self.rotary_dims, self.rotary_dims // 2
-        if x.dtype not in (torch.float32, torch.float64):
-            return self._real(x, offset)
         w = self.phasors(x.shape[-2], offset, x.dtype)  # (H or 1, T, P), broadcast over batch
-        if self.pairing == "interleaved" and _complex_view_ok(x):
-            z = torch.view_as_complex(x[..., :r].unflatten(-1, (P, 2)))  # a view: no copy
+        if self.pairing == "interleaved":  # plane m on dims (2m, 2m + 1)
+            pairs = x[..., :r].unflatten(-1, (P, 2))  # (B, H, T, P, 2)
+            z = torch.view_as_complex(pairs if _complex_view_ok(pairs) else pairs.contiguous())
             rot = torch.view_as_real(z * w).flatten(-2)
-        elif self.pairing == "interleaved":
-            z = torch.complex(x[..., 0:r:2], x[..., 1:r:2]) * w
-            rot = torch.stack([z.real, z.imag], dim=-1).flatten(-2)
-        else:
+        else:  # plane m on dims (m, m + P)
             z = torch.complex(x[..., :P], x[..., P:r]) * w
             rot = torch.cat([z.real, z.imag], dim=-1)
         return rot if r == self.head_dim else torch.cat([rot, x[..., r:]], dim=-1)
@@ -107,27 +102,11 @@ class Rotary(nn.Module):
         """Queries and keys at positions offset, offset+1, ... (RoPE: the same rotation)."""
         return self(q, offset), self(k, offset)
 
-    def _real(self, x: torch.Tensor, offset: int) -> torch.Tensor:
-        """The same rotation by the real formula (any dtype)."""
-        cos, sin = self.tables(x.shape[-2], offset, x.dtype)
-        r = self.rotary_dims
-        if self.pairing == "interleaved":
-            a, b = x[..., 0:r:2], x[..., 1:r:2]
-            rot = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-        else:
-            a, b = x[..., : r // 2], x[..., r // 2: r]
-            rot = torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
-        return rot if r == self.head_dim else torch.cat([rot, x[..., r:]], dim=-1)
 
-    def _apply(self, fn, recurse=True):  # moving devices / dtypes invalidates the cache
-        self._cache.clear()
-        return super()._apply(fn, recurse)
-
-
-def _complex_view_ok(x: torch.Tensor) -> bool:
-    """Whether pairs (2m, 2m+1) of the last dim can be viewed as complex numbers in place."""
-    return (x.stride(-1) == 1 and x.storage_offset() % 2 == 0
-            and all(st % 2 == 0 for st in x.stride()[:-1]))
+def _complex_view_ok(pairs: torch.Tensor) -> bool:
+    """Whether ``pairs`` (.., P, 2) can be viewed as complex numbers without a copy."""
+    return (pairs.stride(-1) == 1 and pairs.storage_offset() % 2 == 0
+            and all(st % 2 == 0 for st in pairs.stride()[:-1]))
 
 
 def rope_rotary(spec: RoPE, head_dim: int, n_heads: int) -> Rotary:
@@ -237,7 +216,7 @@ class PaperCodeMix(nn.Module):
                 * f.to(dev)[None, :]
             table = torch.cat([ang.sin(), ang.cos()], dim=-1)  # (T, r)
             return table[:, 1::2].to(dtype), table[:, 0::2].to(dtype)
-        return self._cache.get((seq, offset, dtype, self._probe.device), make)
+        return self._cache.get((seq, offset, dtype), make, self._probe)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (batch, heads, seq, r) -> the code's mixed output, same shape."""
@@ -245,9 +224,6 @@ class PaperCodeMix(nn.Module):
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
-    def _apply(self, fn, recurse=True):
-        self._cache.clear()
-        return super()._apply(fn, recurse)
 
 
 #: mla part kind (posenc.encodings.parts) -> (MLA spec, rope_dim) -> the decoupled path's position module.
