@@ -15,16 +15,16 @@ mask (0 or -inf, :func:`attention_mask`, built once per forward).  Q, K, V come 
 projection ``qkv`` (rows W_q, W_k, W_v): one GEMM when keys come from the query input, two
 (the rows of W_q, then those of W_k and W_v) when they come from another.
 
-**The kernel is chosen once, when the module is built** (:func:`kernel_for`, as nanoGPT and
-x-transformers do): ``"explicit"`` -- softmax(QK^T/sqrt(d) + B + M) V op by op -- for
-d_qk < :data:`CPU_SDPA_MIN_HEAD_DIM` = 32, ``"sdpa"``
-(``torch.nn.functional.scaled_dot_product_attention``) from 32 on: the CPU measurement of
-``benchmarks/attention_kernel.py`` (the explicit kernel wins clearly at head dims 8 and 16 --
-the presets' --, SDPA from 32 on at 2 threads; dated figures in
-``benchmarks/results/attention_kernel_cpu_*.txt``).  Not measured on a GPU, where the model
-took SDPA at every head dim until 2026-12-04 (on an H200 a paper-preset step at head dim 16 with
-SDPA ran 1.02x as fast as an eager model's with explicit attention, other differences included:
-benchmarks/results/h200_2026-11-30.txt);
+**The kernel is chosen once, when the model is built** (:func:`kernel_for`, as nanoGPT and
+x-transformers do), for the device the model is built for (``Transformer(..., device=)``;
+moving a built model later keeps its kernel): on a CPU ``"explicit"`` --
+softmax(QK^T/sqrt(d) + B + M) V op by op -- for d_qk < :data:`CPU_SDPA_MIN_HEAD_DIM` = 32,
+``"sdpa"`` (``torch.nn.functional.scaled_dot_product_attention``) from 32 on: the CPU
+measurement of ``benchmarks/attention_kernel.py`` (the explicit kernel wins clearly at head dims
+8 and 16 -- the presets' --, SDPA from 32 on at 2 threads; dated figures in
+``benchmarks/results/attention_kernel_cpu_*.txt``).  On a GPU SDPA at every head dim, as the
+model has always run there (the H200 runs of benchmarks/results/h200_2026-11-30.txt and of the
+paper's-regime calibration); the explicit kernel was not measured on a GPU.
 ``module.kernel`` can be set by hand.
 
 **Hooks are data**: hooking never changes the kernel or the projections' GEMMs.  With the
@@ -79,10 +79,11 @@ from .hooks import HookPoint, run_hook
 CPU_SDPA_MIN_HEAD_DIM = 32
 
 
-def kernel_for(d_qk: int) -> str:
-    """The attention kernel of a module with query/key width ``d_qk``: ``"explicit"`` or
-    ``"sdpa"`` (the measured rule, module doc)."""
-    return "sdpa" if d_qk >= CPU_SDPA_MIN_HEAD_DIM else "explicit"
+def kernel_for(d_qk: int, device: str | torch.device = "cpu") -> str:
+    """The attention kernel of a module with query/key width ``d_qk`` that will run on
+    ``device``: ``"explicit"`` or ``"sdpa"`` (the measured rule, module doc)."""
+    on_cpu = torch.device(device).type == "cpu"
+    return "sdpa" if not on_cpu or d_qk >= CPU_SDPA_MIN_HEAD_DIM else "explicit"
 
 
 def attention_mask(keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: torch.dtype,
@@ -163,7 +164,8 @@ class AttentionBase(nn.Module):
         self.head_dim = d_model // n_heads
         self.dropout = dropout
         self.bias = bias
-        self.kernel = kernel_for(d_qk)  # chosen once (module doc)
+        self.d_qk = d_qk
+        self.kernel = kernel_for(d_qk)  # chosen once (module doc); the model's device: Transformer
         self.out = nn.Linear(n_heads * self.head_dim, d_model, bias=out_bias)
         names = ["hook_q_in", "hook_kv_in", "hook_q", "hook_k", "hook_v"]
         if rotary_hooks:  # as TransformerLens: only attention with a rotation has them

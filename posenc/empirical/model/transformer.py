@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ...errors import PosencError
-from .attention import Attention, HeadAblation, attention_mask
+from .attention import Attention, HeadAblation, attention_mask, kernel_for
 from ..config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .mla import MLAAttention
@@ -90,7 +90,8 @@ class Block(nn.Module):
 class Transformer(Hooked):
     """Encoder classifier.  ``forward(tokens (B, T)) -> logits (B, n_classes)``."""
 
-    def __init__(self, cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int):
+    def __init__(self, cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int,
+                 device: str | torch.device = "cpu"):
         super().__init__()
         paper = cfg.code == "paper"
         if paper and n_classes > vocab_size:
@@ -121,6 +122,8 @@ class Transformer(Hooked):
                 attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias, qkv_bias=paper)
             blocks.append(Block(cfg, attn, paper_mla=paper_mla))
         self.blocks = nn.ModuleList(blocks)
+        for block in blocks:  # the attention kernel, chosen once for the device it will run on
+            block.attn.kernel = kernel_for(block.attn.d_qk, device)
         self.ln_f = nn.Identity() if paper and not paper_mla else nn.LayerNorm(D)
         self.classifier = nn.Linear(D, n_classes)
         self.hook_embed, self.hook_pooled = HookPoint(), HookPoint()
@@ -193,7 +196,9 @@ class Transformer(Hooked):
         return sum(p.numel() for p in self.parameters())
 
 
-def build_model(cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int) -> Transformer:
-    """Build the model; a PE the model cannot realise raises PosencError (one line)."""
-    return Transformer(cfg, vocab_size, n_classes, max_len)
+def build_model(cfg: ModelConfig, vocab_size: int, n_classes: int, max_len: int,
+                device: str | torch.device = "cpu") -> Transformer:
+    """Build the model (its attention kernel chosen for ``device``; it is built on the CPU: move
+    it there); a PE the model cannot realise raises PosencError (one line)."""
+    return Transformer(cfg, vocab_size, n_classes, max_len, device)
 

@@ -225,9 +225,10 @@ def dataset_for(config: TrainConfig) -> Split:
     return make_split(config.task, config.seed)
 
 
-def model_for(config: TrainConfig) -> Transformer:
+def model_for(config: TrainConfig, device: str | torch.device = "cpu") -> Transformer:
+    """The run's model, its attention kernel chosen for ``device`` (still to be moved there)."""
     t = config.task
-    return build_model(config.model, t.vocab_size, t.n_classes, t.length)
+    return build_model(config.model, t.vocab_size, t.n_classes, t.length, device)
 
 
 def load_run(run_dir: str | Path, device: str | torch.device = "cpu",
@@ -246,7 +247,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu",
     check_weights_kept(run_dir)
     ckpt = read_checkpoint(run_dir / CHECKPOINT, device)
     check_checkpoint(ckpt, run_dir / CHECKPOINT, config, f"its {CONFIG}")
-    model = model_for(config)
+    model = model_for(config, device)
     try:
         model.load_state_dict(ckpt["model"])
     except (RuntimeError, TypeError) as exc:

@@ -266,7 +266,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
         data_seed = config.task.data_seed if config.task.data_seed is not None else config.seed
         train_data, val_data = carve_validation(train_data, config.val_frac, data_seed)
     torch.manual_seed(config.seed)
-    model = model_for(config).to(device)
+    model = model_for(config, device).to(device)
     opt = make_optimizer(model, config)
     forward = step_forward(config.step)
     n = len(train_data)

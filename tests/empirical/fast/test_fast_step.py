@@ -77,13 +77,19 @@ def test_the_reference_can_tell_a_wrong_rotation():
         assert (model(tok) - old).abs().max() > 1e-3
 
 
-def test_kernel_chosen_once_by_head_dim():
+def test_kernel_chosen_once_by_head_dim_and_device():
     assert kernel_for(8) == kernel_for(CPU_SDPA_MIN_HEAD_DIM - 1) == "explicit"
     assert kernel_for(CPU_SDPA_MIN_HEAD_DIM) == "sdpa"
     rope = _model("rope")
     assert {b.attn.kernel for b in rope.blocks} == {kernel_for(rope.blocks[0].attn.head_dim)}
     mla = _model("mla").blocks[0].attn  # MLA: d_qk = head_dim + rope_dim
     assert mla.kernel == kernel_for(mla.head_dim + mla.rope_dim)
+    # on a GPU SDPA at every head dim, chosen when the model is built for it (no GPU needed)
+    assert kernel_for(8, "cuda") == kernel_for(8, torch.device("cuda", 0)) == "sdpa"
+    cfg = ModelConfig(pe="rope", d_model=32, n_heads=4, n_layers=2)
+    built = build_model(cfg, 12, 10, 16, device="cuda")
+    assert {b.attn.kernel for b in built.blocks} == {"sdpa"}
+    assert {b.attn.kernel for b in build_model(cfg, 12, 10, 16).blocks} == {"explicit"}
 
 
 def test_parameter_free_modules_are_shared_and_not_in_the_state_dict():
