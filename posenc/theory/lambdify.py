@@ -40,6 +40,7 @@ pass that input as ``x``.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import sympy as sp
@@ -50,6 +51,27 @@ from .symbols import ARG, I_POS, J_POS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .form import LogitForm
+
+
+def _fold(ufunc_name: str):
+    def fold(*args):
+        import numpy as np
+        return functools.reduce(getattr(np, ufunc_name), args)
+    return fold
+
+
+#: Max and Min compiled as numpy.maximum / numpy.minimum folded over their arguments, which
+#: broadcast (a bound against an (n, n) array of offsets).  sympy 1.12's printer writes
+#: ``numpy.amax((a, b), axis=0)``, which fails on arguments of different shapes (1.13 and later
+#: fold numpy.maximum themselves); the two functions below make the compiled code the same on both.
+_MAX, _MIN = sp.Function("posenc_elementwise_max"), sp.Function("posenc_elementwise_min")
+ELEMENTWISE_NAMESPACE = {_MAX.__name__: _fold("maximum"), _MIN.__name__: _fold("minimum")}
+
+
+def elementwise_max_min(exprs) -> list:
+    """``exprs`` (an iterable of sympy expressions) with Max and Min replaced by the functions
+    of :data:`ELEMENTWISE_NAMESPACE`, for ``lambdify``."""
+    return [sp.sympify(e).replace(sp.Max, _MAX).replace(sp.Min, _MIN) for e in exprs]
 
 
 class LogitFunction:
@@ -103,11 +125,13 @@ class LogitFunction:
                              | {table.functions[f].array for f in fn_names
                                 if table.functions[f].array is not None})
         self._tables: dict[str, Any] = {}
-        namespace = {name: self._lookup(name) for name in table.functions}
+        namespace = {name: self._lookup(name) for name in table.functions} | ELEMENTWISE_NAMESPACE
         modules = [namespace, "numpy"]
-        self._fn = sp.lambdify([I_POS, J_POS, *self._symbols], exprs, modules=modules)
+        self._fn = sp.lambdify([I_POS, J_POS, *self._symbols], elementwise_max_min(exprs),
+                               modules=modules)
         self._pe_fns = {src: sp.lambdify([I_POS if src[1] == "query" else J_POS],
-                                         list(table.sources[src].xreplace(params)), modules=modules)
+                                         elementwise_max_min(table.sources[src].xreplace(params)),
+                                         modules=modules)
                         for src in pe_sources}
 
     def _lookup(self, name: str):

@@ -111,11 +111,13 @@ class TraceRecorder:
 
 
 def grad_norm(parameters) -> torch.Tensor:
-    """Global L2 norm of the gradients (a 0-d tensor; 0 when none has a gradient)."""
+    """Global L2 norm of the gradients (a 0-d tensor; 0 when none has a gradient): the L2 norm of
+    the per-tensor norms, as ``clip_grad_norm_`` computes it (``torch.nn.utils.get_total_norm``
+    does the same but came in torch 2.6; the declared minimum is 2.4)."""
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return torch.zeros(())
-    return torch.nn.utils.get_total_norm(grads, 2.0)
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2.0) for g in grads]), 2.0)
 
 
 def read_trace(run_dir: str | Path, run_id: str) -> Optional[tuple[dict[str, Any],
