@@ -40,8 +40,8 @@ def spy_model(monkeypatch):
     """Every model train() builds, in order."""
     built = []
 
-    def model_for(config):
-        m = real(config)
+    def model_for(config, *device):
+        m = real(config, *device)
         built.append(m)
         return m
     real = train_mod.model_for
@@ -86,8 +86,8 @@ def test_evaluation_runs_in_eval_mode_and_training_in_train_mode(tmp_path, spy_m
     cfg = tiny(dropout=0.3, epochs=2)
     real = train_mod.model_for
 
-    def hooked(config):
-        m = real(config)
+    def hooked(config, *device):
+        m = real(config, *device)
         m.register_forward_pre_hook(hook)
         return m
     train_mod.model_for = hooked
@@ -136,8 +136,8 @@ def test_each_step_uses_the_gradient_of_its_own_batch_alone(tmp_path, spy_model,
 
     orig = train_mod.model_for
 
-    def hooked(config):
-        m = orig(config)
+    def hooked(config, *device):
+        m = orig(config, *device)
         m.register_forward_pre_hook(capture)
         return m
     train_mod.model_for = hooked
