@@ -20,6 +20,7 @@ from typing import Optional
 
 import torch
 
+from ..model.attention import attention_mask
 from .packing import Packing
 
 
@@ -44,13 +45,11 @@ class PackedMask:
         (every token real): the sub-layer functions need the layout."""
         padded = not bool(keep.all())
         packing = Packing(keep, merge and padded)
-        keys = None
+        keys = tri = None  # the reference's masks, in this class's layouts
         if padded and not packing.merged:  # (rows, T): 0 at a real key, -inf at padding
-            keys = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, float("-inf"))
-        tri = None
+            keys = attention_mask(keep, False, seq, dtype, device)[:, 0, 0, :]
         if causal:  # (T, T): -inf above the diagonal (key j > query i)
-            tri = torch.zeros(seq, seq, dtype=dtype, device=device).masked_fill(
-                torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1), float("-inf"))
+            tri = attention_mask(None, True, seq, dtype, device)[0, 0]
         return cls(keys, tri, seq, packing, dtype)
 
     @property

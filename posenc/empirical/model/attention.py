@@ -158,14 +158,14 @@ class AttentionBase(nn.Module):
     supplies :meth:`project` (the queries, keys and values of its heads)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, bias: Optional[nn.Module],
-                 d_qk: int, rotary_hooks: bool = False, out_bias: bool = True):
+                 d_qk: int, rotary_hooks: bool = False, out_bias: bool = True,
+                 device: str | torch.device = "cpu"):
         super().__init__()
         self.d_model, self.n_heads = d_model, n_heads
         self.head_dim = d_model // n_heads
         self.dropout = dropout
         self.bias = bias
-        self.d_qk = d_qk
-        self.kernel = kernel_for(d_qk)  # chosen once (module doc); the model's device: Transformer
+        self.kernel = kernel_for(d_qk, device)  # chosen once, for the device it will run on
         self.out = nn.Linear(n_heads * self.head_dim, d_model, bias=out_bias)
         names = ["hook_q_in", "hook_kv_in", "hook_q", "hook_k", "hook_v"]
         if rotary_hooks:  # as TransformerLens: only attention with a rotation has them
@@ -230,9 +230,9 @@ class Attention(AttentionBase):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
                  rotary: Optional[nn.Module] = None, bias: Optional[nn.Module] = None,
-                 qkv_bias: bool = False):
+                 qkv_bias: bool = False, device: str | torch.device = "cpu"):
         super().__init__(d_model, n_heads, dropout, bias, d_qk=d_model // n_heads,
-                         rotary_hooks=rotary is not None)
+                         rotary_hooks=rotary is not None, device=device)
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=qkv_bias)  # rows: W_q, W_k, W_v
         self.rotary = rotary
 

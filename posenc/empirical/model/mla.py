@@ -33,11 +33,12 @@ from .pe.rotary import MLA_FORMULAS
 
 
 class MLAAttention(AttentionBase):
-    def __init__(self, d_model: int, n_heads: int, spec: MLA, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int, spec: MLA, dropout: float = 0.0,
+                 device: str | torch.device = "cpu"):
         paper = spec.rope == "paper_code"
         rope_dim = spec.resolved_rope_dim(d_model // n_heads)
         super().__init__(d_model, n_heads, dropout, bias=None, d_qk=d_model // n_heads + rope_dim,
-                         rotary_hooks=True, out_bias=not paper)
+                         rotary_hooks=True, out_bias=not paper, device=device)
         dh = self.head_dim
         self.q_latent = spec.q_latent or min(4 * dh, d_model)
         self.kv_latent = spec.kv_latent or min(4 * dh, d_model)

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ...errors import PosencError
-from .attention import Attention, HeadAblation, attention_mask, kernel_for
+from .attention import Attention, HeadAblation, attention_mask
 from ..config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .mla import MLAAttention
@@ -116,14 +116,14 @@ class Transformer(Hooked):
         for _ in range(cfg.n_layers):
             if self.plan.mla is not None:
                 # the paper's MLA has no dropout on the attention weights
-                attn: nn.Module = MLAAttention(D, H, self.plan.mla, 0.0 if paper_mla else cfg.dropout)
+                attn: nn.Module = MLAAttention(D, H, self.plan.mla, 0.0 if paper_mla else cfg.dropout,
+                                               device=device)
             else:
                 bias = self.plan.make_bias(H) if self.plan.bias_learned else fixed_bias
-                attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias, qkv_bias=paper)
+                attn = Attention(D, H, cfg.dropout, rotary=rotary, bias=bias, qkv_bias=paper,
+                                 device=device)
             blocks.append(Block(cfg, attn, paper_mla=paper_mla))
         self.blocks = nn.ModuleList(blocks)
-        for block in blocks:  # the attention kernel, chosen once for the device it will run on
-            block.attn.kernel = kernel_for(block.attn.d_qk, device)
         self.ln_f = nn.Identity() if paper and not paper_mla else nn.LayerNorm(D)
         self.classifier = nn.Linear(D, n_classes)
         self.hook_embed, self.hook_pooled = HookPoint(), HookPoint()

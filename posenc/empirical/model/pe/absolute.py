@@ -51,7 +51,6 @@ class SinusoidalAbsolute(nn.Module):
         return self._cache.get((seq, offset, dtype), make, self._probe)
 
 
-
 class LearnedAbsolute(nn.Module):
     learned = True
 

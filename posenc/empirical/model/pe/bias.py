@@ -78,7 +78,6 @@ class _Cached(nn.Module):
         return self._cache.get(key, make, source)
 
 
-
 class AlibiBias(_Cached):
     learned = False
 

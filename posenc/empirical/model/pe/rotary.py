@@ -225,7 +225,6 @@ class PaperCodeMix(nn.Module):
         return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
 
-
 #: mla part kind (posenc.encodings.parts) -> (MLA spec, rope_dim) -> the decoupled path's position module.
 MLA_FORMULAS = {
     "mla": lambda spec, rope_dim: mla_rotary(rope_dim, spec.base),
