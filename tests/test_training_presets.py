@@ -58,26 +58,46 @@ def test_paper_small_runs_the_paper_codes_distance_task_by_default():
         # the heads are ablated on test examples, not on the whole data set as at ``paper``
         assert (e.ablation_data, e.ablation_examples) == ("test", 500)
         assert e.train.patience == e.train.epochs  # every epoch runs: no early stop
-    # MLA keeps the preset's budget (the code's 150 epochs at batch 1024 belong to ``paper``)
-    budgets = {(e.train.epochs, e.train.batch_size) for e in exps}
-    assert len(budgets) == 1
+    # every role on the preset's budget but MLA, which gets the code's MLA budget at this scale
+    budgets = {(e.tags["role"] == "mla", e.train.epochs, e.train.batch_size) for e in exps}
+    assert budgets == {(False, 15, 16), (True, 23, 32)}
     # the count task runs when asked for, padded to the code's 128 tokens
     count = ReproductionPlan.for_command("paper-small", tasks=["count"]).experiments()[0].train
     assert (count.task.content_length, count.task.length) == (120, PAPER_CODE_LENGTH)
+
+
+def test_paper_small_gives_mla_the_codes_budget_ratios():
+    """dis_gen/mla.py trains 1.5x trans.py's epochs at twice its batch (150 of 1024 against 100
+    of 512); paper-small's MLA budget is those ratios of the preset's own, epochs rounded up."""
+    import math
+
+    from posenc.empirical.config import preset
+    from posenc.empirical.paper_specs import PAPER_BUDGETS, paper_budget
+
+    base, paper = preset("paper-small"), preset("paper")
+    code = PAPER_BUDGETS["mla"]
+    want = math.ceil(base.epochs * code["epochs"] / paper.epochs)
+    assert paper_budget("paper-small", "mla") == {
+        "epochs": want, "batch_size": base.batch_size * code["batch_size"] // paper.batch_size,
+        "patience": want}
+    assert paper_budget("paper-small", "rope") == {} and paper_budget("quick", "mla") == {}
 
 
 @pytest.mark.parametrize("role", ["rope", "alibi", "mla", "absolute+rope"])
 def test_paper_small_is_the_frozen_calibration_candidate(monkeypatch, role):
     """The preset holds the candidate its calibration froze (on seeds 1000+, before the report's
     seeds ran): the same config field for field, bar the preset's name and the thread count."""
-    from posenc.empirical.config import PAPER_SMALL_CANDIDATE
+    from posenc.empirical.config import PAPER_SMALL_CANDIDATE, apply_overrides
+    from posenc.empirical.paper_specs import paper_budget
     from posenc.empirical.pipeline.reproduction import ReproductionPlan
 
     cal = load_script(monkeypatch, "regime_calibration")
     plan = ReproductionPlan.select("paper-small", 1, roles=[role], tasks=["distance"],
                                    first_seed=1000)
     ours = plan.experiments()[0].train.to_dict()
-    frozen = cal.candidate_config(PAPER_SMALL_CANDIDATE, 1000, role).to_dict()
+    # (MLA on the code's MLA budget at this scale: the calibration docs/reproduction.md names)
+    frozen = apply_overrides(cal.candidate_config(PAPER_SMALL_CANDIDATE, 1000, role),
+                             paper_budget("paper-small", role)).to_dict()
     for d in (ours, frozen):
         d.pop("preset"), d.pop("num_threads")
     assert ours == frozen
@@ -96,6 +116,7 @@ def test_a_sweep_runs_whole_seeds_first():
 def test_paper_small_notes_state_the_presets_own_numbers():
     """The notes cannot go stale: each number they give for paper-small is the preset's."""
     from posenc.empirical.config import preset
+    from posenc.empirical.paper_specs import paper_budget
     from posenc.training_presets import PRESET_NOTES
 
     c = preset("paper-small", "distance", "rope", 0)
@@ -114,6 +135,8 @@ def test_paper_small_notes_state_the_presets_own_numbers():
                  f"peak rate {rate(c.lr)}", f"clipping {c.grad_clip:g}",
                  f"weight decay {rate(c.weight_decay)}"):
         assert text in note, text
+    mla = preset("paper-small", "distance", "mla", 0, **paper_budget("paper-small", "mla"))
+    assert f"MLA {mla.epochs} of batch {mla.batch_size}" in note
 
 
 def test_paper_small_dynamics_are_sized_for_the_store():
