@@ -172,6 +172,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..verdicts.trained import trained_criterion
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
+    from .ablation_source import ablation_source_text
     from .ceiling import task_ceilings
     from .decide import optional_stopping_text, read_record
     from .measured import measured_markdown
@@ -237,7 +238,9 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              optional_stopping=None if stopping is None
                              else optional_stopping_text(stopping),
                              replicated=replication_payload or [],
-                             replica_seeds=replica_seeds if replica is not None else []))
+                             replica_seeds=replica_seeds if replica is not None else [],
+                             ablation_source=ablation_source_text(
+                                 _done_configs(store_root), results, mode == "paper-code")))
     (tmp / "report.md").write_text(md)
     payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
                "preset": preset, "model_code": mode, "until_decided": stopping,

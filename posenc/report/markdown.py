@@ -18,6 +18,7 @@ from .dynamics import SECTION as DYNAMICS_SECTION
 from .measured import SECTION as MEASURED_SECTION
 from .measured import site_order
 from .table import md_header, md_row
+from .table import value_span as _span
 from .theory_tables import THEORY_EXAMPLES
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class ReportInputs:
     #: replication's seeds: the verdict table then shows both words and the replicated one
     replicated: list[dict[str, Any]] = field(default_factory=list)
     replica_seeds: list[int] = field(default_factory=list)
+    #: the examples the head ablations ran on, in words (.ablation_source.ablation_source_text)
+    ablation_source: str = "the first test examples of each run"
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -206,14 +209,12 @@ def _accuracy(inp: ReportInputs) -> list[str]:
     return lines
 
 
-def _span(vals: list[int]) -> str:
-    return "-" if not vals else f"{min(vals)}" if min(vals) == max(vals) else \
-        f"{min(vals)}-{max(vals)}"
-
-
 def _training(inp: ReportInputs) -> list[str]:
     """Where each PE's runs stopped, and the trained criterion (posenc.verdicts.trained)."""
-    from ..verdicts.trained import stopping_table, trained_criterion
+    from ..verdicts.trained import FIXED_BUDGET_RISE, FIXED_BUDGET_SPAN, stopping_table, \
+        trained_criterion
+    table = stopping_table(inp.results)
+    fixed = sum(row["fixed"] for row in table.values())
     lines = ["", SECTIONS[2], "",
              "Early stopping: after every epoch the model is evaluated on a validation split "
              "carved from the training data (the test split is never read for it); a run stops "
@@ -221,12 +222,18 @@ def _training(inp: ReportInputs) -> list[str]:
              "best-validation-accuracy weights. *stopped early*: runs whose early stop fired "
              "before the maximum; *at the maximum*: seeds whose rule had not fired when their "
              "epochs ran out (still improving by the rule's measure -- under a rule that reads "
-             "the loss, perhaps only the loss; their models may not have finished learning).",
+             "the loss, perhaps only the loss; their models may not have finished learning)." +
+             (f" {fixed} of {sum(row['runs'] for row in table.values())} runs trained at a "
+              "**fixed budget** (a patience of at least their maximum epochs: every epoch runs, "
+              "as in the paper's code, and the rule cannot fire): for them *at the maximum* "
+              "lists the seeds whose validation accuracy rose by "
+              f"{FIXED_BUDGET_RISE:g} points or more over their last {FIXED_BUDGET_SPAN} epochs, "
+              "still learning as the budget ran out." if fixed else ""),
              "",
              "| task | PE (role) | runs | stopped early | epochs trained | epoch kept | "
              "max epochs | batch | at the maximum | diverged |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for (task, role), row in stopping_table(inp.results).items():
+    for (task, role), row in table.items():
         early = "no early stopping" if row["early"] is None else f"{row['early']} of {row['runs']}"
         at_max, diverged = (", ".join(str(s) for s in row[k]) or "-" for k in ("at_max", "diverged"))
         lines.append(md_row([task, role, row["runs"], early, _span(row["stopped"]),
@@ -401,10 +408,7 @@ def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
             *(["- best possible accuracy (Bayes ceiling) of each task: " + "; ".join(
                 f"{c['task']} ({c['sampler']} sampler) {c['text']}" for c in inp.ceilings)
                + ";"] if inp.ceilings else []),
-            "- ablation: zero mode at `hook_z`, on " + (
-                "the whole data set of each run (train and test split, as the paper code's "
-                "`*vis.py` scripts ablate);" if report_mode(inp.results) == "paper-code" else
-                "the first test examples of each run;"),
+            f"- ablation: zero mode at `hook_z`, on {inp.ablation_source};",
             "- per-run timings: `runs.csv`, and the wall time per phase (training, ablation, "
             "probe, this report): `timings.md` (kept out of this file so that a resumed sweep "
             "reproduces it exactly).", ""]

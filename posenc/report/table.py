@@ -36,3 +36,10 @@ def md_header(cells: Iterable[Any]) -> list[str]:
     """A header row and its rule."""
     cells = list(cells)
     return [md_row(cells), md_rule(len(cells))]
+
+
+def value_span(vals: Iterable[int]) -> str:
+    """``lo-hi`` of integers, the one value where they agree, ``-`` for none."""
+    vals = list(vals)
+    return "-" if not vals else f"{min(vals)}" if min(vals) == max(vals) else \
+        f"{min(vals)}-{max(vals)}"

@@ -13,7 +13,13 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
     :data:`~.accuracy_deposit.LEARNED_MARGIN` points of its floor while the PE's mean is not
     (:meth:`~.accuracy_runs.Runs.floor`: chance, or on the distance task what the example's
     length alone gives -- the level a run stuck before its transition sits at; the stopping rule
-    fired on the slow start, a plateau of noise on a small validation split);
+    fired on the slow start, a plateau of noise on a small validation split).
+    A run trained at a **fixed budget** (:func:`fixed_budget`: its patience is at least its
+    maximum epochs, so its rule can fire only on a perfect validation accuracy -- paper-small,
+    whose runs train every epoch as the paper's code does) has no plateau its rule could see: it
+    counts as at its plateau when its validation accuracy rose less than
+    :data:`FIXED_BUDGET_RISE` points over its last :data:`FIXED_BUDGET_SPAN` epochs
+    (:func:`end_rise`), and as still learning -- "at the maximum" -- otherwise;
 (b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE`;
 (b') **ceiling**: no distance PE's mean is at the ceiling (within :data:`~.verdict.CEILING_MARGIN`
     points of the task's Bayes ceiling, :meth:`~.accuracy_runs.Runs.ceiling_threshold`: >= 98%
@@ -42,6 +48,12 @@ from .verdict import CEILING_MARGIN
 #: (b) and (c): the best PE's mean test accuracy (percent) on each task
 BEST_DISTANCE, BEST_COUNT = 90.0, 80.0
 
+#: (a) at a fixed budget: a run is still learning at its end when its validation accuracy at the
+#: last epoch is at least FIXED_BUDGET_RISE points above that of FIXED_BUDGET_SPAN epochs before
+#: -- val(E) - val(E-2) >= 2, the rule fixed before paper-small's MLA calibration ran
+#: (docs/reproduction.md, "MLA's budget at `paper-small`"; commit 545503f)
+FIXED_BUDGET_RISE, FIXED_BUDGET_SPAN = 2.0, 2
+
 
 @dataclass(frozen=True)
 class Criterion:
@@ -62,30 +74,56 @@ def _stop(result: Any) -> Optional[dict[str, Any]]:
     return stop if isinstance(stop, dict) else None
 
 
-def plateaued(stop: dict[str, Any]) -> bool:
+def fixed_budget(stop: dict[str, Any]) -> bool:
+    """Whether a run trained at a fixed budget: its patience is at least its maximum epochs, so
+    its stopping rule cannot fire before the maximum but on a perfect validation accuracy."""
+    return int(stop["patience"]) >= int(stop["max_epochs"])
+
+
+def end_rise(metrics: Optional[Iterable[Any]]) -> Optional[float]:
+    """The rise of a run's validation accuracy over its last :data:`FIXED_BUDGET_SPAN`
+    evaluations, in points (val(E) - val(E - span)); None when its metrics hold fewer than
+    span + 1 evaluations (a result stored without its metrics)."""
+    vals = [float(m["val_acc"]) for m in metrics or ()
+            if isinstance(m, dict) and isinstance(m.get("val_acc"), (int, float))]
+    if len(vals) <= FIXED_BUDGET_SPAN:
+        return None
+    return 100 * (vals[-1] - vals[-1 - FIXED_BUDGET_SPAN])
+
+
+def plateaued(stop: dict[str, Any], metrics: Optional[Iterable[Any]] = None) -> bool:
     """Whether a run's stopping rule fired (:func:`posenc.empirical.training.train.should_stop` on its
     validation history), read from its ``early_stopping`` summary: its ``fired`` where recorded
     (under ``stop_on = "accuracy_or_loss"`` a run may go on past ``patience`` epochs after its
     kept one while its loss still falls), else its best validation accuracy is perfect, or
     ``patience`` evaluations followed the kept one.  True also for a run whose
     plateau came exactly at the maximum epoch, which ``stopped_early`` (the rule fired *before*
-    the maximum) leaves out."""
+    the maximum) leaves out.  A run at a fixed budget (:func:`fixed_budget`) whose rule did not
+    fire is at its plateau when its validation accuracy's :func:`end_rise` (from ``metrics``, its
+    per-epoch history) is under :data:`FIXED_BUDGET_RISE` points; without that history it is
+    not (it cannot be shown to be)."""
     if isinstance(stop.get("fired"), bool):  # recorded by the run (any stop_on)
-        return stop["fired"]
-    best, stopped = int(stop["best_epoch"]), int(stop["stopped_epoch"])
-    return float(stop["best_val_acc"]) >= 1.0 or stopped - best >= int(stop["patience"])
+        fired = stop["fired"]
+    else:
+        best, stopped = int(stop["best_epoch"]), int(stop["stopped_epoch"])
+        fired = float(stop["best_val_acc"]) >= 1.0 or stopped - best >= int(stop["patience"])
+    if fired or not fixed_budget(stop):
+        return fired
+    rise = end_rise(metrics)
+    return rise is not None and rise < FIXED_BUDGET_RISE
 
 
 def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(task, role) -> {runs, early (runs whose early stop fired before the maximum), at_max
-    (seeds that reached the maximum without reaching their plateau: :func:`plateaued`), diverged
+    (seeds that reached the maximum without reaching their plateau: :func:`plateaued`; at a
+    fixed budget, still learning at the end), fixed (runs at a fixed budget), diverged
     (seeds whose training stopped at a non-finite loss), stopped (epochs trained per seed), best
     (epoch of the kept weights per seed), max_epochs, batch (the batch sizes, where the runs
     recorded them)}; runs without early stopping count in ``runs``, ``diverged`` and ``batch``
     only (``early`` None)."""
     table: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"runs": 0, "early": 0, "at_max": [], "diverged": [], "stopped": [], "best": [],
-                 "max_epochs": set(), "batch": set()})
+        lambda: {"runs": 0, "early": 0, "at_max": [], "fixed": 0, "diverged": [], "stopped": [],
+                 "best": [], "max_epochs": set(), "batch": set()})
     for r in sorted(results, key=lambda r: (r.task, r.role, r.seed)):
         row = table[(r.task, r.role)]
         row["runs"] += 1
@@ -99,7 +137,8 @@ def stopping_table(results: Iterable[Any]) -> dict[tuple[str, str], dict[str, An
             continue
         if row["early"] is not None:
             row["early"] += bool(stop.get("stopped_early"))
-        if not plateaued(stop) and not r.summary.get("diverged"):
+        row["fixed"] += fixed_budget(stop)
+        if not plateaued(stop, r.metrics) and not r.summary.get("diverged"):
             row["at_max"].append(r.seed)
         row["stopped"].append(int(stop["stopped_epoch"]))
         row["best"].append(int(stop["best_epoch"]))
@@ -129,6 +168,13 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
            f"learning (within {LEARNED_MARGIN:g} points of its floor: chance, or the " \
            "length-only rate)"
     learned = [k for k in stops if runs.learned(*k)]
+    fixed = sum(stops[k]["fixed"] for k in learned)
+    if fixed:
+        rule = rule.replace("(its stopping rule fired)", "(its stopping rule fired; at a fixed "
+                            "budget -- a patience of at least the maximum epochs, the rule "
+                            "cannot fire -- its validation accuracy rose less than "
+                            f"{FIXED_BUDGET_RISE:g} points over its last {FIXED_BUDGET_SPAN} "
+                            "epochs)")
     unknown = [k for k in learned if stops[k]["early"] is None]
     if not learned or unknown:
         what = "no PE learned its task" if not learned else \
@@ -144,7 +190,9 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
     n = sum(stops[k]["runs"] for k in learned)
     early = sum(stops[k]["early"] for k in learned)
     measured = f"{early} of {n} runs of learned PEs stopped early" + \
-        (f"; at the maximum: {'; '.join(missed)}" if missed else "") + \
+        (f"; {fixed} at a fixed budget" if fixed else "") + \
+        (f"; at the maximum{' (still learning)' if fixed else ''}: {'; '.join(missed)}"
+         if missed else "") + \
         (f"; diverged: {'; '.join(diverged)}" if diverged else "") + \
         (f"; stopped before learning: {'; '.join(unlearned)}" if unlearned else "")
     return Criterion("(a) plateau", rule, measured, not (missed or diverged or unlearned))

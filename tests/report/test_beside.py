@@ -3,6 +3,7 @@ run with the other model code (paper-code vs standard), with the claims whose ve
 named; the other report is checked before any work, and a wrong one is refused in one line."""
 
 import json
+import re
 
 import pytest
 
@@ -90,6 +91,12 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     data = json.loads((std / "report" / "report.json").read_text())
     other = json.loads((pc / "report" / "report.json").read_text())
     assert data["model_code"] == "standard" and other["model_code"] == "paper-code"
+    # the setup names what each store's ablations ran on, read from its runs' configs: the paper
+    # code's mode of a non-paper-small preset ablates the whole data set, the standard the test split
+    assert "- ablation: zero mode at `hook_z`, on the whole data set of each run (" in \
+        (pc / "report" / "report.md").read_text()
+    assert re.search(r"- ablation: zero mode at `hook_z`, on the first \d+(-\d+)? test examples "
+                     r"of each run;", report)
     mine = {v["claim"]: v["verdict"] for v in data["verdicts"]}
     theirs = {v["claim"]: v["verdict"] for v in other["verdicts"]}
     rows = {r["claim"]: r for r in data["beside"]}

@@ -1,11 +1,12 @@
 """The trained criterion (posenc.verdicts.trained) on constructed runs: each part can
 come out met and not met, and says what it measured."""
 
+import pytest
 from synthetic_runs import result
 
 from posenc.empirical.pipeline.experiment_result import ExperimentResult
-from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, stopping_table, \
-    trained_criterion
+from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, FIXED_BUDGET_RISE, \
+    FIXED_BUDGET_SPAN, end_rise, stopping_table, trained_criterion
 
 CHANCE = 0.05
 
@@ -131,3 +132,55 @@ def test_b_prime_reads_the_ceiling_relative_to_the_tasks_bayes_ceiling():
     assert crit.rule.startswith("no PE's mean >= 95.5% (2 points below the task's Bayes ceiling "
                                 "as its runs recorded it, 97.5%)")
     assert by_name(runs(GOOD))["(b') ceiling"].rule.startswith("no PE's mean >= 98% (the ceiling")
+
+
+def fixed_runs(rises, patience=15, max_epochs=15, metrics=True):
+    """Learned distance RoPE runs at a fixed budget (patience >= the maximum: the rule cannot
+    fire), one per rise (points) of the validation accuracy over its last two epochs."""
+    out = []
+    for s, rise in enumerate(rises):
+        data = result("distance", "rope", s, 0.9, chance=CHANCE,
+                      stop=(max_epochs, max_epochs, max_epochs, patience, 0.8))
+        vals = [0.5] * (max_epochs - 3) + [0.8 - rise / 100, 0.8 - rise / 200, 0.8]
+        if metrics:
+            data["metrics"] = [{"epoch": e + 1, "val_acc": v} for e, v in enumerate(vals)]
+        out.append(ExperimentResult.from_stored(data))
+    return out
+
+
+def test_at_a_fixed_budget_the_plateau_is_read_from_the_end_of_the_validation_curve():
+    """paper-small trains every epoch (patience of the maximum): its rule never fires, so the
+    plateau is val(E) - val(E-2) < 2 points -- a run still rising at its end is at the maximum,
+    one that is flat is not, whatever its rule's ``fired`` says."""
+    assert FIXED_BUDGET_RISE == 2.0 and FIXED_BUDGET_SPAN == 2
+    res = fixed_runs([0.5, 1.9, 2.1, 7.6])
+    assert [end_rise(r.metrics) for r in res] == pytest.approx([0.5, 1.9, 2.1, 7.6])
+    row = stopping_table(res)[("distance", "rope")]
+    assert row["at_max"] == [2, 3] and row["fixed"] == 4 and row["early"] == 0
+    crit = by_name(res)["(a) plateau"]
+    assert crit.met is False
+    assert crit.measured == "0 of 4 runs of learned PEs stopped early; 4 at a fixed budget; " \
+                            "at the maximum (still learning): rope (distance) seeds 2, 3"
+    assert "at a fixed budget -- a patience of at least the maximum epochs, the rule cannot " \
+           "fire -- its validation accuracy rose less than 2 points over its last 2 epochs" \
+           in crit.rule
+    flat = by_name(fixed_runs([0.5, 1.9, -3.0]))["(a) plateau"]
+    assert flat.met is True and "at the maximum" not in flat.measured
+
+
+def test_a_fixed_budget_run_without_its_history_is_not_a_plateau():
+    """Without the per-epoch metrics the end of the curve cannot be shown flat: at the maximum."""
+    res = fixed_runs([0.5], metrics=False)
+    assert end_rise(res[0].metrics) is None
+    assert stopping_table(res)[("distance", "rope")]["at_max"] == [0]
+    assert by_name(res)["(a) plateau"].met is False
+
+
+def test_a_patience_below_the_maximum_keeps_the_rule_whatever_the_curve():
+    """Early stopping that could fire (patience 8 of 15) and did not: at the maximum even when
+    the curve is flat at the end -- the end-of-curve reading is for fixed budgets only -- and the
+    rule's words are the early-stopping ones."""
+    res = fixed_runs([0.5], patience=8)
+    assert stopping_table(res)[("distance", "rope")]["at_max"] == [0]
+    crit = by_name(res)["(a) plateau"]
+    assert crit.met is False and "fixed budget" not in crit.rule + crit.measured
