@@ -171,7 +171,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate
     from ..verdicts.trained import trained_criterion
     from . import figures as figs
-    from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results
+    from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, \
+        recording_text
     from .ablation_source import ablation_source_text
     from .ceiling import task_ceilings
     from .decide import optional_stopping_text, read_record
@@ -206,7 +207,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
     dyn = dynamics_results(results)
     dynamics_figure([r.run_dir for r in dyn], tmp / DYNAMICS_FIGURE)
-    dyn_lines, dyn_payload = dynamics_markdown(dyn)
+    configs = _done_configs(store_root)
+    dyn_lines, dyn_payload = dynamics_markdown(dyn, recording_text(configs))
     measured_lines, measured_payload = measured_markdown(results)
     replication_lines: list[str] = []
     replication_payload = None
@@ -240,7 +242,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              replicated=replication_payload or [],
                              replica_seeds=replica_seeds if replica is not None else [],
                              ablation_source=ablation_source_text(
-                                 _done_configs(store_root), results, mode == "paper-code")))
+                                 configs, results, mode == "paper-code")))
     (tmp / "report.md").write_text(md)
     payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
                "preset": preset, "model_code": mode, "until_decided": stopping,

@@ -14,7 +14,7 @@ join the report's verdict table.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .table import md_header, md_row
 
@@ -58,13 +58,27 @@ def _margins(values: Optional[list[Optional[float]]]) -> str:
     return ", ".join(_f(v, ".2g") for v in values)
 
 
-def dynamics_markdown(dyn_results: list[ExperimentResult]) -> tuple[list[str], dict[str, Any]]:
-    """(markdown lines of the section, its JSON payload)."""
+def recording_text(configs: Iterable[dict[str, Any]]) -> str:
+    """How often the runs recorded their dynamics, from their configs' ``dynamics`` settings
+    (:class:`~posenc.empirical.analysis.dynamics.DynamicsConfig`; paper-small records every 100
+    steps, the other presets every 25): the settings of every run that recorded, each once."""
+    from ..empirical.analysis.dynamics import DynamicsConfig
+    base = DynamicsConfig()
+    got = sorted({(int(d.get("every", base.every)), int(d.get("ablation_every", base.ablation_every)))
+                  for c in configs if isinstance(d := c.get("dynamics"), dict)})
+    return "; ".join(f"a record every {every} steps, importance every {k} records"
+                     for every, k in got or [(base.every, base.ablation_every)])
+
+
+def dynamics_markdown(dyn_results: list[ExperimentResult],
+                      recording: Optional[str] = None) -> tuple[list[str], dict[str, Any]]:
+    """(markdown lines of the section, its JSON payload); ``recording``: how often the runs
+    recorded (:func:`recording_text` of their configs; the defaults' when not given)."""
     from ..verdicts.dynamics import PREDICTORS, null_check, prediction_table, random_sign_null
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
-             "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`, "
-             "default settings: a record every 25 steps, importance on every 8th). The *seed* of "
+             "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`: "
+             f"{recording or recording_text([])}). The *seed* of "
              "a head is the batch mean of the per-example positional gradient signal psi (the "
              "loss's derivative along the head's positional direction of the attention scores); "
              "its *coherence* is |seed| / mean |psi| (1: every example pushes the same way). "

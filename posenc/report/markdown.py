@@ -392,6 +392,10 @@ def _epochs(results: list[Any]) -> str:
     stops = [r.summary.get("early_stopping") for r in results]
     if not stops or not all(isinstance(s, dict) for s in stops):
         return f"{_span(trained)} epochs"
+    from ..verdicts.trained import fixed_budget
+    if all(fixed_budget(s) for s in stops):  # (paper-small: every epoch runs, as the paper code)
+        return f"a fixed budget of {_span(trained)} epochs (no early stopping: a patience of " \
+               "the maximum; the best validation epoch's weights kept)"
     on = " / ".join(o.replace("_", " ") for o in sorted({s.get("stop_on", "accuracy")
                                                           for s in stops}))
     patience = _span(sorted({int(s["patience"]) for s in stops}))

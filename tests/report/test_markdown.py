@@ -2,6 +2,7 @@
 
 from synthetic_runs import sweep
 
+from posenc.empirical.pipeline.experiment_result import ExperimentResult
 from posenc.report.markdown import ceiling_text, multiplicity_text
 from posenc.verdicts.accuracy_deposit import evaluate
 
@@ -27,3 +28,37 @@ def test_the_report_states_the_ceiling_thresholds_it_used():
     assert ceiling_text(paper) == rule
     assert ceiling_text(paper + sweep({("count", "nope"): [0.9] * 2})) == \
         f"at the ceiling of their task (count: >= 98%; distance: {rule})"
+
+
+def test_the_setup_names_a_fixed_budget_and_early_stopping_apart():
+    """paper-small trains every epoch (patience of the maximum): the setup says so instead of an
+    early stopping that cannot fire; a store with a patience below the maximum keeps the words
+    of early stopping."""
+    from posenc.report.markdown import _epochs
+    fixed = sweep({("distance", "rope"): [0.9, 0.91]}, stop=(15, 14, 15, 15))
+    for r in fixed:
+        r["summary"]["epochs"] = 15
+    res = [ExperimentResult.from_stored(r) for r in fixed]
+    assert _epochs(res) == "a fixed budget of 15 epochs (no early stopping: a patience of the " \
+                           "maximum; the best validation epoch's weights kept)"
+    early = sweep({("distance", "rope"): [0.9, 0.91]}, stop=(9, 6, 15, 3))
+    for r in early:
+        r["summary"]["epochs"] = 9
+    res = [ExperimentResult.from_stored(r) for r in early]
+    assert _epochs(res) == "early stopping (patience 3 on validation accuracy) at most 15 " \
+                           "epochs, 9 trained"
+
+
+def test_the_dynamics_section_states_how_often_its_runs_recorded():
+    """Read from the runs' configs (paper-small: every 100 steps), not the recorder's defaults."""
+    from posenc.report.dynamics import dynamics_markdown, recording_text
+    every = {"dynamics": {"every": 100, "ablation_every": 8, "probe_examples": 64}}
+    assert recording_text([every, every, {"dynamics": None}]) == \
+        "a record every 100 steps, importance every 8 records"
+    assert recording_text([every, {"dynamics": {"every": 25, "ablation_every": 8}}]) == \
+        "a record every 25 steps, importance every 8 records; " \
+        "a record every 100 steps, importance every 8 records"
+    assert recording_text([]) == "a record every 25 steps, importance every 8 records"
+    lines, _ = dynamics_markdown([], recording_text([every]))
+    assert "(`posenc.empirical.analysis.dynamics`: a record every 100 steps, importance every " \
+           "8 records)" in "\n".join(lines)
