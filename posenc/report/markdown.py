@@ -70,8 +70,10 @@ def report_mode(results: list[ExperimentResult]) -> str:
 
 MODE_TEXT = {
     "paper-code": "**Model code: paper-code.** Every run is the model of the paper's public code "
-                  "(Qihuai27/Deposit-Pattern-Research), exactly, quirks included (docs/reproduction.md, "
-                  "\"Paper-code mode\").",
+                  "(Qihuai27/Deposit-Pattern-Research), its architecture exactly, quirks included "
+                  "(docs/reproduction.md, \"Paper-code mode\"); its sizes, dropout and training "
+                  "are the preset's (`posenc encodings` lists where a preset differs from the "
+                  "code).",
     "standard": "**Model code: standard.** posenc's own model (pre-LN, keys and values from the "
                 "residual stream, padding masked, final LayerNorm) with the catalogue's encodings.",
     "mixed": "**Model code: mixed** (paper-code and standard runs in one store: read with care).",
@@ -131,7 +133,8 @@ def multiplicity_text(verdicts: list[Any]) -> str:
     shown = sum(1 for v in verdicts for p in v.parts if not p.get("primary", True))
     return ("**Multiplicity: one primary statistic per claim** (fixed in posenc.verdicts; chosen after "
             "the quick preset's seeds 0-5 had been seen and before its replication on seeds "
-            "2000-2005 ran, so only the replication tests the choice: docs/reproduction.md). Each claim's "
+            "2000-2005 ran, so at the quick preset only its replication tests the choice: "
+            "docs/reproduction.md). Each claim's "
             "verdict is that of its primary part alone; its other parts "
             f"({shown} in this report) are shown, marked *[shown, not judged]*, and never enter "
             f"a verdict. {tested} primary tests had two or more seeds, each at 95% (a decision "
@@ -179,8 +182,10 @@ def _accuracy(inp: ReportInputs) -> list[str]:
              "stays inside 0-100%); *test SE*: one run's test-set binomial standard error "
              "(mean over seeds), the sampling error of a single accuracy; *chance*: the test "
              "split's majority-label rate; *floor*: the larger of chance and the best accuracy "
-             "from an example's length alone (exact for the task's sampler: a distance model "
-             "that learned nothing of positions still reads the length); *learned*: the mean is "
+             "from an example's length alone (a distance model that learned nothing of positions "
+             "still reads the length; exact for the clean sampler, a lower bound under the "
+             "paper's sampler, whose extra trigger copies tell an order-blind model more than "
+             "the length); *learned*: the mean is "
              f"at least {LEARNED_MARGIN:g} points above the floor -- a PE that did not learn a "
              "task stays out of that task's deposit statistics (its ablation drops are noise).",
              "", "| task | PE (role) | spec | test accuracy %: mean [95% CI] | test SE (points) | "
@@ -215,26 +220,37 @@ def _training(inp: ReportInputs) -> list[str]:
         trained_criterion
     table = stopping_table(inp.results)
     fixed = sum(row["fixed"] for row in table.values())
-    lines = ["", SECTIONS[2], "",
-             "Early stopping: after every epoch the model is evaluated on a validation split "
-             "carved from the training data (the test split is never read for it); a run stops "
-             f"once {_stop_rule(inp.results)}, or at its maximum epochs, and keeps its "
-             "best-validation-accuracy weights. *stopped early*: runs whose early stop fired "
-             "before the maximum; *at the maximum*: seeds whose rule had not fired when their "
-             "epochs ran out (still improving by the rule's measure -- under a rule that reads "
-             "the loss, perhaps only the loss; their models may not have finished learning)." +
-             (f" {fixed} of {sum(row['runs'] for row in table.values())} runs trained at a "
-              "**fixed budget** (a patience of at least their maximum epochs: every epoch runs, "
-              "as in the paper's code, and the rule cannot fire): for them *at the maximum* "
-              "lists the seeds whose validation accuracy rose by "
-              f"{FIXED_BUDGET_RISE:g} points or more over their last {FIXED_BUDGET_SPAN} epochs, "
-              "still learning as the budget ran out." if fixed else ""),
+    total = sum(row["runs"] for row in table.values())
+    validation = "after every epoch the model is evaluated on a validation split carved from " \
+                 "the training data (the test split is never read for it)"
+    rising = "the seeds whose validation accuracy rose by " \
+             f"{FIXED_BUDGET_RISE:g} points or more over their last {FIXED_BUDGET_SPAN} epochs, " \
+             "still learning as the budget ran out"
+    if fixed and fixed == total:  # (paper-small)
+        intro = "A fixed budget: every run trains its maximum epochs (a patience of at least " \
+                "the maximum: the stopping rule fires only on a perfect validation accuracy; " \
+                f"every epoch runs, as in the paper's code); {validation}, and the run keeps " \
+                "its best-validation-accuracy weights. " \
+                f"*at the maximum*: {rising}."
+    else:
+        intro = f"Early stopping: {validation}; a run stops once {_stop_rule(inp.results)}, " \
+                "or at its maximum epochs, and keeps its best-validation-accuracy weights. " \
+                "*stopped early*: runs whose early stop fired before the maximum; *at the " \
+                "maximum*: seeds whose rule had not fired when their epochs ran out (still " \
+                "improving by the rule's measure -- under a rule that reads the loss, perhaps " \
+                "only the loss; their models may not have finished learning)." + \
+                (f" {fixed} of {total} runs trained at a **fixed budget** (a patience of at " \
+                 "least their maximum epochs: the rule fires only on a perfect validation " \
+                 "accuracy): for them *at the maximum* " \
+                 f"lists {rising}." if fixed else "")
+    lines = ["", SECTIONS[2], "", intro,
              "",
              "| task | PE (role) | runs | stopped early | epochs trained | epoch kept | "
              "max epochs | batch | at the maximum | diverged |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for (task, role), row in table.items():
-        early = "no early stopping" if row["early"] is None else f"{row['early']} of {row['runs']}"
+        early = "no early stopping" if row["early"] is None else \
+            "fixed budget" if row["fixed"] == row["runs"] else f"{row['early']} of {row['runs']}"
         at_max, diverged = (", ".join(str(s) for s in row[k]) or "-" for k in ("at_max", "diverged"))
         lines.append(md_row([task, role, row["runs"], early, _span(row["stopped"]),
                              _span(row["best"]), _span(row["max_epochs"]), _span(row["batch"]),
@@ -338,7 +354,9 @@ def _spectra(inp: ReportInputs) -> list[str]:
              "A seeded rank-8 content Gram A (n x n, E A_ii = 1; its norm ‖A‖₂ is in the table) "
              "coupled with each PE's positional matrix: additively ‖A+B‖₂/‖A‖₂ (ALiBi bias B, "
              "head 0 of 8, press slopes) and multiplicatively ‖A∘K‖₂/‖A‖₂ (average RoPE kernel "
-             "K, head dim 64: PSD with unit diagonal, so ≤ 1 by the Schur product theorem).", "",
+             "K, head dim 64: PSD with unit diagonal, so ≤ 1 by the Schur product theorem). A "
+             "theory table, the same in every report: its slopes, head dimension and lengths "
+             "are not those of this store's models.", "",
              "The two ratios are not alike. (cA)∘K = c(A∘K), so the multiplicative ratio is the "
              "same at every content scale c; ‖cA+B‖₂/‖cA‖₂ runs from ‖B‖₂/‖cA‖₂ down to 1 as c "
              "grows, so the additive ratio says how large the bias is against *this* content's "
@@ -404,14 +422,36 @@ def _epochs(results: list[Any]) -> str:
             f"{_span(trained)} trained")
 
 
+def _params(results: list[Any]) -> str:
+    """The runs' parameter counts: one count, or the range over PEs (the relative table and MLA
+    add parameters)."""
+    counts = {int(r.summary["n_params"]) for r in results}
+    if len(counts) == 1:
+        return f"{counts.pop()} parameters ({results[0].summary['pe']})"
+    return f"{_span(sorted(counts))} parameters (by PE)"
+
+
+def _ceilings(ceilings: list[dict[str, Any]]) -> list[str]:
+    """The Bayes-ceiling line; where a task's ceiling is under 100% the verdicts' ceiling rule
+    reads each run's recorded estimate instead (posenc.verdicts.verdict.ceiling_rule), said so."""
+    if not ceilings:
+        return []
+    line = "- best possible accuracy (Bayes ceiling) of each task: " + "; ".join(
+        f"{c['task']} ({c['sampler']} sampler) {c['text']}" for c in ceilings)
+    if any(c["accuracy"] < 100 for c in ceilings):
+        from ..empirical.bayes_ceiling import RECORDED_EXAMPLES
+        line += " (the verdicts' ceiling rule reads instead the estimate each run recorded, " \
+                f"over {RECORDED_EXAMPLES:,} examples -- the value its words print -- or for a " \
+                "run stored without one the same estimate made from its config)"
+    return [line + ";"]
+
+
 def _setup(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
     return ["", SECTIONS[11], "",
             f"- preset `{inp.preset}`: {first['n_layers']} layers x {first['n_heads']} heads, "
-            f"{first['n_params']} parameters ({first['pe']}), {_epochs(inp.results)}, "
+            f"{_params(inp.results)}, {_epochs(inp.results)}, "
             f"{first['n_test']} test examples per run;",
-            *(["- best possible accuracy (Bayes ceiling) of each task: " + "; ".join(
-                f"{c['task']} ({c['sampler']} sampler) {c['text']}" for c in inp.ceilings)
-               + ";"] if inp.ceilings else []),
+            *_ceilings(inp.ceilings),
             f"- ablation: zero mode at `hook_z`, on {inp.ablation_source};",
             "- per-run timings: `runs.csv`, and the wall time per phase (training, ablation, "
             "probe, this report): `timings.md` (kept out of this file so that a resumed sweep "

@@ -77,7 +77,10 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
               "sd / mean; a loss spike = a step whose loss exceeds twice the median of the W "
               "steps before it and that median by 0.1 nats; steps to 90% = share of training "
               "until the W-step mean batch accuracy reaches 90% of its final value (the first "
-              "10% of steps are left out of CV and spikes).", ""]
+              "10% of steps are left out of CV and spikes). Each run's trace, and the relative "
+              "table's curve below, cover its training up to the end of the epoch whose weights "
+              "it kept (the training that made the model the report analyses; the epochs after "
+              "it, early stopping's patience or the rest of a fixed budget, are left out).", ""]
     keys = ("grad_norm_cv", "spike_rate", "steps_to_90")
     if traces:
         lines += md_header(["task", "PE (role)", "seeds", "grad-norm CV", "spike rate",
@@ -91,7 +94,8 @@ def measured_markdown(results: list[ExperimentResult]) -> tuple[list[str], dict[
     else:
         lines.append("(not recorded in these runs)")
     lines += ["", "**Relative table** (RA): head-centred RMS of the learned per-offset table "
-              "(mean over layers and seeds) at the initialisation and after each epoch.", ""]
+              "(mean over layers and seeds) at the initialisation and after each epoch up to the "
+              "kept one (the shortest run's).", ""]
     if tables:
         for task, curves in sorted(tables.items()):
             n = min(len(c) for c in curves)

@@ -250,7 +250,8 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
               "the drift AdamW gives a table of pure noise)",
         "A = log(final / initial head-centred RMS of the per-offset table, mean over layers): "
         "primary (a) A(count) - A_null < 0, A_null the drift null (the same table under AdamW "
-        "on i.i.d. noise gradients, the run's own schedule and trained steps); shown (b) "
+        "on i.i.d. noise gradients, the run's own schedule and its steps up to the end of its "
+        "kept epoch); shown (b) "
         "A(count) - A(distance), (c) mean A(count) / its sd over seeds < -1 (the primary until "
         "issue 37), (d) count accuracy with each head's table replaced by its mean - as "
         "trained (points)",

@@ -80,7 +80,8 @@ def stability_verdict(runs: Runs) -> Verdict:
              "PEs (over the same epochs of training)",
         "min over additive PEs of X - X(rope): primary X = the gradient norm's per-epoch CV "
         f"(sd / mean), mean over epochs {MATCHED_SKIP + 1}..E, E the fewest epochs the seed's "
-        "runs trained; shown (b) the whole-run windowed CV (each run's own phases), (c) the "
+        "runs trained; shown (b) the windowed CV of each run's training up to its kept epoch "
+        "(each run's own phases), (c) the "
         "loss-spike rate; distance",
         "v1: multiplicative coupling improves optimisation stability",
         [primary] + shown, digits=3, primary=0)

@@ -172,7 +172,8 @@ def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criter
     if fixed:
         rule = rule.replace("(its stopping rule fired)", "(its stopping rule fired; at a fixed "
                             "budget -- a patience of at least the maximum epochs, the rule "
-                            "cannot fire -- its validation accuracy rose less than "
+                            "fires only on a perfect validation accuracy -- its validation "
+                            "accuracy rose less than "
                             f"{FIXED_BUDGET_RISE:g} points over its last {FIXED_BUDGET_SPAN} "
                             "epochs)")
     unknown = [k for k in learned if stops[k]["early"] is None]

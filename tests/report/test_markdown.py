@@ -1,5 +1,7 @@
 """The report's text (posenc.report.markdown): what it says about its own statistics."""
 
+import dataclasses
+
 from synthetic_runs import sweep
 
 from posenc.empirical.pipeline.experiment_result import ExperimentResult
@@ -62,3 +64,46 @@ def test_the_dynamics_section_states_how_often_its_runs_recorded():
     lines, _ = dynamics_markdown([], recording_text([every]))
     assert "(`posenc.empirical.analysis.dynamics`: a record every 100 steps, importance every " \
            "8 records)" in "\n".join(lines)
+
+
+def _fixed_results(accs, stop, epochs):
+    out = sweep(accs, stop=stop)
+    for r in out:
+        r["summary"]["epochs"] = epochs
+    return [ExperimentResult.from_stored(r) for r in out]
+
+
+def test_the_training_section_of_a_fixed_budget_store_says_so_in_its_words_and_cells():
+    from types import SimpleNamespace
+
+    from posenc.report.markdown import _training
+    fixed = _fixed_results({("distance", "rope"): [0.9, 0.91]}, (15, 14, 15, 15), 15)
+    text = "\n".join(_training(SimpleNamespace(results=fixed)))
+    assert "A fixed budget: every run trains its maximum epochs" in text
+    assert "a run stops once" not in text
+    assert "| distance | rope | 2 | fixed budget | 15 | 14 | 15 |" in text
+    # a store trained with early stopping keeps its words and its count of early stops
+    early = _fixed_results({("distance", "rope"): [0.9, 0.91]}, (9, 6, 15, 3), 9)
+    text = "\n".join(_training(SimpleNamespace(results=early)))
+    assert "Early stopping: after every epoch" in text and "fixed budget" not in text
+    assert "| distance | rope | 2 | 2 of 2 | 9 | 6 | 15 |" in text
+
+
+def test_the_setup_gives_the_parameter_range_and_which_ceiling_the_verdicts_read():
+    from posenc.empirical.bayes_ceiling import RECORDED_EXAMPLES
+    from posenc.report.markdown import _ceilings, _params
+    res = _fixed_results({("distance", "rope"): [0.9], ("distance", "mla"): [0.8]},
+                         (15, 14, 15, 15), 15)
+    res = [dataclasses.replace(r, summary={**r.summary, "n_params": n})
+           for r, n in zip(res, (336062, 207934))]
+    assert _params(res) == "207934-336062 parameters (by PE)"
+    assert _params(res[:1]) == "336062 parameters (rope)"
+    clean = [{"task": "distance", "sampler": "clean", "accuracy": 100.0, "text": "100.0%"}]
+    assert _ceilings(clean) == ["- best possible accuracy (Bayes ceiling) of each task: "
+                                "distance (clean sampler) 100.0%;"]
+    paper = [{"task": "distance", "sampler": "paper", "accuracy": 97.49, "text": "97.49%"}]
+    line = _ceilings(paper)[0]
+    assert line.startswith("- best possible accuracy (Bayes ceiling) of each task: distance "
+                           "(paper sampler) 97.49% (the verdicts' ceiling rule reads instead "
+                           "the estimate each run recorded")
+    assert f"over {RECORDED_EXAMPLES:,} examples" in line and _ceilings([]) == []

@@ -161,9 +161,9 @@ def test_at_a_fixed_budget_the_plateau_is_read_from_the_end_of_the_validation_cu
     assert crit.met is False
     assert crit.measured == "0 of 4 runs of learned PEs stopped early; 4 at a fixed budget; " \
                             "at the maximum (still learning): rope (distance) seeds 2, 3"
-    assert "at a fixed budget -- a patience of at least the maximum epochs, the rule cannot " \
-           "fire -- its validation accuracy rose less than 2 points over its last 2 epochs" \
-           in crit.rule
+    assert "at a fixed budget -- a patience of at least the maximum epochs, the rule fires " \
+           "only on a perfect validation accuracy -- its validation accuracy rose less than 2 " \
+           "points over its last 2 epochs" in crit.rule
     flat = by_name(fixed_runs([0.5, 1.9, -3.0]))["(a) plateau"]
     assert flat.met is True and "at the maximum" not in flat.measured
 
