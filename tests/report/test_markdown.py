@@ -37,16 +37,10 @@ def test_the_setup_names_a_fixed_budget_and_early_stopping_apart():
     early stopping that cannot fire; a store with a patience below the maximum keeps the words
     of early stopping."""
     from posenc.report.markdown import _epochs
-    fixed = sweep({("distance", "rope"): [0.9, 0.91]}, stop=(15, 14, 15, 15))
-    for r in fixed:
-        r["summary"]["epochs"] = 15
-    res = [ExperimentResult.from_stored(r) for r in fixed]
+    res = _fixed_results({("distance", "rope"): [0.9, 0.91]}, (15, 14, 15, 15), 15)
     assert _epochs(res) == "a fixed budget of 15 epochs (no early stopping: a patience of the " \
                            "maximum; the best validation epoch's weights kept)"
-    early = sweep({("distance", "rope"): [0.9, 0.91]}, stop=(9, 6, 15, 3))
-    for r in early:
-        r["summary"]["epochs"] = 9
-    res = [ExperimentResult.from_stored(r) for r in early]
+    res = _fixed_results({("distance", "rope"): [0.9, 0.91]}, (9, 6, 15, 3), 9)
     assert _epochs(res) == "early stopping (patience 3 on validation accuracy) at most 15 " \
                            "epochs, 9 trained"
 
