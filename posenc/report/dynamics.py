@@ -71,14 +71,14 @@ def recording_text(configs: Iterable[dict[str, Any]]) -> str:
 
 
 def dynamics_markdown(dyn_results: list[ExperimentResult],
-                      recording: Optional[str] = None) -> tuple[list[str], dict[str, Any]]:
+                      recording: str) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload); ``recording``: how often the runs
-    recorded (:func:`recording_text` of their configs; the defaults' when not given)."""
+    recorded (:func:`recording_text` of their configs)."""
     from ..verdicts.dynamics import PREDICTORS, null_check, prediction_table, random_sign_null
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
              "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`: "
-             f"{recording or recording_text([])}). The *seed* of "
+             f"{recording}). The *seed* of "
              "a head is the batch mean of the per-example positional gradient signal psi (the "
              "loss's derivative along the head's positional direction of the attention scores); "
              "its *coherence* is |seed| / mean |psi| (1: every example pushes the same way). "

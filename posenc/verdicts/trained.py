@@ -163,19 +163,15 @@ def _mean_acc(runs: Runs, task: str, role: str) -> float:
 
 
 def _plateau(runs: Runs, stops: dict[tuple[str, str], dict[str, Any]]) -> Criterion:
-    rule = "every run of a PE that learned its task reached its validation plateau (its " \
-           "stopping rule fired) rather than running out of epochs, and none stopped before " \
-           f"learning (within {LEARNED_MARGIN:g} points of its floor: chance, or the " \
-           "length-only rate)"
     learned = [k for k in stops if runs.learned(*k)]
     fixed = sum(stops[k]["fixed"] for k in learned)
-    if fixed:
-        rule = rule.replace("(its stopping rule fired)", "(its stopping rule fired; at a fixed "
-                            "budget -- a patience of at least the maximum epochs, the rule "
-                            "fires only on a perfect validation accuracy -- its validation "
-                            "accuracy rose less than "
-                            f"{FIXED_BUDGET_RISE:g} points over its last {FIXED_BUDGET_SPAN} "
-                            "epochs)")
+    at_fixed = "; at a fixed budget -- a patience of at least the maximum epochs, the rule fires " \
+               "only on a perfect validation accuracy -- its validation accuracy rose less " \
+               f"than {FIXED_BUDGET_RISE:g} points over its last {FIXED_BUDGET_SPAN} epochs"
+    rule = "every run of a PE that learned its task reached its validation plateau (its " \
+           f"stopping rule fired{at_fixed if fixed else ''}) rather than running out of epochs, " \
+           f"and none stopped before learning (within {LEARNED_MARGIN:g} points of its floor: " \
+           "chance, or the length-only rate)"
     unknown = [k for k in learned if stops[k]["early"] is None]
     if not learned or unknown:
         what = "no PE learned its task" if not learned else \

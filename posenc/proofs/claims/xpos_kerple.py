@@ -34,28 +34,26 @@ def xpos_inputs(psd: bool = False, gammas: tuple[float, ...] = (0.4, 0.1, 2.0),
                 scale_bases: tuple[float, ...] = (512.0, 8.0, 1.0), nonzero: bool = False):
     """xPos settings and a real A (``psd``: M Mᵀ); ``nonzero``: A ≠ 0 (A = 0 meets every norm
     bound with equality: an example that cannot refute anything)."""
+    xpos = {"d": st.sampled_from((2, 4)), "gamma": st.sampled_from(gammas),
+            "scale_base": st.sampled_from(scale_bases)}
     if not nonzero:
-        return st.fixed_dictionaries({
-            "n": st.integers(2, 6), "d": st.sampled_from((2, 4)),
-            "gamma": st.sampled_from(gammas), "scale_base": st.sampled_from(scale_bases),
-            "A": int_matrix(6, 6)}).map(lambda ex: _slice(ex, psd))
+        return st.fixed_dictionaries({"n": st.integers(2, 6), **xpos, "A": int_matrix(6, 6)}).map(
+            lambda ex: _slice(ex, psd))
     # n first and an n x n matrix of its own (not the top-left block of a 6 x 6 one), so that the
     # filter leaves the shrinker a way down to n = 2
-    return st.integers(2, 6).flatmap(lambda n: st.fixed_dictionaries({
-        "n": st.just(n), "d": st.sampled_from((2, 4)),
-        "gamma": st.sampled_from(gammas), "scale_base": st.sampled_from(scale_bases),
-        "A": int_matrix(n, n)})).map(lambda ex: _slice(ex, psd)).filter(
+    return st.integers(2, 6).flatmap(lambda n: st.fixed_dictionaries(
+        {"n": st.just(n), **xpos, "A": int_matrix(n, n)})).map(lambda ex: _slice(ex, psd)).filter(
             lambda ex: bool(ex["A"].any()))
 
 
 #: where the PSD-Schur conclusion fails for xPos: lambda = zeta^(1/scale_base) far from 1.  With
 #: A the all-ones matrix, ||A o K||_2 / ||A||_2 - 1 is < 0 for every n <= 6 at scale_base 512 and 8
 #: (K is then nearly Hermitian) and reaches +0.17..+7.9e3 at scale_base 1 with gamma 0.4 or 0.1
-#: (measured 2026-12-05).  Searching the whole grid, 40 examples missed it in 2 of 200 thorough
-#: runs (the CI's bounded test failed once), and in this corner still 1 of 100: most misses drew
-#: A = 0 (the top-left block of a mostly-zero integer matrix).  The variant searches this corner
-#: with A ≠ 0, where 379 of 400 drawn examples refute the conclusion (0 misses in 200 bounded
-#: thorough searches), so a correct xPos kernel is refuted every time and a Hermitian one never.
+#: (measured 2026-12-05).  Searching the whole grid (a 6 x 6 matrix's top-left block, often
+#: zero), 40 thorough examples missed it in 11 of 800 searches (the CI's bounded test failed
+#: once).  The variant searches this corner with A ≠ 0, where 379 of 400 drawn examples refute
+#: the conclusion and 200 bounded thorough searches had no miss, so a correct xPos kernel is
+#: refuted and a Hermitian one never.
 XPOS_NON_HERMITIAN = {"gammas": (0.4, 0.1), "scale_bases": (1.0,), "nonzero": True}
 
 
