@@ -210,6 +210,7 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     from ..empirical.pipeline.store import run_id
     from ..empirical.pipeline.sweep import run_jobs
     from ..empirical.pipeline.kept_files import dropped_files
+    from ..empirical.training.runs import CHECKPOINT
 
     jobs = plan.jobs(device=device)
     t0 = time.time()
@@ -228,8 +229,10 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
                        ray_address=ray_address, on_done=on_done, wait=wait,
                        on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"),
-                       drop=() if keep_checkpoints else dropped_files())
-    log(f"ran {len(summary.completed)}, skipped {summary.skipped} finished, "
+                       drop=() if keep_checkpoints else dropped_files(), resume_from=CHECKPOINT)
+    resumed = (f" ({len(summary.resumed)} resumed from the checkpoint of a sweep that ended "
+               f"mid-run)") if summary.resumed else ""
+    log(f"ran {len(summary.completed)}{resumed}, skipped {summary.skipped} finished, "
         f"failed {len(summary.failed)} in {time.time() - t0:.0f} s")
     for rid, msg in summary.failed.items():
         log(f"  failed {rid}: {msg}")

@@ -140,6 +140,44 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
             (small_store / "report" / name).read_bytes(), name
 
 
+def _epoch_of(checkpoint: Path) -> int:
+    import torch
+    return int(torch.load(checkpoint, map_location="cpu", weights_only=False)["epoch"])
+
+
+def test_sigkill_mid_run_resumes_the_run_from_its_staging_checkpoint(tmp_path, small_store):
+    """A sweep stopped while a run trains (the checkpoint in its staging folder is written after
+    each epoch) resumes that run from the checkpoint -- it does not start it over -- and the
+    report is the uninterrupted sweep's, byte for byte."""
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "posenc", "reproduce", *SMALL, "--out", str(store)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while not list(store.glob("staging/*/checkpoint.pt")):
+        if proc.poll() is not None or time.time() > deadline:
+            pytest.fail("the sweep ended (or stalled) before a run had a checkpoint")
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = {p.parent.name.partition(".")[0]: _epoch_of(p)
+            for p in (store / "staging").glob("*/checkpoint.pt")}
+    assert left and all(1 <= e < 8 for e in left.values()), left  # smoke: 8 epochs, mid-run
+    resumed = posenc("reproduce", *SMALL, "--out", str(store), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"({len(left)} resumed from the checkpoint of a sweep that ended mid-run)" \
+        in resumed.stdout, resumed.stdout
+    assert not (store / "staging").exists() and not list(store.rglob("checkpoint.pt"))
+    names = sorted(p.name for p in (small_store / "report").iterdir()
+                   if p.name not in ("runs.csv", "timings.md"))
+    for name in names:
+        assert (store / "report" / name).read_bytes() == \
+            (small_store / "report" / name).read_bytes(), name
+    for rid in left:  # the resumed runs' files are the uninterrupted runs' (the trace dropped)
+        for f in ("metrics.jsonl", "ablation_zero.json", "probe.json"):
+            assert (store / "runs" / rid / f).read_bytes() == \
+                (small_store / "runs" / rid / f).read_bytes(), (rid, f)
+
+
 def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same(small_store,
                                                                                small_store_copy,
                                                                                capsys):

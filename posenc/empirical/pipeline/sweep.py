@@ -21,6 +21,11 @@ removed from each run's staging folder before it is committed (``posenc reproduc
 checkpoint once the run's analysis is done: :mod:`~posenc.empirical.pipeline.kept_files`); a
 finished experiment run that lacks a file it keeps is redone when its checkpoint is there, and
 refused in one line when it is not (nothing could redo it but training it again).
+``resume_from`` names the file a worker resumes from (``posenc reproduce``: the training
+checkpoint): a staging folder that holds it, left by a sweep that ended before that run
+finished, becomes the run's folder again on the local backend, so a sweep stopped mid-run
+loses at most the work since that file was written (training resumes bit for bit:
+:func:`~posenc.empirical.training.train.train`); every other staging folder is removed.
 
 One writer per store: :func:`run_jobs` holds the store's lock
 (:mod:`~posenc.empirical.pipeline.store_lock`) from start to end; a second sweep into the same store
@@ -69,6 +74,7 @@ class SweepSummary:
     skipped: int = 0
     completed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    resumed: list[str] = field(default_factory=list)  # handed an earlier attempt's folder
 
 
 def resolve_worker(path: str) -> Callable[[dict, str, int], dict]:
@@ -142,11 +148,13 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
              workers: int = 1, threads: int = 1, ray_address: str | None = None,
              on_done: Callable[[str, Job, dict | None], None] | None = None,
              wait: bool = False, on_wait: Callable[[str], None] | None = None,
-             drop: tuple[str, ...] = ()) -> SweepSummary:
-    """Execute every unfinished job; returns what was skipped, completed and failed.
+             drop: tuple[str, ...] = (), resume_from: str | None = None) -> SweepSummary:
+    """Execute every unfinished job; returns what was skipped, completed, failed and resumed.
 
     ``drop``: file names removed from each job's folder before it is committed (a finished run
     then never holds them; one interrupted between the two redoes the job).
+    ``resume_from``: a file name; an unfinished job whose leftover staging folder holds it is
+    handed that folder (local backend; module doc).
 
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
@@ -162,7 +170,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
         store.lock.acquire(wait=wait, on_wait=on_wait)
     try:
         return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done,
-                         drop)
+                         drop, resume_from)
     finally:
         if own:
             store.lock.release()
@@ -171,7 +179,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, workers: int,
               threads: int, ray_address: str | None,
               on_done: Callable[[str, Job, dict | None], None] | None,
-              drop: tuple[str, ...] = ()) -> SweepSummary:
+              drop: tuple[str, ...] = (), resume_from: str | None = None) -> SweepSummary:
     store.heal()
     summary = SweepSummary()
     todo: list[tuple[str, Job]] = []
@@ -183,9 +191,18 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
     staging_root = store.root / "staging"
+    # (we hold the writer lock: every staging folder is an ended sweep's)
+    earlier = _resumable(staging_root, {rid for rid, _ in todo}, resume_from) \
+        if backend == "local" else {}
     if staging_root.exists():
-        shutil.rmtree(staging_root, ignore_errors=True)
-    staging_root.mkdir()
+        for path in staging_root.iterdir():
+            if path in earlier.values():
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink()
+    staging_root.mkdir(exist_ok=True)
 
     def commit(rid: str, job: Job, staging: Path, result: dict) -> None:
         for name in drop:
@@ -207,7 +224,11 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
 
     def new_staging(rid: str) -> Path:
         path = staging_root / f"{rid}.{uuid.uuid4().hex[:8]}"
-        path.mkdir()
+        if rid in earlier:  # the earlier attempt's files, under a name of this sweep's
+            os.replace(earlier.pop(rid), path)
+            summary.resumed.append(rid)
+        else:
+            path.mkdir()
         store.stage(rid, path)
         return path
 
@@ -245,6 +266,21 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
                         commit(rid, job, staging, fut.result())
     shutil.rmtree(staging_root, ignore_errors=True)
     return summary
+
+
+def _resumable(staging_root: Path, rids: set[str], name: str | None) -> dict[str, Path]:
+    """Run id -> the staging folder an ended sweep left for it that holds the file ``name``
+    (several: the one whose file was written last).  Folders are named ``<run id>.<suffix>``."""
+    found: dict[str, Path] = {}
+    if name is None or not staging_root.is_dir():
+        return found
+    for path in staging_root.iterdir():
+        rid = path.name.partition(".")[0]
+        if rid in rids and (path / name).is_file() and (
+                rid not in found or (path / name).stat().st_mtime_ns >
+                (found[rid] / name).stat().st_mtime_ns):
+            found[rid] = path
+    return found
 
 
 def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed) -> None:

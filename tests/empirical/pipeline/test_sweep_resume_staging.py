@@ -1,0 +1,74 @@
+"""A sweep that ended mid-run hands the run's staging folder to its next attempt when that folder
+holds the file the worker resumes from (``resume_from``); every other leftover is removed.  Toy
+worker here; the end-to-end version with real training (a SIGKILLed ``posenc reproduce``) is in
+tests/report/test_report.py."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from posenc.empirical.pipeline.store import RunStore, run_id
+from posenc.empirical.pipeline.sweep import Job, run_jobs
+
+
+def listing_worker(config, folder, threads):
+    """Reports what its folder held when it was handed over, and the resume file's content."""
+    held = sorted(p.name for p in Path(folder).iterdir())
+    resume = Path(folder, "resume.bin")
+    return {"summary": {"held": held,
+                        "resume": resume.read_text() if resume.is_file() else None,
+                        "test_acc": config["x"] / 10}}
+
+
+WORKER = f"{__name__}:listing_worker"
+
+
+def jobs(xs):
+    return [Job(config={"x": x}, kind="toy", label=f"x={x}") for x in xs]
+
+
+def leftover(store_dir: Path, x: int, suffix: str, files: dict[str, str], age_s: float = 0.0) -> Path:
+    """A staging folder as an ended sweep leaves it for the run of ``x``."""
+    folder = store_dir / "staging" / f"{run_id({'x': x})}.{suffix}"
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        if age_s:
+            t = os.stat(folder / name).st_mtime - age_s
+            os.utime(folder / name, (t, t))
+    return folder
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_staging_folder_holding_the_resume_file_is_handed_to_the_same_run(tmp_path, workers):
+    s = RunStore(tmp_path / "s")
+    run_jobs(s, jobs([1]), WORKER)                          # x=1 finished
+    root = tmp_path / "s"
+    leftover(root, 1, "aaaa0001", {"resume.bin": "of a finished run"})
+    leftover(root, 2, "aaaa0002", {"resume.bin": "older", "partial.txt": "old"}, age_s=60)
+    leftover(root, 2, "aaaa0003", {"resume.bin": "newest", "partial.txt": "new"})
+    leftover(root, 3, "aaaa0004", {"partial.txt": "no resume file"})
+    leftover(root, 9, "aaaa0005", {"resume.bin": "a run this sweep does not have"})
+    (root / "staging" / "stray-file").write_text("x")
+
+    summary = run_jobs(s, jobs([1, 2, 3]), WORKER, workers=workers, resume_from="resume.bin")
+
+    rid2, rid3 = run_id({"x": 2}), run_id({"x": 3})
+    assert summary.skipped == 1 and sorted(summary.completed) == sorted([rid2, rid3])
+    assert summary.resumed == [rid2]
+    two, three = s.result(rid2)["summary"], s.result(rid3)["summary"]
+    # the newest attempt's files, besides the config.json and run.json every staging folder gets
+    assert two["resume"] == "newest" and two["held"] == sorted(
+        ["config.json", "run.json", "partial.txt", "resume.bin"])
+    assert three["resume"] is None and three["held"] == ["config.json", "run.json"]
+    assert not (root / "staging").exists()
+    assert s.result(run_id({"x": 1}))["summary"]["held"] == ["config.json", "run.json"]
+
+
+def test_without_resume_from_every_leftover_is_removed(tmp_path):
+    s = RunStore(tmp_path / "s")
+    leftover(tmp_path / "s", 2, "aaaa0002", {"resume.bin": "earlier"})
+    summary = run_jobs(s, jobs([2]), WORKER)
+    assert summary.resumed == []
+    assert s.result(run_id({"x": 2}))["summary"]["held"] == ["config.json", "run.json"]
