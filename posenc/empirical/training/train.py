@@ -275,6 +275,9 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     total = schedule.total
     metrics: list[dict[str, Any]] = []
     start_epoch = 0
+    # the times of the epochs the checkpoint holds (a resumed run's seconds are all its epochs')
+    earlier: dict[str, Any] = {"seconds": 0.0, "epoch_seconds": [], "dynamics_seconds": 0.0,
+                               "known": True}
     best_state: Optional[dict[str, torch.Tensor]] = None  # weights of the best validation epoch
     if resume and (out / CHECKPOINT).is_file():
         ckpt = read_checkpoint(out / CHECKPOINT, device)
@@ -290,6 +293,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                               f"start over with --restart") from None
         metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
         best_state = ckpt.get("best_model")
+        earlier = _earlier_seconds(ckpt)
     recorder = None
     if dynamics is not None:
         recorder = DynamicsRecorder(dynamics, out, config, train_data, test_data, total,
@@ -298,7 +302,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     trace = TraceRecorder(out, config.run_id(), steps_per_epoch, int(train_data.tokens.shape[1]))
     trace.start(model, start_epoch)
     tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
-    t_start, epoch_seconds = time.perf_counter(), []
+    t_start, epoch_seconds = time.perf_counter(), list(earlier["epoch_seconds"])
     diverged_step: Optional[int] = None  # the first step whose training loss was not finite
     bar = tqdm(total=total, initial=start_epoch * steps_per_epoch, disable=None if progress is None
                else not progress, desc=f"{config.task.name} {config.model.pe}", leave=False)
@@ -360,15 +364,16 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
             if recorder is not None:  # before the checkpoint: a resume re-records past it
                 recorder.flush()
             trace.end_epoch(epoch + 1, model)
+            epoch_seconds.append(time.perf_counter() - t0)
             atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
                                "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
                                **({"cuda_rng": torch.cuda.get_rng_state(device)}
                                   if device.type == "cuda" else {}),
                                "epoch": epoch + 1, "metrics": metrics,
                                **({"best_model": best_state} if best_state is not None else {}),
+                               **_seconds_so_far(earlier, t_start, epoch_seconds, recorder),
                                "config": config.to_dict()}, out / CHECKPOINT)
             write_metrics(out, metrics)
-            epoch_seconds.append(time.perf_counter() - t0)
             if bar.disable and progress is None and n >= LONG_EPOCH_EXAMPLES:
                 print(_epoch_line(config, metrics[-1], epoch_seconds[-1]), file=sys.stderr,
                       flush=True)
@@ -394,32 +399,64 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     if recorder is not None:
         recorder.record(len(metrics) * steps_per_epoch if stop else total, model, final=True)
         recorder.flush()
-    seconds = time.perf_counter() - t_start
-    result = write_summary(out, config, metrics, final, n_params=model.n_params, seconds=seconds,
+    seconds = _seconds_so_far(earlier, t_start, epoch_seconds, recorder)
+    result = write_summary(out, config, metrics, final, n_params=model.n_params,
+                           seconds=seconds["seconds"], resumed=_resumed(start_epoch, earlier),
                            epoch_seconds=epoch_seconds, device=str(device), n_train=n,
                            n_test=len(test_data), stop=stop,
                            diverged=_divergence(metrics, final, model.parameters()))
     return RunResult(str(out), config, tuple(metrics), final["test_acc"],
-                     result["best_test_acc"], model.n_params, seconds, str(device),
-                     early_stopping=stop,
-                     dynamics_seconds=recorder.seconds if recorder is not None else 0.0)
+                     result["best_test_acc"], model.n_params, seconds["seconds"], str(device),
+                     early_stopping=stop, dynamics_seconds=seconds["dynamics_seconds"])
+
+
+def _earlier_seconds(ckpt: dict[str, Any]) -> dict[str, Any]:
+    """The times a checkpoint holds of its epochs; a checkpoint written before posenc kept them
+    (2026-12-06) holds none: ``known`` is then False and its epochs count 0 seconds."""
+    known = "seconds" in ckpt and bool(ckpt.get("seconds_known", True))
+    return {"seconds": float(ckpt.get("seconds", 0.0)),
+            "epoch_seconds": [float(x) for x in ckpt.get("epoch_seconds", [])],
+            "dynamics_seconds": float(ckpt.get("dynamics_seconds", 0.0)), "known": known}
+
+
+def _seconds_so_far(earlier: dict[str, Any], t_start: float, epoch_seconds: list[float],
+                    recorder: Any) -> dict[str, Any]:
+    """The run's seconds so far over all its epochs: the resumed checkpoint's and this call's
+    (training with dynamics, each epoch's, the dynamics recording's share)."""
+    return {"seconds": earlier["seconds"] + time.perf_counter() - t_start,
+            "epoch_seconds": list(epoch_seconds),
+            "dynamics_seconds": earlier["dynamics_seconds"] +
+            (recorder.seconds if recorder is not None else 0.0),
+            "seconds_known": earlier["known"]}
+
+
+def _resumed(start_epoch: int, earlier: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """{from_epoch, earlier_seconds} of a run resumed from a checkpoint (None: trained in one
+    go); ``earlier_seconds`` None when the checkpoint did not hold them (``seconds`` then counts
+    this call's epochs alone)."""
+    if start_epoch == 0:
+        return None
+    return {"from_epoch": start_epoch,
+            "earlier_seconds": round(earlier["seconds"], 3) if earlier["known"] else None}
 
 
 def write_summary(out: Path, config: TrainConfig, metrics: Sequence[dict[str, Any]],
                   final: dict[str, Any], *, n_params: int, seconds: float,
                   epoch_seconds: list[float], device: str, n_train: int, n_test: int,
-                  stop: Optional[dict[str, Any]], diverged: Optional[dict[str, Any]]) -> dict[str, Any]:
+                  stop: Optional[dict[str, Any]], diverged: Optional[dict[str, Any]],
+                  resumed: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Write a finished run's ``train_summary.json`` into ``out`` and return it: the kept
-    epoch's record (``final``), the best test accuracy of any epoch, sizes, times, the device
-    and torch, the early-stopping summary (``stop``) and the divergence record when there is
-    one."""
+    epoch's record (``final``), the best test accuracy of any epoch, sizes, times (of all the
+    run's epochs, a resumed run's too: ``resumed`` says from which), the device and torch, the
+    early-stopping summary (``stop``) and the divergence record when there is one."""
     result = {"status": "finished", "run_id": config.run_id(), "final": final,
               "best_test_acc": max(m["test_acc"] for m in metrics if "test_acc" in m),
               "n_params": n_params,
               "seconds": seconds, "epoch_seconds": epoch_seconds, "device": device,
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "train_examples": n_train, "test_examples": n_test,
-              **({"early_stopping": stop} if stop else {})}
+              **({"early_stopping": stop} if stop else {}),
+              **({"resumed": resumed} if resumed else {})}
     if diverged is not None:
         result["diverged"] = diverged
     atomic_write_text(out / RESULT, json.dumps(result, indent=2) + "\n")

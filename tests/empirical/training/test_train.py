@@ -68,6 +68,47 @@ def test_interrupted_run_leaves_a_whole_checkpoint_and_resumes_to_the_same_metri
     assert resumed.metrics == full.metrics
 
 
+def _cut_after_epoch_one(folder):
+    def interrupt(step, loss):
+        if step == 13:  # in epoch 2 (10 steps per epoch)
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(), folder, on_step=interrupt)
+
+
+def test_a_resumed_run_counts_the_seconds_of_every_epoch(tmp_path):
+    """A resumed run's seconds are those of all its epochs (the checkpoint carries the earlier
+    ones; 2026-12-06: they were this call's alone), and its summary says it was resumed."""
+    train(tiny(), tmp_path / "full")
+    full = json.loads((tmp_path / "full" / RESULT).read_text())
+    assert "resumed" not in full and len(full["epoch_seconds"]) == tiny().epochs
+    folder = tmp_path / "cut"
+    _cut_after_epoch_one(folder)
+    first = torch.load(folder / CHECKPOINT, weights_only=False)
+    assert first["epoch"] == 1 and len(first["epoch_seconds"]) == 1 and first["seconds_known"]
+    assert first["seconds"] >= first["epoch_seconds"][0] > 0
+    resumed = train(tiny(), folder)
+    summary = json.loads((folder / RESULT).read_text())
+    assert len(summary["epoch_seconds"]) == tiny().epochs
+    assert summary["epoch_seconds"][0] == first["epoch_seconds"][0]
+    assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": round(first["seconds"], 3)}
+    assert summary["seconds"] == resumed.seconds >= first["seconds"] + sum(
+        summary["epoch_seconds"][1:])
+
+
+def test_a_checkpoint_without_times_resumes_and_says_its_earlier_seconds_are_unknown(tmp_path):
+    folder = tmp_path / "cut"
+    _cut_after_epoch_one(folder)
+    ckpt = torch.load(folder / CHECKPOINT, weights_only=False)
+    for key in ("seconds", "epoch_seconds", "dynamics_seconds", "seconds_known"):
+        del ckpt[key]  # as posenc wrote checkpoints before 2026-12-06
+    torch.save(ckpt, folder / CHECKPOINT)
+    train(tiny(), folder)
+    summary = json.loads((folder / RESULT).read_text())
+    assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": None}
+    assert len(summary["epoch_seconds"]) == tiny().epochs - 1
+
+
 def test_a_crash_while_saving_leaves_no_half_written_checkpoint(tmp_path, monkeypatch):
     real_save = torch.save
 
