@@ -61,7 +61,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
                      "pe": res.pe, "seed": res.seed, "test_acc_pct": round(100 * res.test_acc, 6),
                      "epochs": s["epochs"], **_stopping_columns(s),
-                     "train_seconds": round(s["seconds"], 2),
+                     "train_seconds": round(s["seconds"], 2), **_resumed_columns(s),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
                         for k in PHASES}})
     return results, rows
@@ -88,6 +88,16 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
     same = all(json.dumps(v, sort_keys=True) == json.dumps(fresh.get(k), sort_keys=True)
                for k, v in res.dynamics.items())
     return dataclasses.replace(res, dynamics=fresh) if same else res
+
+
+def _resumed_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """runs.csv's columns of a run trained in more than one go (empty for one trained at once):
+    the epoch it resumed from, and whether its seconds count the epochs before it (``no``: its
+    checkpoint predates posenc keeping them; 2026-12-06)."""
+    resumed = summary.get("resumed") or {}
+    return {"resumed_from_epoch": resumed.get("from_epoch", ""),
+            "earlier_seconds_counted": "" if not resumed else
+            ("yes" if resumed.get("earlier_seconds") is not None else "no")}
 
 
 def _stopping_columns(summary: dict[str, Any]) -> dict[str, Any]:
@@ -279,4 +289,9 @@ def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float
         per = f"{sum(vals) / len(vals):.1f}" if vals else "-"
         lines.append(f"| {phase} | {len(vals)} | {sum(vals):.1f} | {per} |")
     lines.append(f"| report (this folder) | - | {report_seconds:.1f} | - |")
+    uncounted = [r["label"] for r in rows if r.get("earlier_seconds_counted") == "no"]
+    if uncounted:
+        lines += ["", f"Short: {len(uncounted)} run(s) resumed from a checkpoint that did not "
+                      f"hold the seconds of its epochs count only those trained after it: "
+                      f"{', '.join(uncounted)}."]
     path.write_text("\n".join(lines) + "\n")

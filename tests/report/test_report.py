@@ -176,6 +176,16 @@ def test_sigkill_mid_run_resumes_the_run_from_its_staging_checkpoint(tmp_path, s
         for f in ("metrics.jsonl", "ablation_zero.json", "probe.json"):
             assert (store / "runs" / rid / f).read_bytes() == \
                 (small_store / "runs" / rid / f).read_bytes(), (rid, f)
+    # their seconds count every epoch, the earlier ones from the checkpoint (2026-12-06)
+    import csv
+    rows = {r["run"]: r for r in csv.DictReader((store / "report" / "runs.csv").open())}
+    for rid, epoch in left.items():
+        summary = json.loads((store / "runs" / rid / "result.json").read_text())["summary"]
+        assert summary["resumed"]["from_epoch"] == epoch and summary["resumed"]["earlier_seconds"] > 0
+        assert summary["seconds"] > summary["resumed"]["earlier_seconds"]
+        assert (rows[rid]["resumed_from_epoch"], rows[rid]["earlier_seconds_counted"]) == \
+            (str(epoch), "yes")
+    assert "Short:" not in (store / "report" / "timings.md").read_text()
 
 
 def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same(small_store,

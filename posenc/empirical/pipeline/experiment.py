@@ -198,6 +198,8 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
         summary["schedule"] = schedule.to_dict()
     if res.early_stopping is not None:  # stopping epoch/step and best validation accuracy
         summary["early_stopping"] = res.early_stopping
+    if res.resumed is not None:  # trained in more than one go: its seconds say how complete
+        summary["resumed"] = res.resumed
     if run.diverged:
         summary["diverged"] = run.diverged
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}

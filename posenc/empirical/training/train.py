@@ -72,7 +72,8 @@ class RunResult:
     device: str
     skipped: bool = False
     early_stopping: Optional[dict[str, Any]] = None  # see _early_stopping_summary; None when off
-    dynamics_seconds: float = 0.0  # of ``seconds``: the dynamics recording's (this call's) share
+    dynamics_seconds: float = 0.0  # of ``seconds``: the dynamics recording's share
+    resumed: Optional[dict[str, Any]] = None  # {from_epoch, earlier_seconds}: see _resumed
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "config": self.config.to_dict(), "metrics": list(self.metrics),
@@ -407,7 +408,8 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
                            diverged=_divergence(metrics, final, model.parameters()))
     return RunResult(str(out), config, tuple(metrics), final["test_acc"],
                      result["best_test_acc"], model.n_params, seconds["seconds"], str(device),
-                     early_stopping=stop, dynamics_seconds=seconds["dynamics_seconds"])
+                     early_stopping=stop, dynamics_seconds=seconds["dynamics_seconds"],
+                     resumed=result.get("resumed"))
 
 
 def _earlier_seconds(ckpt: dict[str, Any]) -> dict[str, Any]:
