@@ -278,7 +278,7 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
     start_epoch = 0
     # the times of the epochs the checkpoint holds (a resumed run's seconds are all its epochs')
     earlier: dict[str, Any] = {"seconds": 0.0, "epoch_seconds": [], "dynamics_seconds": 0.0,
-                               "known": True}
+                               "seconds_known": True}
     best_state: Optional[dict[str, torch.Tensor]] = None  # weights of the best validation epoch
     if resume and (out / CHECKPOINT).is_file():
         ckpt = read_checkpoint(out / CHECKPOINT, device)
@@ -414,11 +414,12 @@ def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: boo
 
 def _earlier_seconds(ckpt: dict[str, Any]) -> dict[str, Any]:
     """The times a checkpoint holds of its epochs; a checkpoint written before posenc kept them
-    (2026-12-06) holds none: ``known`` is then False and its epochs count 0 seconds."""
-    known = "seconds" in ckpt and bool(ckpt.get("seconds_known", True))
+    (2026-12-06) holds none: ``seconds_known`` is then False and its epochs count 0 seconds
+    (and stays False through every later checkpoint of the run)."""
     return {"seconds": float(ckpt.get("seconds", 0.0)),
             "epoch_seconds": [float(x) for x in ckpt.get("epoch_seconds", [])],
-            "dynamics_seconds": float(ckpt.get("dynamics_seconds", 0.0)), "known": known}
+            "dynamics_seconds": float(ckpt.get("dynamics_seconds", 0.0)),
+            "seconds_known": "seconds" in ckpt and bool(ckpt.get("seconds_known", True))}
 
 
 def _seconds_so_far(earlier: dict[str, Any], t_start: float, epoch_seconds: list[float],
@@ -429,7 +430,7 @@ def _seconds_so_far(earlier: dict[str, Any], t_start: float, epoch_seconds: list
             "epoch_seconds": list(epoch_seconds),
             "dynamics_seconds": earlier["dynamics_seconds"] +
             (recorder.seconds if recorder is not None else 0.0),
-            "seconds_known": earlier["known"]}
+            "seconds_known": earlier["seconds_known"]}
 
 
 def _resumed(start_epoch: int, earlier: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -439,7 +440,7 @@ def _resumed(start_epoch: int, earlier: dict[str, Any]) -> Optional[dict[str, An
     if start_epoch == 0:
         return None
     return {"from_epoch": start_epoch,
-            "earlier_seconds": round(earlier["seconds"], 3) if earlier["known"] else None}
+            "earlier_seconds": round(earlier["seconds"], 3) if earlier["seconds_known"] else None}
 
 
 def write_summary(out: Path, config: TrainConfig, metrics: Sequence[dict[str, Any]],
