@@ -502,7 +502,8 @@ def _finished(out: Path, config: TrainConfig, metrics: list[dict[str, Any]]) -> 
     result = read_summary(out)
     return RunResult(str(out), config, tuple(metrics), result["final"]["test_acc"],
                      result["best_test_acc"], result["n_params"], result["seconds"],
-                     result["device"], skipped=True, early_stopping=result.get("early_stopping"))
+                     result["device"], skipped=True, early_stopping=result.get("early_stopping"),
+                     resumed=result.get("resumed"))
 
 
 def train_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:

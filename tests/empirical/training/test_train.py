@@ -94,6 +94,9 @@ def test_a_resumed_run_counts_the_seconds_of_every_epoch(tmp_path):
     assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": round(first["seconds"], 3)}
     assert summary["seconds"] == resumed.seconds >= first["seconds"] + sum(
         summary["epoch_seconds"][1:])
+    again = train(tiny(), folder)  # found finished (a sweep killed during its analysis)
+    assert again.skipped and again.resumed == summary["resumed"] == resumed.resumed
+    assert again.seconds == summary["seconds"]
 
 
 def test_a_checkpoint_without_times_resumes_and_says_its_earlier_seconds_are_unknown(tmp_path):
