@@ -15,7 +15,8 @@ def register(subs: argparse._SubParsersAction) -> None:
                         "--replicate writes STORE-replicate): both verdicts side by side")
     p.add_argument("--beside", default=None,
                    help="the report.json (or report folder) of the same preset run with the "
-                        "other model code (paper-code vs standard): both verdicts side by side")
+                        "other model code (paper-code vs standard), or of another preset (e.g. "
+                        "paper-small beside quick): both verdicts side by side")
     p.set_defaults(func=run)
 
 

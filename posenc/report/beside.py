@@ -1,11 +1,17 @@
-"""The report's "beside the other model code" section: each claim's verdict in this report beside
-its verdict in the report of the same preset run with the other model code (paper-code vs
-standard, ``posenc report STORE --beside OTHER/report.json``), and whether the two differ.
+"""The report's "beside" section: each claim's verdict in this report beside its verdict in
+another report, and whether the two differ.  The other report is either
+
+* of the same preset run with the other model code (paper-code vs standard, ``posenc report
+  STORE --beside OTHER/report.json``): section "Beside the other model code"; or
+* of another preset (of either model code): section "Beside another preset" -- e.g. the
+  paper-small preset (the paper code's models on the paper's sampler) beside the quick preset
+  (the standard models on the easy task), so each claim shows what the regime changes.
 
 The other report is read from its ``report.json`` (a finished report is what a user keeps; its run
 folders may be gone), and every load checks that it is what the comparison needs: a report of
-the same preset, of the other model code, with verdicts.  Nothing is judged here: the section
-only sets the two verdict lists side by side and names the seeds each rests on.
+a single model code, not of this report's own preset and model code (that is a replication's
+job, ``--replica``), of a format this posenc reads, with verdicts.  Nothing is judged here: the
+section only sets the two verdict lists side by side and names the seeds each rests on.
 """
 
 from __future__ import annotations
@@ -18,25 +24,32 @@ from .report_json import read_report_json
 from .table import md_row
 
 SECTION = "## Beside the other model code"
+SECTION_PRESET = "## Beside another preset"
 MODES = ("paper-code", "standard")
 
 
 def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
-    """The other report's payload, checked: a ``report.json`` of ``preset`` whose model code is
-    the other one of :data:`MODES` than ``mode``, of a format this posenc reads
-    (:func:`~.report_json.read_report_json`), with a list of verdicts each naming its claim,
+    """The other report's payload, checked: a ``report.json`` of a single model code (one of
+    :data:`MODES`) that is not of this report's ``preset`` and model code ``mode`` -- the same
+    preset with the other model code, or another preset with either -- of a format this posenc
+    reads (:func:`~.report_json.read_report_json`), with a list of verdicts each naming its claim,
     verdict and measurement.  Anything else is a PosencError that says what it found."""
     path, payload = read_report_json(path, "--beside")
     if mode not in MODES:
-        raise PosencError(f"this report's runs are of mixed model code; --beside compares one "
-                          f"model code with the other ({' and '.join(MODES)})")
-    other_mode = payload.get("model_code")
-    if other_mode == mode or other_mode not in MODES:
-        raise PosencError(f"{path} is a report of model code {other_mode!r}; --beside needs the "
-                          f"other model code than this report's {mode!r}")
-    if payload.get("preset") != preset:
-        raise PosencError(f"{path} is a report of preset {payload.get('preset')!r}, this one of "
-                          f"{preset!r}: the comparison needs the same preset")
+        raise PosencError(f"this report's runs are of mixed model code; --beside compares "
+                          f"reports of one model code each ({' or '.join(MODES)})")
+    other_mode, other_preset = payload.get("model_code"), payload.get("preset")
+    if other_mode not in MODES:
+        raise PosencError(f"{path} is a report of model code {other_mode!r}; --beside compares "
+                          f"reports of one model code each ({' or '.join(MODES)})")
+    if not isinstance(other_preset, str) or not other_preset:
+        raise PosencError(f"{path} names no preset ({other_preset!r}); --beside needs to know "
+                          "which regime it compares with")
+    if other_preset == preset and other_mode == mode:
+        raise PosencError(f"{path} is a report of this report's own preset {preset!r} and model "
+                          f"code {mode!r}; --beside needs the other model code than this "
+                          f"report's {mode!r} or another preset (a second seed set of the same "
+                          "plan is --replica's)")
     for v in payload["verdicts"]:
         if not (isinstance(v, dict) and all(isinstance(v.get(k), str)
                                             for k in ("claim", "verdict", "measured"))):
@@ -85,18 +98,27 @@ def _span(seeds: Sequence[int]) -> str:
 
 
 def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, other_path: str,
-                    seeds: Sequence[int], other_seeds: Sequence[int]) -> list[str]:
+                    seeds: Sequence[int], other_seeds: Sequence[int],
+                    preset: str | None = None, other_preset: str | None = None) -> list[str]:
+    """The section's lines.  With the same preset (or none given) the two sides are named by
+    model code alone ("Beside the other model code"); with another preset, by preset and model
+    code ("Beside another preset"), and a difference is one of the whole regime."""
     differs = [r["claim"] for r in rows if r["compare"] == "differs"]
     same_seeds = sorted(seeds) == sorted(other_seeds)
-    lines = ["", SECTION, "",
-             f"This report ({mode}, seeds {_span(seeds)}) beside `{other_path}` ({other_mode}, "
+    regime = other_preset is not None and other_preset != preset
+    here, there = (f"{preset}, {mode}", f"{other_preset}, {other_mode}") if regime \
+        else (mode, other_mode)
+    cause = ("of the two regimes -- task data, model size, budget and model code together, "
+             "not any one of them --") if regime else "of the two model codes"
+    lines = ["", SECTION_PRESET if regime else SECTION, "",
+             f"This report ({here}, seeds {_span(seeds)}) beside `{other_path}` ({there}, "
              f"seeds {_span(other_seeds)}{'' if same_seeds else ': not the same seeds'}). "
              f"{len(differs)} of {sum(r['compare'] in ('same', 'differs') for r in rows)} claims "
              "judged in both have a different verdict"
-             + (f" ({', '.join(differs)})" if differs else "") + ". A verdict that differs is a "
-             "difference of the two model codes only where both sides are decided; an "
+             + (f" ({', '.join(differs)})" if differs else "") + f". A verdict that differs is a "
+             f"difference {cause} only where both sides are decided; an "
              "inconclusive side says the seeds could not tell.", "",
-             f"| claim | {mode}: measured | verdict | {other_mode}: measured | verdict | |",
+             f"| claim | {here}: measured | verdict | {there}: measured | verdict | |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(md_row([r["claim"], r["here_measured"], r["here"], r["there_measured"],

@@ -125,8 +125,9 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     :func:`.replication.check_same_plan`) before anything is written; the report then sets both
     verdicts of each claim side by side (:mod:`.replication`, the store named relative to this
     one).  ``beside``: the report (its ``report.json`` or folder) of the same
-    preset run with the other model code (paper-code vs standard); the report then sets both
-    verdicts of each claim side by side and names those that differ (:mod:`.beside`)."""
+    preset run with the other model code (paper-code vs standard), or of another preset; the
+    report then sets both verdicts of each claim side by side and names those that differ
+    (:mod:`.beside`)."""
     store_root = Path(store_root)
     results, rows = _load_results(store_root)
     if not results:
@@ -240,7 +241,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
         beside_lines = beside_markdown(
             beside_payload, mode, other["model_code"], other_path,
             sorted({r.seed for r in results}),
-            sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}))
+            sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}),
+            preset, other["preset"])
     claims = theory_claims(store_root) if theory else None
     spectra = spectral_table()
     md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,

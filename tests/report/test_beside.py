@@ -1,6 +1,7 @@
 """``posenc report STORE --beside OTHER``: each claim's verdict beside the report of the same preset
-run with the other model code (paper-code vs standard), with the claims whose verdicts differ
-named; the other report is checked before any work, and a wrong one is refused in one line."""
+run with the other model code (paper-code vs standard), or of another preset (the paper's regime
+beside the easy task), with the claims whose verdicts differ named; the other report is checked
+before any work, and a wrong one is refused in one line."""
 
 import json
 import re
@@ -8,7 +9,8 @@ import re
 import pytest
 
 from posenc.errors import PosencError
-from posenc.report.beside import SECTION, beside_markdown, beside_rows, load_other, verdict_seeds
+from posenc.report.beside import (SECTION, SECTION_PRESET, beside_markdown, beside_rows, load_other,
+                                  verdict_seeds)
 from small_sweep import SMALL, posenc
 
 
@@ -44,6 +46,26 @@ def test_rows_say_same_differs_and_which_report_lacks_a_claim():
     assert "seeds 0, 2: not the same seeds" in md
 
 
+def test_another_preset_names_both_regimes_and_says_a_difference_is_the_whole_regimes():
+    rows = beside_rows([_v("E10", "confirmed"), _v("E12", "inconclusive")],
+                       [_v("E10", "ceiling"), _v("E12", "inconclusive")])
+    md = beside_markdown(rows, "paper-code", "standard", "../quick/report.json", [0, 1], [0, 1],
+                         "paper-small", "quick")
+    text = "\n".join(md)
+    assert SECTION_PRESET in md and SECTION not in md
+    assert "This report (paper-small, paper-code, seeds 0-1) beside `../quick/report.json` " \
+           "(quick, standard, seeds 0-1)" in text
+    assert "1 of 2 claims judged in both have a different verdict (E10)" in text
+    assert "difference of the two regimes" in text and "of the two model codes" not in text
+    assert "| claim | paper-small, paper-code: measured | verdict | quick, standard: measured |" \
+        in text
+    # the same preset (or none given) keeps the model-code section and its wording
+    for presets in (("quick", "quick"), (None, None)):
+        same = beside_markdown(rows, "standard", "paper-code", "x", [0], [0], *presets)
+        assert SECTION in same and SECTION_PRESET not in same
+        assert "This report (standard, seeds 0) beside `x` (paper-code, seeds 0)" in "\n".join(same)
+
+
 def test_the_seeds_of_a_verdict_are_those_of_its_parts():
     assert verdict_seeds({"parts": [{"seeds": [3, 1]}, {"seeds": [2, 1]}, {}]}) == [1, 2, 3]
     assert verdict_seeds({"claim": "NC3"}) == []
@@ -55,10 +77,20 @@ def test_a_report_of_the_other_code_and_the_same_preset_loads(tmp_path):
     assert load_other(path.parent, "quick", "standard")["verdicts"][0]["claim"] == "E10"
 
 
+@pytest.mark.parametrize("code", ["standard", "paper-code"])
+def test_a_report_of_another_preset_loads_with_either_model_code(tmp_path, code):
+    path = _report(tmp_path, preset="quick", model_code=code)
+    assert load_other(path, "paper-small", "paper-code")["model_code"] == code
+    assert load_other(path, "paper-small", "standard")["preset"] == "quick"
+
+
 @pytest.mark.parametrize("fields,message", [
-    ({"model_code": "standard"}, "needs the other model code than this report's 'standard'"),
+    ({"model_code": "standard"}, "own preset 'quick' and model code 'standard'; --beside needs "
+                                 "the other model code than this report's 'standard' or another"),
     ({"model_code": "mixed"}, "model code 'mixed'"),
-    ({"preset": "paper"}, "preset 'paper', this one of 'quick'"),
+    ({"model_code": "mixed", "preset": "paper"}, "model code 'mixed'"),
+    ({"preset": None}, "names no preset"),
+    ({"preset": ""}, "names no preset"),
     ({"verdicts": None}, "no verdict list"),
     ({"verdicts": [{"claim": "E10", "verdict": "ceiling"}]}, "without its claim, verdict and"),
 ])
@@ -111,6 +143,7 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     # a report of the same model code is refused in one line, and the report stays as it was
     same = posenc("report", str(std), "--no-theory", "--beside", str(std / "report"), timeout=300)
     assert same.returncode == 2 and "needs the other model code" in same.stderr
+    assert "or another preset" in same.stderr
     assert "Traceback" not in same.stderr and len(same.stderr.strip().splitlines()) == 1
     assert (std / "report" / "report.md").read_text() == report
     missing = posenc("report", str(std), "--beside", str(tmp_path / "nowhere"), timeout=300)
@@ -121,3 +154,17 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     with pytest.raises(PosencError) as api:
         build_report(std, theory=False, beside=tmp_path / "nowhere")
     assert missing.stderr.strip() == f"posenc: error: {api.value}"
+    # a report of another preset (here the standard code's own verdicts, named for another
+    # preset) is set beside as a regime: the section names both presets
+    elsewhere = dict(data, preset="paper-small")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "report.json").write_text(json.dumps(elsewhere))
+    proc = posenc("report", str(std), "--no-theory", "--beside", str(tmp_path / "elsewhere"),
+                  timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = (std / "report" / "report.md").read_text()
+    assert SECTION_PRESET in report and SECTION not in report
+    assert re.search(r"This report \(smoke, standard, seeds 0-1\) beside `\S+` \(paper-small, "
+                     r"standard, seeds 0-1\)\. 0 of \d+ claims judged in both", report)
+    again = json.loads((std / "report" / "report.json").read_text())
+    assert all(r["compare"] == "same" for r in again["beside"])
