@@ -67,19 +67,35 @@ def verdict_seeds(verdict: dict[str, Any]) -> list[int]:
     return sorted(seeds)
 
 
+def rests_on_no_runs(verdict: dict[str, Any]) -> bool:
+    """Whether a verdict was judged on no runs at all (its ``seeds`` count is 0: the store ran
+    none of the configurations it needs, e.g. the count task of a distance-only preset)."""
+    return verdict.get("seeds") == 0
+
+
+def _compare(v: dict[str, Any], o: dict[str, Any] | None) -> str:
+    if o is None:
+        return "only here"
+    if rests_on_no_runs(v) or rests_on_no_runs(o):
+        return ("no runs in either" if rests_on_no_runs(v) and rests_on_no_runs(o) else
+                "no runs here" if rests_on_no_runs(v) else "no runs there")
+    return "same" if o["verdict"] == v["verdict"] else "differs"
+
+
 def beside_rows(verdicts: Sequence[dict[str, Any]],
                 other: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim of either report (this report's order, then the other's own claims):
     both verdicts and ``same`` / ``differs`` (``only here`` / ``only there`` for a claim one
-    report lacks, e.g. paper-code mode's "E10 (code rope)")."""
+    report lacks, e.g. paper-code mode's "E10 (code rope)"; ``no runs here`` / ``no runs
+    there`` / ``no runs in either`` for a claim a report judged on no runs, whose
+    "inconclusive" is no measurement to compare)."""
     theirs = {v["claim"]: v for v in other}
     rows = []
     for v in verdicts:
         o = theirs.get(v["claim"])
         rows.append({"claim": v["claim"], "here": v["verdict"], "here_measured": v["measured"],
                      "there": o["verdict"] if o else "-", "there_measured": o["measured"] if o else "-",
-                     "compare": ("only here" if o is None else
-                                 "same" if o["verdict"] == v["verdict"] else "differs")})
+                     "compare": _compare(v, o)})
     ours = {v["claim"] for v in verdicts}
     for o in other:
         if o["claim"] not in ours:
@@ -114,7 +130,7 @@ def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, othe
              f"This report ({here}, seeds {_span(seeds)}) beside `{other_path}` ({there}, "
              f"seeds {_span(other_seeds)}{'' if same_seeds else ': not the same seeds'}). "
              f"{len(differs)} of {sum(r['compare'] in ('same', 'differs') for r in rows)} claims "
-             "judged in both have a different verdict"
+             "judged on runs in both have a different verdict"
              + (f" ({', '.join(differs)})" if differs else "") + f". A verdict that differs is a "
              f"difference {cause} only where both sides are decided; an "
              "inconclusive side says the seeds could not tell.", "",

@@ -40,7 +40,7 @@ def test_rows_say_same_differs_and_which_report_lacks_a_claim():
     assert rows[3]["here"] == "-" and rows[3]["there"] == "refuted"
     md = "\n".join(beside_markdown(rows, "standard", "paper-code", "x/report.json", [0, 1], [0, 1]))
     # the count reads only the claims judged in both reports
-    assert "1 of 2 claims judged in both have a different verdict (E14)" in md
+    assert "1 of 2 claims judged on runs in both have a different verdict (E14)" in md
     assert "not the same seeds" not in md
     md = "\n".join(beside_markdown(rows, "standard", "paper-code", "x", [0, 1], [0, 2]))
     assert "seeds 0, 2: not the same seeds" in md
@@ -55,7 +55,7 @@ def test_another_preset_names_both_regimes_and_says_a_difference_is_the_whole_re
     assert SECTION_PRESET in md and SECTION not in md
     assert "This report (paper-small, paper-code, seeds 0-1) beside `../quick/report.json` " \
            "(quick, standard, seeds 0-1)" in text
-    assert "1 of 2 claims judged in both have a different verdict (E10)" in text
+    assert "1 of 2 claims judged on runs in both have a different verdict (E10)" in text
     assert "difference of the two regimes" in text and "of the two model codes" not in text
     assert "| claim | paper-small, paper-code: measured | verdict | quick, standard: measured |" \
         in text
@@ -64,6 +64,27 @@ def test_another_preset_names_both_regimes_and_says_a_difference_is_the_whole_re
         same = beside_markdown(rows, "standard", "paper-code", "x", [0], [0], *presets)
         assert SECTION in same and SECTION_PRESET not in same
         assert "This report (standard, seeds 0) beside `x` (paper-code, seeds 0)" in "\n".join(same)
+
+
+def test_a_claim_judged_on_no_runs_is_no_difference():
+    """A claim one report judged on no runs (its store ran none of the configurations it needs:
+    the count task of a distance-only preset) reads "inconclusive" there; set beside a decided
+    verdict that is no difference of the two, and it is not counted as one."""
+    runless = dict(_v("NC1", "inconclusive", seeds=()), seeds=0)
+    here = [_v("E10", "confirmed"), runless, dict(_v("RA", "inconclusive", ()), seeds=0),
+            _v("E14", "refuted")]
+    there = [_v("E10", "confirmed"), _v("NC1", "confirmed"), dict(_v("RA", "inconclusive", ()),
+                                                                   seeds=0),
+             dict(_v("E14", "inconclusive", ()), seeds=0)]
+    rows = beside_rows(here, there)
+    assert [r["compare"] for r in rows] == ["same", "no runs here", "no runs in either",
+                                            "no runs there"]
+    assert beside_rows(there, here)[1]["compare"] == "no runs there"
+    md = "\n".join(beside_markdown(rows, "paper-code", "standard", "q", [0], [0], "paper-small",
+                                   "quick"))
+    assert "0 of 1 claims judged on runs in both have a different verdict." in md
+    assert "| NC1 | NC1:inconclusive | inconclusive | NC1:confirmed | confirmed | **no runs here** |" \
+        in md
 
 
 def test_the_seeds_of_a_verdict_are_those_of_its_parts():
@@ -132,10 +153,17 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     mine = {v["claim"]: v["verdict"] for v in data["verdicts"]}
     theirs = {v["claim"]: v["verdict"] for v in other["verdicts"]}
     rows = {r["claim"]: r for r in data["beside"]}
+    seeds = {v["claim"]: v["seeds"] for v in data["verdicts"]}
+    other_runless = {v["claim"] for v in other["verdicts"] if v["seeds"] == 0}
+    assert 0 in seeds.values() and 0 < max(seeds.values())  # both kinds of row are exercised
     assert set(rows) == set(mine) | set(theirs)
     for claim, row in rows.items():
         assert row["here"] == mine.get(claim, "-") and row["there"] == theirs.get(claim, "-")
+        runless = {c for c, n in seeds.items() if n == 0}
         want = ("only here" if claim not in theirs else "only there" if claim not in mine
+                else "no runs in either" if claim in runless and claim in other_runless
+                else "no runs here" if claim in runless
+                else "no runs there" if claim in other_runless
                 else "same" if mine[claim] == theirs[claim] else "differs")
         assert row["compare"] == want
         assert f"| {claim} | " in report
@@ -165,6 +193,7 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     report = (std / "report" / "report.md").read_text()
     assert SECTION_PRESET in report and SECTION not in report
     assert re.search(r"This report \(smoke, standard, seeds 0-1\) beside `\S+` \(paper-small, "
-                     r"standard, seeds 0-1\)\. 0 of \d+ claims judged in both", report)
+                     r"standard, seeds 0-1\)\. 0 of \d+ claims judged on runs in both", report)
     again = json.loads((std / "report" / "report.json").read_text())
-    assert all(r["compare"] == "same" for r in again["beside"])
+    assert {r["compare"] for r in again["beside"]} == {"same", "no runs in either"}
+    assert all((r["compare"] == "same") == (seeds[r["claim"]] > 0) for r in again["beside"])
