@@ -61,7 +61,8 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         rows.append({"run": rec.id, "label": rec.label, "task": res.task, "role": res.role,
                      "pe": res.pe, "seed": res.seed, "test_acc_pct": round(100 * res.test_acc, 6),
                      "epochs": s["epochs"], **_stopping_columns(s),
-                     "train_seconds": round(s["seconds"], 2), **_resumed_columns(s),
+                     "train_seconds": round(s["seconds"], 2),
+                     **_resumed_columns(s, _timed_epochs(store.run_dir(rec.id))),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
                         for k in PHASES}})
     return results, rows
@@ -90,11 +91,27 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
     return dataclasses.replace(res, dynamics=fresh) if same else res
 
 
-def _resumed_columns(summary: dict[str, Any]) -> dict[str, Any]:
+def _timed_epochs(run_dir: Path) -> Optional[int]:
+    """How many epochs the run's ``train_summary.json`` holds the seconds of (None: no summary,
+    or one without per-epoch seconds)."""
+    from ..empirical.training.runs import read_summary
+    try:
+        summary = read_summary(run_dir)
+    except PosencError:  # unreadable: not known (the report reads its numbers from result.json)
+        return None
+    times = summary.get("epoch_seconds") if summary else None
+    return len(times) if isinstance(times, list) and times else None
+
+
+def _resumed_columns(summary: dict[str, Any], timed_epochs: Optional[int] = None) -> dict[str, Any]:
     """runs.csv's columns of a run trained in more than one go (empty for one trained at once):
     the epoch it resumed from, and whether its seconds count the epochs before it (``no``: its
-    checkpoint predates posenc keeping them; 2026-12-06)."""
+    checkpoint predates posenc keeping them; 2026-12-06).  A run resumed by a posenc that did
+    not yet record ``resumed`` (before 2026-12-06) is known by its per-epoch seconds: fewer
+    (``timed_epochs``) than its epochs, the first ones missing."""
     resumed = summary.get("resumed") or {}
+    if not resumed and timed_epochs is not None and timed_epochs < int(summary["epochs"]):
+        resumed = {"from_epoch": int(summary["epochs"]) - timed_epochs, "earlier_seconds": None}
     return {"resumed_from_epoch": resumed.get("from_epoch", ""),
             "earlier_seconds_counted": "" if not resumed else
             ("yes" if resumed.get("earlier_seconds") is not None else "no")}
