@@ -67,18 +67,21 @@ def verdict_seeds(verdict: dict[str, Any]) -> list[int]:
     return sorted(seeds)
 
 
-def rests_on_no_runs(verdict: dict[str, Any]) -> bool:
-    """Whether a verdict was judged on no runs at all (its ``seeds`` count is 0: the store ran
-    none of the configurations it needs, e.g. the count task of a distance-only preset)."""
-    return verdict.get("seeds") == 0
+def judged_on_no_seeds(verdict: dict[str, Any]) -> bool:
+    """Whether a verdict was judged on no seed at all (its ``seeds`` count is the integer 0: the
+    store ran none of the configurations it needs -- e.g. the count task of a distance-only
+    preset -- or its runs lack the statistic), so its "inconclusive" is no measurement."""
+    seeds = verdict.get("seeds")
+    return isinstance(seeds, int) and not isinstance(seeds, bool) and seeds == 0
 
 
 def _compare(v: dict[str, Any], o: dict[str, Any] | None) -> str:
     if o is None:
         return "only here"
-    if rests_on_no_runs(v) or rests_on_no_runs(o):
-        return ("no runs in either" if rests_on_no_runs(v) and rests_on_no_runs(o) else
-                "no runs here" if rests_on_no_runs(v) else "no runs there")
+    here, there = judged_on_no_seeds(v), judged_on_no_seeds(o)
+    if here or there:
+        return ("not measured in either" if here and there else
+                "not measured here" if here else "not measured there")
     return "same" if o["verdict"] == v["verdict"] else "differs"
 
 
@@ -86,9 +89,9 @@ def beside_rows(verdicts: Sequence[dict[str, Any]],
                 other: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim of either report (this report's order, then the other's own claims):
     both verdicts and ``same`` / ``differs`` (``only here`` / ``only there`` for a claim one
-    report lacks, e.g. paper-code mode's "E10 (code rope)"; ``no runs here`` / ``no runs
-    there`` / ``no runs in either`` for a claim a report judged on no runs, whose
-    "inconclusive" is no measurement to compare)."""
+    report lacks, e.g. paper-code mode's "E10 (code rope)"; ``not measured here`` / ``not
+    measured there`` / ``not measured in either`` for a claim a report judged on no seed,
+    :func:`judged_on_no_seeds`)."""
     theirs = {v["claim"]: v for v in other}
     rows = []
     for v in verdicts:
@@ -118,14 +121,16 @@ def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, othe
                     preset: str | None = None, other_preset: str | None = None) -> list[str]:
     """The section's lines.  With the same preset (or none given) the two sides are named by
     model code alone ("Beside the other model code"); with another preset, by preset and model
-    code ("Beside another preset"), and a difference is one of the whole regime."""
+    code ("Beside another preset"), and a difference is one of the whole regime (the model codes
+    named in it only where they differ)."""
     differs = [r["claim"] for r in rows if r["compare"] == "differs"]
     same_seeds = sorted(seeds) == sorted(other_seeds)
     regime = other_preset is not None and other_preset != preset
     here, there = (f"{preset}, {mode}", f"{other_preset}, {other_mode}") if regime \
         else (mode, other_mode)
-    cause = ("of the two regimes -- task data, model size, budget and model code together, "
-             "not any one of them --") if regime else "of the two model codes"
+    cause = ("of the two regimes -- everything the two presets set differently"
+             + (" and the two model codes" if mode != other_mode else "")
+             + " together, not any one of them --") if regime else "of the two model codes"
     lines = ["", SECTION_PRESET if regime else SECTION, "",
              f"This report ({here}, seeds {_span(seeds)}) beside `{other_path}` ({there}, "
              f"seeds {_span(other_seeds)}{'' if same_seeds else ': not the same seeds'}). "

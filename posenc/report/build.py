@@ -62,7 +62,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
                      "pe": res.pe, "seed": res.seed, "test_acc_pct": round(100 * res.test_acc, 6),
                      "epochs": s["epochs"], **_stopping_columns(s),
                      "train_seconds": round(s["seconds"], 2),
-                     **_resumed_columns(s, _timed_epochs(store.run_dir(rec.id))),
+                     **_resumed_columns(s, *_summary_timing(store.run_dir(rec.id))),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
                         for k in PHASES}})
     return results, rows
@@ -91,25 +91,32 @@ def _with_current_dynamics(res: ExperimentResult) -> ExperimentResult:
     return dataclasses.replace(res, dynamics=fresh) if same else res
 
 
-def _timed_epochs(run_dir: Path) -> Optional[int]:
-    """How many epochs the run's ``train_summary.json`` holds the seconds of (None: no summary,
-    or one without per-epoch seconds)."""
+def _summary_timing(run_dir: Path) -> tuple[Optional[int], Optional[dict[str, Any]]]:
+    """From the run's ``train_summary.json``: how many epochs it holds the seconds of (None: no
+    summary, an unreadable one, or one without per-epoch seconds) and its ``resumed`` record
+    (None: none; a run found finished before 2026-12-06 kept it there but not in result.json)."""
     from ..empirical.training.runs import read_summary
     try:
         summary = read_summary(run_dir)
     except PosencError:  # unreadable: not known (the report reads its numbers from result.json)
-        return None
-    times = summary.get("epoch_seconds") if summary else None
-    return len(times) if isinstance(times, list) and times else None
+        return None, None
+    if not summary:
+        return None, None
+    times, resumed = summary.get("epoch_seconds"), summary.get("resumed")
+    return (len(times) if isinstance(times, list) and times else None,
+            resumed if isinstance(resumed, dict) else None)
 
 
-def _resumed_columns(summary: dict[str, Any], timed_epochs: Optional[int] = None) -> dict[str, Any]:
+def _resumed_columns(summary: dict[str, Any], timed_epochs: Optional[int] = None,
+                     stored_resumed: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """runs.csv's columns of a run trained in more than one go (empty for one trained at once):
     the epoch it resumed from, and whether its seconds count the epochs before it (``no``: its
-    checkpoint predates posenc keeping them; 2026-12-06).  A run resumed by a posenc that did
-    not yet record ``resumed`` (before 2026-12-06) is known by its per-epoch seconds: fewer
-    (``timed_epochs``) than its epochs, the first ones missing."""
-    resumed = summary.get("resumed") or {}
+    checkpoint predates posenc keeping them; 2026-12-06).  The record is the result's, else the
+    train summary's (``stored_resumed``); a run resumed by a posenc that did not yet record it
+    (before 2026-12-06) is known by its per-epoch seconds: fewer (``timed_epochs``) than its
+    epochs, the first ones missing (every epoch trained appends one; early stopping and
+    divergence end both lists together)."""
+    resumed = summary.get("resumed") or stored_resumed or {}
     if not resumed and timed_epochs is not None and timed_epochs < int(summary["epochs"]):
         resumed = {"from_epoch": int(summary["epochs"]) - timed_epochs, "earlier_seconds": None}
     return {"resumed_from_epoch": resumed.get("from_epoch", ""),

@@ -56,7 +56,12 @@ def test_another_preset_names_both_regimes_and_says_a_difference_is_the_whole_re
     assert "This report (paper-small, paper-code, seeds 0-1) beside `../quick/report.json` " \
            "(quick, standard, seeds 0-1)" in text
     assert "1 of 2 claims judged on runs in both have a different verdict (E10)" in text
-    assert "difference of the two regimes" in text and "of the two model codes" not in text
+    assert "difference of the two regimes -- everything the two presets set differently and " \
+        "the two model codes together" in text
+    one_code = "\n".join(beside_markdown(rows, "standard", "standard", "q", [0], [0],
+                                         "paper-small", "quick"))
+    assert "everything the two presets set differently together" in one_code
+    assert "model code" not in one_code.split("A verdict that differs")[1].split("\n")[0]
     assert "| claim | paper-small, paper-code: measured | verdict | quick, standard: measured |" \
         in text
     # the same preset (or none given) keeps the model-code section and its wording
@@ -66,8 +71,8 @@ def test_another_preset_names_both_regimes_and_says_a_difference_is_the_whole_re
         assert "This report (standard, seeds 0) beside `x` (paper-code, seeds 0)" in "\n".join(same)
 
 
-def test_a_claim_judged_on_no_runs_is_no_difference():
-    """A claim one report judged on no runs (its store ran none of the configurations it needs:
+def test_a_claim_judged_on_no_seed_is_no_difference():
+    """A claim one report judged on no seed (its store ran none of the configurations it needs:
     the count task of a distance-only preset) reads "inconclusive" there; set beside a decided
     verdict that is no difference of the two, and it is not counted as one."""
     runless = dict(_v("NC1", "inconclusive", seeds=()), seeds=0)
@@ -77,13 +82,17 @@ def test_a_claim_judged_on_no_runs_is_no_difference():
                                                                    seeds=0),
              dict(_v("E14", "inconclusive", ()), seeds=0)]
     rows = beside_rows(here, there)
-    assert [r["compare"] for r in rows] == ["same", "no runs here", "no runs in either",
-                                            "no runs there"]
-    assert beside_rows(there, here)[1]["compare"] == "no runs there"
+    assert [r["compare"] for r in rows] == ["same", "not measured here",
+                                            "not measured in either", "not measured there"]
+    assert beside_rows(there, here)[1]["compare"] == "not measured there"
     md = "\n".join(beside_markdown(rows, "paper-code", "standard", "q", [0], [0], "paper-small",
                                    "quick"))
     assert "0 of 1 claims judged on runs in both have a different verdict." in md
-    assert "| NC1 | NC1:inconclusive | inconclusive | NC1:confirmed | confirmed | **no runs here** |" \
+    # only the integer 0 says "no seed": a missing, boolean or string count is a judged verdict
+    for odd in ({}, {"seeds": False}, {"seeds": "0"}, {"seeds": 0.0}, {"seeds": None}):
+        assert beside_rows([dict(_v("E10", "refuted"), **odd)],
+                           [_v("E10", "confirmed")])[0]["compare"] == "differs"
+    assert "| NC1 | NC1:inconclusive | inconclusive | NC1:confirmed | confirmed | **not measured here** |" \
         in md
 
 
@@ -161,9 +170,9 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
         assert row["here"] == mine.get(claim, "-") and row["there"] == theirs.get(claim, "-")
         runless = {c for c, n in seeds.items() if n == 0}
         want = ("only here" if claim not in theirs else "only there" if claim not in mine
-                else "no runs in either" if claim in runless and claim in other_runless
-                else "no runs here" if claim in runless
-                else "no runs there" if claim in other_runless
+                else "not measured in either" if claim in runless and claim in other_runless
+                else "not measured here" if claim in runless
+                else "not measured there" if claim in other_runless
                 else "same" if mine[claim] == theirs[claim] else "differs")
         assert row["compare"] == want
         assert f"| {claim} | " in report
@@ -195,5 +204,5 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     assert re.search(r"This report \(smoke, standard, seeds 0-1\) beside `\S+` \(paper-small, "
                      r"standard, seeds 0-1\)\. 0 of \d+ claims judged on runs in both", report)
     again = json.loads((std / "report" / "report.json").read_text())
-    assert {r["compare"] for r in again["beside"]} == {"same", "no runs in either"}
+    assert {r["compare"] for r in again["beside"]} == {"same", "not measured in either"}
     assert all((r["compare"] == "same") == (seeds[r["claim"]] > 0) for r in again["beside"])
