@@ -26,6 +26,7 @@ from .table import md_row
 SECTION = "## Beside the other model code"
 SECTION_PRESET = "## Beside another preset"
 MODES = ("paper-code", "standard")
+_ONE_CODE_EACH = f"--beside compares reports of one model code each ({' or '.join(MODES)})"
 
 
 def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
@@ -36,12 +37,10 @@ def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
     verdict and measurement.  Anything else is a PosencError that says what it found."""
     path, payload = read_report_json(path, "--beside")
     if mode not in MODES:
-        raise PosencError(f"this report's runs are of mixed model code; --beside compares "
-                          f"reports of one model code each ({' or '.join(MODES)})")
+        raise PosencError(f"this report's runs are of mixed model code; {_ONE_CODE_EACH}")
     other_mode, other_preset = payload.get("model_code"), payload.get("preset")
     if other_mode not in MODES:
-        raise PosencError(f"{path} is a report of model code {other_mode!r}; --beside compares "
-                          f"reports of one model code each ({' or '.join(MODES)})")
+        raise PosencError(f"{path} is a report of model code {other_mode!r}; {_ONE_CODE_EACH}")
     if not isinstance(other_preset, str) or not other_preset:
         raise PosencError(f"{path} names no preset ({other_preset!r}); --beside needs to know "
                           "which regime it compares with")

@@ -50,11 +50,12 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
         stored = ExperimentResult.from_store(store, rec.id, rec.config)
-        missing = missing_file(store.run_dir(rec.id), stored.to_stored())
+        run_dir = store.run_dir(rec.id)
+        missing = missing_file(run_dir, stored.to_stored())
         if missing is not None:  # a store that travels keeps these; one without them is damaged
-            raise incomplete_run(rec.label, store.run_dir(rec.id), missing, store_root)
+            raise incomplete_run(rec.label, run_dir, missing, store_root)
         if stored.dynamics:  # the figure reads it: whole, and this run's
-            read_dynamics_file(store.run_dir(rec.id), of=(stored.task, stored.pe, stored.seed))
+            read_dynamics_file(run_dir, of=(stored.task, stored.pe, stored.seed))
         res = _with_current_dynamics(stored)
         results.append(res)
         s = res.summary
@@ -62,7 +63,7 @@ def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[s
                      "pe": res.pe, "seed": res.seed, "test_acc_pct": round(100 * res.test_acc, 6),
                      "epochs": s["epochs"], **_stopping_columns(s),
                      "train_seconds": round(s["seconds"], 2),
-                     **_resumed_columns(s, *_summary_timing(store.run_dir(rec.id))),
+                     **_resumed_columns(s, *_summary_timing(run_dir)),
                      **{f"{k}_seconds": (s.get("phase_seconds") or {}).get(k, "")
                         for k in PHASES}})
     return results, rows
