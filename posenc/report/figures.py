@@ -128,23 +128,32 @@ def partial_rope_figure(table: dict[str, dict[str, Any]], n_heads: int, path: Pa
     return path
 
 
-def deposit_heatmap(deposits: dict[str, list[list[float]]], path: Path) -> Path:
+def deposit_heatmap(deposits: dict[str, list[list[Optional[float]]]], path: Path) -> Path:
+    """Mean deposit index per PE and layer over the seeds where the layer matters
+    (:func:`~posenc.verdicts.accuracy_deposit.layer_means`); grey "-" where it matters on none."""
+    import numpy as np
+
+    from ..verdicts.accuracy_deposit import layer_means
     plt = _plt()
     roles = list(deposits)
-    n_layers = max(len(seed_rows[0]) for seed_rows in deposits.values())
-    grid = [[sum(rows[s][l] for s in range(len(rows))) / len(rows) for l in range(n_layers)]
-            for rows in deposits.values()]
+    means = [layer_means(rows) for rows in deposits.values()]
+    n_layers = max(len(m) for m in means)
+    grid = np.ma.masked_invalid([[np.nan if l >= len(m) or m[l][0] is None else m[l][0]
+                                  for l in range(n_layers)] for m in means])
     fig, ax = plt.subplots(figsize=(1.6 + 0.9 * n_layers, 0.8 + 0.42 * len(roles)))
+    ax.set_facecolor("0.85")
     im = ax.imshow(grid, vmin=0, vmax=1, cmap="magma", aspect="auto")
-    for r, row in enumerate(grid):
-        for l, v in enumerate(row):
-            ax.text(l, r, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                    color="white" if v < 0.6 else "black")
+    for r in range(len(roles)):
+        for l in range(n_layers):
+            v = grid[r, l]
+            masked = v is np.ma.masked
+            ax.text(l, r, "-" if masked else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                    color="black" if masked or v >= 0.6 else "white")
     ax.set_yticks(range(len(roles)))
     ax.set_yticklabels(roles)
     ax.set_xticks(range(n_layers))
     ax.set_xlabel("layer")
-    ax.set_title("deposit index (mean over seeds), distance task")
+    ax.set_title("deposit index, distance (mean over seeds where the layer matters)", fontsize=9)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..verdicts.accuracy_deposit import LAYER_MATTERS, layer_means
 from ..verdicts.accuracy_runs import LEARNED_MARGIN, Runs
 from ..verdicts.verdict import CLEAN_BAYES, ceiling_rule
 from .dynamics import SECTION as DYNAMICS_SECTION
@@ -45,7 +46,7 @@ class ReportInputs:
     results: list[ExperimentResult]
     verdicts: list[Any]
     accuracy: dict[str, dict[str, dict[str, Any]]]
-    deposits: dict[str, list[list[float]]]
+    deposits: dict[str, list[list[Optional[float]]]]
     strips: list[tuple[str, str, list[ExperimentResult]]]
     probes: dict[str, list[dict[str, float]]]
     theory_claims: Optional[list[dict[str, Any]]]
@@ -301,12 +302,16 @@ def _seed_list(seeds: list[int]) -> str:
 def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
     lines = [SECTIONS[4], "", "![deposit index](deposit_index.png)", "",
              "Deposit index of a layer = largest single-head drop / sum of positive drops "
-             "(1: one head carries the layer; 1/H: evenly spread; 0: no head matters).", "",
+             "(1: one head carries the layer; 1/H: evenly spread). A layer whose largest drop is "
+             f"below {LAYER_MATTERS:g} points (AD's \"almost nothing\") has no deposit to index "
+             "and is left out of its mean: `(k of n)` = it mattered on k of the PE's n seeds, "
+             "`-` = on none. Mean over seeds.", "",
              "| PE (role) | " + " | ".join(f"layer {l}" for l in range(first["n_layers"])) + " |",
              "|---|" + "---|" * first["n_layers"]]
     for role, per_seed in inp.deposits.items():
-        means = [sum(s[l] for s in per_seed) / len(per_seed) for l in range(len(per_seed[0]))]
-        lines.append(md_row([role, *(f"{m:.2f}" for m in means)]))
+        cells = [("-" if m is None else f"{m:.2f}" if k == len(per_seed)
+                  else f"{m:.2f} ({k} of {len(per_seed)})") for m, k in layer_means(per_seed)]
+        lines.append(md_row([role, *cells]))
     return lines
 
 

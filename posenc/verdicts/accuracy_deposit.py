@@ -68,7 +68,7 @@ from ..roles import ADDITIVE, PARTIAL_ROPE
 from .accuracy_runs import (LEARNED_MARGIN, NO_ABLATION, POINTS, UNIT, Runs,  # noqa: F401
                             learned_part, ordering_at_ceiling, unlearned_note, versus_additive)
 from .accuracy_runs import judged_part as _part
-from .measured import evaluate_measured
+from .measured import OTHER_HEADS, evaluate_measured
 from .verdict import Verdict, bounded_interval, binomial_se, verdict_from_parts
 
 #: the paper code's own ``rope`` model (dis_gen/trans.py: RoPE in attention plus its cat[sin, cos]
@@ -185,16 +185,33 @@ def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]
     return dict(table)
 
 
+#: a layer whose largest single-head drop is below this (points: AD's "almost nothing") has no
+#: deposit to index: its deposit index is a ratio of noise (one 0.2-point drop gives 1.0)
+LAYER_MATTERS = OTHER_HEADS
+
+
 def deposit_table(results: Iterable[Any], mode: str = "zero",
-                  task: Optional[str] = "distance") -> dict[str, list[list[float]]]:
-    """role -> per seed, per layer deposit index (for the heat map)."""
+                  task: Optional[str] = "distance") -> dict[str, list[list[Optional[float]]]]:
+    """role -> per seed, per layer deposit index (for the report's table and heat map); None
+    for a layer no head of which matters (largest drop < :data:`LAYER_MATTERS` points)."""
     runs = Runs(results)
-    out: dict[str, list[list[float]]] = {}
+    out: dict[str, list[list[Optional[float]]]] = {}
     for (t, role), by_seed in sorted(runs.by.items()):
         if task is not None and t != task:
             continue
-        rows = [[la["deposit_index"] for la in by_seed[s].ablation[mode]["layers"]]
+        rows = [[la["deposit_index"] if 100.0 * la["largest_drop"] >= LAYER_MATTERS else None
+                 for la in by_seed[s].ablation[mode]["layers"]]
                 for s in sorted(by_seed) if mode in by_seed[s].ablation]
         if rows:  # (none: every run of the role diverged)
             out[role] = rows
+    return out
+
+
+def layer_means(rows: list[list[Optional[float]]]) -> list[tuple[Optional[float], int]]:
+    """Per layer: (mean deposit index over the seeds where the layer matters, how many seeds
+    that is); (None, 0) where it matters on none."""
+    out: list[tuple[Optional[float], int]] = []
+    for layer in range(max(len(r) for r in rows)):
+        vals = [r[layer] for r in rows if layer < len(r) and r[layer] is not None]
+        out.append((sum(vals) / len(vals) if vals else None, len(vals)))
     return out

@@ -54,10 +54,11 @@ AD   The deposit's size as the paper states it ("ablating the deposit head costs
      required): the deposit head's drop > 30 points (at least half the paper's ~60; our models
      are smaller, and a drop is capped by accuracy minus chance) **and** the largest drop of
      any other head, in any layer, < 5 points ("almost nothing": about two binomial standard
-     errors of a 300-example ablation).  Its null is the claim's negation (one condition
-     fails); until issue 37 only the deposit head's size was judged and the other heads were
-     shown.  Both thresholds come from the paper's wording, fixed before the runs they judge
-     were trained.
+     errors of the quick preset's 300-example ablation, 2.5 of ``paper-small``'s 500; "in any
+     layer" counts a second layer's own deposit head as another head).  Its null is the
+     claim's negation (one condition fails); until issue 37 only the deposit head's size was
+     judged and the other heads were shown.  Both thresholds come from the paper's wording,
+     fixed before the runs they judge were trained.
 MX   The deposit is inherent in multiplicative encodings, beyond RoPE and MLA: xPos (the extra
      role ``xpos``, ``posenc reproduce --roles ...,xpos``) concentrates like RoPE, ``DI(xpos) -
      DI(PE)`` > 0 on distance for each additive PE that learned the task, all required (as

@@ -45,3 +45,9 @@ def test_the_figures_draw(tmp_path):
     path = ablation_strip_plot([table_of(s) for s in range(3)], tmp_path / "s.png", seeds=[0, 1, 2])
     assert path.stat().st_size > 1000
     assert ablation_strip_plot(table_of(0), tmp_path / "one.png").stat().st_size > 1000
+
+
+def test_the_deposit_heatmap_draws_layers_that_matter_on_no_seed(tmp_path):
+    from posenc.report.figures import deposit_heatmap
+    deposits = {"nope": [[None, None]], "rope": [[0.9, None], [0.7, 0.3]]}
+    assert deposit_heatmap(deposits, tmp_path / "d.png").stat().st_size > 1000

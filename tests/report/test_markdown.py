@@ -101,3 +101,16 @@ def test_the_setup_gives_the_parameter_range_and_which_ceiling_the_verdicts_read
                            "(paper sampler) 97.49% (the verdicts' ceiling rule reads instead "
                            "the estimate each run recorded")
     assert f"over {RECORDED_EXAMPLES:,} examples" in line and _ceilings([]) == []
+
+
+def test_the_deposit_table_leaves_out_layers_no_head_of_which_matters():
+    from types import SimpleNamespace
+
+    from posenc.report.markdown import _deposits
+    inp = SimpleNamespace(deposits={"nope": [[None, None], [None, None]],
+                                    "rope": [[0.8, None], [0.6, 0.4]]})
+    lines = _deposits(inp, {"n_layers": 2})
+    rows = {line.split(" | ")[0].strip("| "): line for line in lines if line.startswith("| ")}
+    assert rows["nope"] == "| nope | - | - |"  # not the 1.00 a 0.2-point drop would give
+    assert rows["rope"] == "| rope | 0.70 | 0.40 (1 of 2) |"
+    assert any("below 5 points" in line for line in lines)

@@ -6,7 +6,7 @@ import math
 import pytest
 from synthetic_runs import result, sweep
 
-from posenc.verdicts.accuracy_deposit import accuracy_table, evaluate
+from posenc.verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate, layer_means
 from posenc.verdicts.verdict import binomial_se
 
 D = "distance"
@@ -248,3 +248,27 @@ def test_e12_contrasts_rope_with_each_additive_pe_not_their_max():
     from posenc.verdicts.verdict import judge
     old = [0.8 - max(0.85 if s == i else 0.55 for i in range(3)) for s in range(6)]
     assert judge(old)["verdict"] == "inconclusive"  # what the max over the additive PEs said
+
+
+def test_a_layer_no_head_of_which_matters_has_no_deposit_index():
+    # one 0.2-point drop makes the ratio 1.0: a number that looks like a single-head deposit
+    runs = [result(D, "nope", 0, 0.045, drop=0.002, index=1.0),
+            result(D, "nope", 1, 0.045, drop=0.049, index=0.9),
+            result(D, "rope", 0, 0.9, drop=0.05, index=0.7),  # 5 points: it matters
+            result(D, "rope", 1, 0.9, drop=0.60, index=0.5)]
+    table = deposit_table(runs)
+    assert table == {"nope": [[None], [None]], "rope": [[0.7], [0.5]]}
+    assert layer_means(table["nope"]) == [(None, 0)]
+    assert layer_means(table["rope"]) == [(pytest.approx(0.6), 2)]
+
+
+def test_layer_means_count_the_seeds_where_a_layer_matters_against_a_loop():
+    rows = [[0.9, None, 0.3], [None, None, 0.5], [0.5, None, None]]
+    means = layer_means(rows)
+    for layer, (mean, k) in enumerate(means):
+        vals = [r[layer] for r in rows if r[layer] is not None]
+        assert k == len(vals)
+        assert (mean is None) == (not vals)
+        if vals:
+            assert mean == pytest.approx(sum(vals) / len(vals))
+    assert means[0] == (pytest.approx(0.7), 2) and means[1] == (None, 0)
