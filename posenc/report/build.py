@@ -204,7 +204,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..empirical.analysis.ablation import AblationTable
     from ..empirical.analysis.plots import ablation_strip_plot
     from ..verdicts.dynamics import evaluate_dynamics
-    from ..verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate
+    from ..verdicts.accuracy_deposit import (accuracy_table, deposit_table, evaluate,
+                                             single_head_layers)
     from ..verdicts.trained import trained_criterion
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, \
@@ -219,6 +220,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     verdicts = evaluate(results) + evaluate_dynamics(results)
     acc = accuracy_table(results)
     deposits = deposit_table(results)
+    single_head = single_head_layers(results)
     first = results[0].summary
     preset = preset or first["preset"]
     ceilings = task_ceilings(results)
@@ -279,12 +281,14 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              replicated=replication_payload or [],
                              replica_seeds=replica_seeds if replica is not None else [],
                              ablation_source=ablation_source_text(
-                                 configs, results, mode == "paper-code")))
+                                 configs, results, mode == "paper-code"),
+                             single_head=single_head))
     (tmp / "report.md").write_text(md)
     payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
                "preset": preset, "model_code": mode, "until_decided": stopping,
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
-               "deposit_index": deposits, "probe_r2": probes, "theory_claims": claims,
+               "deposit_index": deposits, "single_head_layers": single_head, "probe_r2": probes,
+               "theory_claims": claims,
                "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,
                "trained_criterion": [c.to_dict() for c in trained_criterion(results)],
                "measured": measured_payload,

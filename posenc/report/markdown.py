@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..verdicts.accuracy_deposit import LAYER_MATTERS, layer_means
+from ..verdicts.measured import DEPOSIT_DROP, OTHER_HEADS
 from ..verdicts.accuracy_runs import LEARNED_MARGIN, Runs
 from ..verdicts.verdict import CLEAN_BAYES, ceiling_rule
 from .dynamics import SECTION as DYNAMICS_SECTION
@@ -61,6 +62,9 @@ class ReportInputs:
     replica_seeds: list[int] = field(default_factory=list)
     #: the examples the head ablations ran on, in words (.ablation_source.ablation_source_text)
     ablation_source: str = "the first test examples of each run"
+    #: role -> per seed, the layers one head of which carries alone
+    #: (:func:`~posenc.verdicts.accuracy_deposit.single_head_layers`)
+    single_head: dict[str, list[Optional[list[int]]]] = field(default_factory=dict)
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -312,6 +316,24 @@ def _deposits(inp: ReportInputs, first: dict[str, Any]) -> list[str]:
         cells = [("-" if m is None else f"{m:.2f}" if k == len(per_seed)
                   else f"{m:.2f} ({k} of {len(per_seed)})") for m, k in layer_means(per_seed)]
         lines.append(md_row([role, *cells]))
+    return lines + _single_head(inp.single_head)
+
+
+def _single_head(table: dict[str, list[Optional[list[int]]]]) -> list[str]:
+    """The paper's pattern counted per PE (descriptive: no verdict reads it)."""
+    if not table:
+        return []
+    lines = ["", f"**Layers one head carries alone** (descriptive, no verdict reads it): a layer "
+             f"where removing one head costs at least {DEPOSIT_DROP:g} points and every other "
+             f"head of that layer under {OTHER_HEADS:g} (AD's two thresholds, read within one "
+             "layer) -- the paper's single-head pattern. Per seed, in seed order: the layers "
+             "that hold it, `-` none, `?` a run stored without per-head drops.", "",
+             *md_header(["PE (role)", "runs with such a layer", "layers per seed"])]
+    for role, per_seed in table.items():
+        known = [s for s in per_seed if s is not None]
+        lines.append(md_row([role, f"{sum(1 for s in known if s)} of {len(known)}",
+                             " / ".join("?" if s is None else ",".join(map(str, s)) or "-"
+                                        for s in per_seed)]))
     return lines
 
 

@@ -68,7 +68,7 @@ from ..roles import ADDITIVE, PARTIAL_ROPE
 from .accuracy_runs import (LEARNED_MARGIN, NO_ABLATION, POINTS, UNIT, Runs,  # noqa: F401
                             learned_part, ordering_at_ceiling, unlearned_note, versus_additive)
 from .accuracy_runs import judged_part as _part
-from .measured import OTHER_HEADS, evaluate_measured
+from .measured import DEPOSIT_DROP, OTHER_HEADS, evaluate_measured
 from .verdict import Verdict, bounded_interval, binomial_se, verdict_from_parts
 
 #: the paper code's own ``rope`` model (dis_gen/trans.py: RoPE in attention plus its cat[sin, cos]
@@ -205,6 +205,36 @@ def deposit_table(results: Iterable[Any], mode: str = "zero",
         if rows:  # (none: every run of the role diverged)
             out[role] = rows
     return out
+
+
+def single_head_layers(results: Iterable[Any], mode: str = "zero",
+                       task: Optional[str] = "distance") -> dict[str, list[Optional[list[int]]]]:
+    """role -> per seed (sorted), the layers holding the paper's pattern in AD's thresholds:
+    one head whose removal costs at least :data:`~.measured.DEPOSIT_DROP` points while every
+    other head of *that layer* costs under :data:`~.measured.OTHER_HEADS`; None for a run whose
+    table lacks per-head drops.  Descriptive (no verdict reads it)."""
+    runs = Runs(results)
+    out: dict[str, list[Optional[list[int]]]] = {}
+    for (t, role), by_seed in sorted(runs.by.items()):
+        if task is not None and t != task:
+            continue
+        per_seed: list[Optional[list[int]]] = []
+        for s in sorted(by_seed):
+            if mode not in by_seed[s].ablation:
+                continue
+            layers = by_seed[s].ablation[mode]["layers"]
+            if any("drops" not in la for la in layers):
+                per_seed.append(None)
+                continue
+            per_seed.append([la["layer"] for la in layers if _one_head_carries(la["drops"])])
+        if per_seed:
+            out[role] = per_seed
+    return out
+
+
+def _one_head_carries(drops: list[float]) -> bool:
+    d = sorted((100.0 * x for x in drops), reverse=True)
+    return d[0] >= DEPOSIT_DROP and (len(d) == 1 or d[1] < OTHER_HEADS)
 
 
 def layer_means(rows: list[list[Optional[float]]]) -> list[tuple[Optional[float], int]]:

@@ -108,9 +108,18 @@ def test_the_deposit_table_leaves_out_layers_no_head_of_which_matters():
 
     from posenc.report.markdown import _deposits
     inp = SimpleNamespace(deposits={"nope": [[None, None], [None, None]],
-                                    "rope": [[0.8, None], [0.6, 0.4]]})
+                                    "rope": [[0.8, None], [0.6, 0.4]]}, single_head={})
     lines = _deposits(inp, {"n_layers": 2})
     rows = {line.split(" | ")[0].strip("| "): line for line in lines if line.startswith("| ")}
     assert rows["nope"] == "| nope | - | - |"  # not the 1.00 a 0.2-point drop would give
     assert rows["rope"] == "| rope | 0.70 | 0.40 (1 of 2) |"
     assert any("below 5 points" in line for line in lines)
+
+
+def test_the_single_head_table_counts_runs_and_marks_unrecorded_ones():
+    from posenc.report.markdown import _single_head
+    lines = _single_head({"absolute": [[1], [], [1, 2]], "rope": [[0], None]})
+    rows = {line.split(" | ")[0].strip("| "): line for line in lines if line.startswith("| ")}
+    assert rows["absolute"] == "| absolute | 2 of 3 | 1 / - / 1,2 |"
+    assert rows["rope"] == "| rope | 1 of 1 | 0 / ? |"  # the unrecorded run is not counted
+    assert _single_head({}) == []

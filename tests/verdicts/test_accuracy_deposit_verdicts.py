@@ -6,7 +6,8 @@ import math
 import pytest
 from synthetic_runs import result, sweep
 
-from posenc.verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate, layer_means
+from posenc.verdicts.accuracy_deposit import (accuracy_table, deposit_table, evaluate, layer_means,
+                                             single_head_layers)
 from posenc.verdicts.verdict import binomial_se
 
 D = "distance"
@@ -272,3 +273,41 @@ def test_layer_means_count_the_seeds_where_a_layer_matters_against_a_loop():
         if vals:
             assert mean == pytest.approx(sum(vals) / len(vals))
     assert means[0] == (pytest.approx(0.7), 2) and means[1] == (None, 0)
+
+
+def _with_drops(role, seed, layers):
+    r = result(D, role, seed, 0.9)
+    r["ablation"]["zero"]["layers"] = [{"layer": l, "drops": drops, "largest_drop": max(drops),
+                                        "deposit_index": 0.5, "runner_up_gap": 0.0,
+                                        "deposit_head": 0, "baseline_acc": 0.9}
+                                       for l, drops in enumerate(layers)]
+    return r
+
+
+def test_single_head_layers_need_one_large_drop_and_the_layers_others_small():
+    runs = [_with_drops("rope", 0, [[0.30, 0.049, 0.0], [0.60, 0.05, 0.0], [0.299, 0.0, 0.0]]),
+            _with_drops("rope", 1, [[0.10, 0.0, 0.0], [0.45, 0.02, 0.01], [0.0, 0.0, 0.0]]),
+            _with_drops("absolute", 0, [[0.80, 0.76, 0.0], [0.81, 0.004, 0.0], [0.0, 0.0, 0.0]])]
+    # layer 0 of rope seed 0: 30 points and 4.9 -- the pattern; layer 1: its runner-up is 5 points;
+    # layer 2: 29.9 points; absolute layer 0: two heads each fatal, layer 1: one head alone
+    assert single_head_layers(runs) == {"absolute": [[1]], "rope": [[0], [1]]}
+
+
+def test_single_head_layers_against_a_loop_over_heads():
+    import random
+    rng = random.Random(7)
+    for _ in range(200):
+        layers = [[rng.choice([0.0, 0.02, 0.049, 0.05, 0.2, 0.3, 0.7]) for _ in range(4)]
+                  for _ in range(3)]
+        want = []
+        for l, drops in enumerate(layers):
+            big = [h for h, d in enumerate(drops) if 100 * d >= 30]
+            for h in big:
+                if all(100 * drops[o] < 5 for o in range(4) if o != h):
+                    want.append(l)
+                    break
+        assert single_head_layers([_with_drops("rope", 0, layers)]) == {"rope": [want]}
+
+
+def test_a_run_without_per_head_drops_is_marked_not_counted():
+    assert single_head_layers([result(D, "rope", 0, 0.9)]) == {"rope": [None]}
