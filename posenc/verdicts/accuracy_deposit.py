@@ -66,7 +66,8 @@ from typing import Any, Iterable, Optional
 
 from ..roles import ADDITIVE, PARTIAL_ROPE
 from .accuracy_runs import (LEARNED_MARGIN, NO_ABLATION, POINTS, UNIT, Runs,  # noqa: F401
-                            learned_part, ordering_at_ceiling, unlearned_note, versus_additive)
+                            has_head_drops, learned_part, ordering_at_ceiling, unlearned_note,
+                            versus_additive)
 from .accuracy_runs import judged_part as _part
 from .measured import DEPOSIT_DROP, OTHER_HEADS, evaluate_measured
 from .verdict import Verdict, bounded_interval, binomial_se, verdict_from_parts
@@ -190,21 +191,29 @@ def accuracy_table(results: Iterable[Any]) -> dict[str, dict[str, dict[str, Any]
 LAYER_MATTERS = OTHER_HEADS
 
 
+def _ablated_layers(results: Iterable[Any], mode: str, task: Optional[str]
+                    ) -> dict[str, list[list[dict[str, Any]]]]:
+    """role -> per seed (sorted), the ``mode`` ablation's layers, on ``task`` (every task when
+    None); a run without that table (one that diverged) is left out, and so is a role with
+    none."""
+    out: dict[str, list[list[dict[str, Any]]]] = {}
+    for (t, role), by_seed in sorted(Runs(results).by.items()):
+        if task is not None and t != task:
+            continue
+        tables = [by_seed[s].ablation[mode]["layers"] for s in sorted(by_seed)
+                  if mode in by_seed[s].ablation]
+        if tables:
+            out[role] = tables
+    return out
+
+
 def deposit_table(results: Iterable[Any], mode: str = "zero",
                   task: Optional[str] = "distance") -> dict[str, list[list[Optional[float]]]]:
     """role -> per seed, per layer deposit index (for the report's table and heat map); None
     for a layer no head of which matters (largest drop < :data:`LAYER_MATTERS` points)."""
-    runs = Runs(results)
-    out: dict[str, list[list[Optional[float]]]] = {}
-    for (t, role), by_seed in sorted(runs.by.items()):
-        if task is not None and t != task:
-            continue
-        rows = [[la["deposit_index"] if 100.0 * la["largest_drop"] >= LAYER_MATTERS else None
-                 for la in by_seed[s].ablation[mode]["layers"]]
-                for s in sorted(by_seed) if mode in by_seed[s].ablation]
-        if rows:  # (none: every run of the role diverged)
-            out[role] = rows
-    return out
+    return {role: [[la["deposit_index"] if 100.0 * la["largest_drop"] >= LAYER_MATTERS else None
+                    for la in layers] for layers in per_seed]
+            for role, per_seed in _ablated_layers(results, mode, task).items()}
 
 
 def single_head_layers(results: Iterable[Any], mode: str = "zero",
@@ -213,23 +222,10 @@ def single_head_layers(results: Iterable[Any], mode: str = "zero",
     one head whose removal costs at least :data:`~.measured.DEPOSIT_DROP` points while every
     other head of *that layer* costs under :data:`~.measured.OTHER_HEADS`; None for a run whose
     table lacks per-head drops.  Descriptive (no verdict reads it)."""
-    runs = Runs(results)
-    out: dict[str, list[Optional[list[int]]]] = {}
-    for (t, role), by_seed in sorted(runs.by.items()):
-        if task is not None and t != task:
-            continue
-        per_seed: list[Optional[list[int]]] = []
-        for s in sorted(by_seed):
-            if mode not in by_seed[s].ablation:
-                continue
-            layers = by_seed[s].ablation[mode]["layers"]
-            if any("drops" not in la for la in layers):
-                per_seed.append(None)
-                continue
-            per_seed.append([la["layer"] for la in layers if _one_head_carries(la["drops"])])
-        if per_seed:
-            out[role] = per_seed
-    return out
+    return {role: [None if not has_head_drops(layers) else
+                   [la["layer"] for la in layers if _one_head_carries(la["drops"])]
+                   for layers in per_seed]
+            for role, per_seed in _ablated_layers(results, mode, task).items()}
 
 
 def _one_head_carries(drops: list[float]) -> bool:

@@ -131,6 +131,12 @@ class Runs(SeedRuns):
         return deps[0][key] - max(d[key] for d in deps[1:])
 
 
+def has_head_drops(layers: list[dict[str, Any]]) -> bool:
+    """Whether every layer of an ablation table holds its per-head ``drops`` (runs stored
+    before they were recorded hold only each layer's largest)."""
+    return all("drops" in la for la in layers)
+
+
 #: a deposit part's note for seeds whose runs have no ablation table
 NO_ABLATION = "no ablation table (the run diverged to non-finite weights)"
 

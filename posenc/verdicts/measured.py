@@ -72,7 +72,8 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Optional
 
-from .accuracy_runs import NO_ABLATION, POINTS, UNIT, Runs, learned_part, versus_additive
+from .accuracy_runs import (NO_ABLATION, POINTS, UNIT, Runs, has_head_drops, learned_part,
+                            versus_additive)
 from .accuracy_runs import judged_part as _part
 from .alibi_claims import evaluate_alibi
 from .conjunction import conjunction
@@ -137,7 +138,7 @@ def _other_heads_top_drop(result: ExperimentResult, mode: str, dep: dict[str, An
     """The largest single-head drop (points) of any head but the deposit head ``dep`` (the
     layer and head of :meth:`Runs.deposit`), over every layer; None without per-head drops."""
     layers = result.ablation[mode]["layers"]
-    if any("drops" not in la for la in layers):
+    if not has_head_drops(layers):
         return None
     others = [100.0 * d for la in layers for h, d in enumerate(la["drops"])
               if (la["layer"], h) != (dep["layer"], dep["head"])]
