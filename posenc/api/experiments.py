@@ -125,22 +125,38 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
     return load_run(folder)
 
 
-def ablate(run: Any, mode: str = "zero", *, examples: Optional[int] = None,
+def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,
            device: Optional[str] = None, save: bool = False,
-           **options: Any) -> AblationResult:
+           **options: Any) -> Any:
     """Ablate every attention head of ``run`` (a Run or a run folder) one at a time.
 
-    ``mode``: zero | mean | resample, applied to the head output before the output projection;
+    ``run`` may also be a real pretrained model -- a transformers model, a local model folder
+    (config.json, no posenc run.json) or a GGUF file: then the keyword options are
+    :func:`posenc.api.pretrained.ablate_pretrained`'s (probe, unit, length, ...), the default
+    mode is mean, and the result a
+    :class:`~posenc.empirical.pretrained.result.PretrainedAblation`.
+
+    ``mode``: zero (default) | mean | resample, applied to the head output before the output projection;
     ``examples``: use only the first N test examples; ``device``: default the run's training
     device; ``save``: also write ``ablation-MODE.json`` into the run folder.  Further keyword
     options go to :func:`posenc.empirical.analysis.ablation.ablate` (batch_size, seed, layers, ...).
     Returns an :class:`~posenc.empirical.analysis.ablation.AblationTable` (``posenc.AblationResult``).
     """
+    from .pretrained import PRETRAINED_OPTIONS, ablate_pretrained, is_pretrained
+
+    if is_pretrained(run):
+        unknown = sorted(set(options) - PRETRAINED_OPTIONS)
+        if unknown or save or device is not None:
+            bad = unknown + (["save"] if save else []) + (["device"] if device is not None else [])
+            raise PosencError(f"ablate: option(s) {', '.join(bad)} do not apply to a pretrained model; "
+                              f"known: examples, {', '.join(sorted(PRETRAINED_OPTIONS))}")
+        return ablate_pretrained(run, mode, examples=examples, **options)
     from ..empirical.analysis.ablation import MODES
     from ..empirical.analysis.ablation import ablate as run_ablation
     from ..empirical.training.runs import Run
     from ..empirical.training.train import resolve_device
 
+    mode = "zero" if mode is None else mode
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
     if examples is not None:

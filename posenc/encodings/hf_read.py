@@ -34,7 +34,7 @@ def read_hf_config(source: Any) -> tuple[dict, str]:
     path = os.fspath(source)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
-    text = _read_regular(path)
+    text = read_regular(path)
     depth = _text_depth(text)
     if depth > MAX_CONFIG_DEPTH:
         raise PosencError(f"--from-hf: {path} nests {depth} levels deep; a config.json nests a "
@@ -48,34 +48,35 @@ def read_hf_config(source: Any) -> tuple[dict, str]:
     return data, path
 
 
-def _read_regular(path: str) -> str:
-    """The text of ``path``: a regular file of at most MAX_CONFIG_BYTES, UTF-8.  Opened without
-    blocking (a FIFO with no writer would block ``open``) and checked on the open file."""
+def read_regular(path: str, what: str = "--from-hf", limit: int = MAX_CONFIG_BYTES,
+                 expected: str = "a config.json is under 100 KB") -> str:
+    """The text of ``path``: a regular file of at most ``limit`` bytes, UTF-8.  Opened without
+    blocking (a FIFO with no writer would block ``open``) and checked on the open file; every
+    failure one line starting with ``what``."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise PosencError(f"--from-hf: no such file {path!r}") from None
+        raise PosencError(f"{what}: no such file {path!r}") from None
     except OSError as exc:
-        raise PosencError(f"--from-hf: cannot read {path!r}: {exc.strerror or exc}") from None
+        raise PosencError(f"{what}: cannot read {path!r}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise PosencError(f"--from-hf: {path} is not a regular file (a FIFO, device or "
-                              f"socket); give a config.json")
-        if info.st_size > MAX_CONFIG_BYTES:
-            raise PosencError(f"--from-hf: {path} is {info.st_size} bytes; a config.json is "
-                              f"under 100 KB (the limit is {MAX_CONFIG_BYTES // 2**20} MiB)")
+            raise PosencError(f"{what}: {path} is not a regular file (a FIFO, device, socket or "
+                              f"folder)")
+        if info.st_size > limit:
+            raise PosencError(f"{what}: {path} is {info.st_size} bytes; {expected} (the limit is "
+                              f"{limit / 2**20:g} MiB)")
         try:
-            raw = fh.read(MAX_CONFIG_BYTES + 1)        # the file may grow after the stat
+            raw = fh.read(limit + 1)        # the file may grow after the stat
         except OSError as exc:
-            raise PosencError(f"--from-hf: cannot read {path!r}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise PosencError(f"--from-hf: {path} is over {MAX_CONFIG_BYTES // 2**20} MiB; a "
-                          f"config.json is under 100 KB")
+            raise PosencError(f"{what}: cannot read {path!r}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise PosencError(f"{what}: {path} is over {limit / 2**20:g} MiB; {expected}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PosencError(f"--from-hf: cannot read {path!r}: not UTF-8 text ({exc.reason} at "
+        raise PosencError(f"{what}: cannot read {path!r}: not UTF-8 text ({exc.reason} at "
                           f"byte {exc.start})") from None
 
 

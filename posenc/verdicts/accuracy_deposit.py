@@ -223,12 +223,15 @@ def single_head_layers(results: Iterable[Any], mode: str = "zero",
     other head of *that layer* costs under :data:`~.measured.OTHER_HEADS`; None for a run whose
     table lacks per-head drops.  Descriptive (no verdict reads it)."""
     return {role: [None if not has_head_drops(layers) else
-                   [la["layer"] for la in layers if _one_head_carries(la["drops"])]
+                   [la["layer"] for la in layers if one_head_carries(la["drops"])]
                    for layers in per_seed]
             for role, per_seed in _ablated_layers(results, mode, task).items()}
 
 
-def _one_head_carries(drops: list[float]) -> bool:
+def one_head_carries(drops: list[float]) -> bool:
+    """The paper's single-head pattern in one layer's accuracy drops (fractions): one head (or
+    unit) costs at least :data:`~.measured.DEPOSIT_DROP` points, every other under
+    :data:`~.measured.OTHER_HEADS`."""
     d = sorted((100.0 * x for x in drops), reverse=True)
     return d[0] >= DEPOSIT_DROP and (len(d) == 1 or d[1] < OTHER_HEADS)
 
