@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, overload
 
 from ..errors import PosencError
 from ..limits import check_int
@@ -123,6 +123,16 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
                         vocab=None if vocab is None else arg.path("vocab", vocab),
                         triggers=triggers)
     return load_run(folder)
+
+
+@overload
+def ablate(run: Run, mode: Optional[str] = None, *, examples: Optional[int] = None,
+           device: Optional[str] = None, save: bool = False, **options: Any) -> AblationResult: ...
+
+
+@overload
+def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,
+           device: Optional[str] = None, save: bool = False, **options: Any) -> Any: ...
 
 
 def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,

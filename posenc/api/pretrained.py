@@ -68,7 +68,19 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
     from ..empirical.pretrained.sweep import ROWS_PER_PASS, sweep
     from ..verdicts.accuracy_deposit import one_head_carries
 
+    from ..empirical.analysis.ablation import MODES
+    from ..empirical.pretrained.sweep import UNITS
+
     mode = DEFAULT_MODE if mode is None else mode
+    if mode not in MODES:
+        raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
+    if unit not in UNITS:
+        raise PosencError(f"unknown ablation unit {unit!r}; known: {', '.join(UNITS)}")
+    if probe is not None and probe not in P.PROBES:
+        raise PosencError(f"unknown probe {probe!r}; known: {', '.join(P.PROBES)}")
+    if layers is not None and (isinstance(layers, (str, bytes)) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in layers)):
+        raise PosencError(f"layers must be a list of layer indices; got {layers!r}")
     seed = check_int("seed", seed, 2**63 - 1, minimum=0)
     if examples is not None:
         examples = check_int("examples", examples, 100_000, minimum=2)

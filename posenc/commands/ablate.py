@@ -76,6 +76,9 @@ def _run_pretrained(args: argparse.Namespace) -> int:
     if args.threads is not None:
         check_threads(args.threads)
         torch.set_num_threads(args.threads)
+    from ..empirical.pretrained.loading import check_supported
+
+    check_supported(where)
     print(f"ablate: loading {where.name} (offline) ...", file=sys.stderr)
     bar = tqdm(total=None, unit="layer", desc="ablate", file=sys.stderr, disable=None)
 

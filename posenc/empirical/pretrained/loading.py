@@ -22,6 +22,10 @@ from ...errors import PosencError
 from .families import Family, family
 
 
+#: the files a model folder's tokenizer is read from (one of them suffices)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
+
+
 @dataclass
 class Loaded:
     model: Any
@@ -49,6 +53,18 @@ def _offline() -> Iterator[None]:
 def _quiet() -> None:
     from transformers.utils import logging
     logging.set_verbosity_error()
+    logging.disable_progress_bar()
+
+
+def check_supported(where: LocalModel) -> Optional[Family]:
+    """A folder model's family from its config.json alone (bounded read, no transformers), before
+    anything is loaded; None for a GGUF file (its config is read when it loads)."""
+    if where.config_path is None:
+        return None
+    from ...encodings.hf_read import read_hf_config
+
+    config, _ = read_hf_config(where.config_path)
+    return family(config.get("model_type"))
 
 
 def load(where: LocalModel) -> Loaded:
@@ -81,10 +97,12 @@ def load(where: LocalModel) -> Loaded:
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise PosencError(f"cannot load the model at {where.name}: "
                               f"{str(exc).splitlines()[0][:200]}") from None
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(where.folder, **kw)
-        except (OSError, ValueError, KeyError, TypeError):
-            tokenizer = None
+        tokenizer = None
+        if where.gguf or any(os.path.isfile(os.path.join(where.folder, f)) for f in TOKENIZER_FILES):
+            try:
+                tokenizer = transformers.AutoTokenizer.from_pretrained(where.folder, **kw)
+            except (OSError, ValueError, KeyError, TypeError):
+                tokenizer = None
     model.eval()
     if getattr(model.config, "model_type", None) != config.model_type:
         raise PosencError(f"{where.name}: the config says {config.model_type!r} but transformers "

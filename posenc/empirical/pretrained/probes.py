@@ -51,7 +51,7 @@ PROBES = DECODER_PROBES + ENCODER_PROBES
 DEFAULT_PROBE = {"decoder": "induction", "encoder": "order"}
 #: default sizes: examples, length (tokens of A / of a window / keys), scored (text probes)
 DEFAULTS = {"induction": (16, 32), "recency": (24, 6), "text": (12, 64),
-            "masked-induction": (16, 32), "masked-text": (12, 64), "order": (16, 16)}
+            "masked-induction": (16, 32), "masked-text": (12, 64), "order": (128, 16)}
 TEXT_SCORED = 16
 MASK_EVERY = 4
 SHIPPED_TEXT = Path(__file__).with_name("probe_text.txt")
@@ -270,8 +270,9 @@ def make_probe(name: str, kind: str, vocab: Vocabulary, *, examples: Optional[in
     length = d_length if length is None else length
     if examples < 2:
         raise PosencError(f"a probe needs at least 2 examples; got {examples}")
-    if length < 2:
-        raise PosencError(f"a probe needs --length of at least 2; got {length}")
+    least = 1 if name == "recency" else 2
+    if length < least:
+        raise PosencError(f"the {name} probe needs --length of at least {least}; got {length}")
     if name == "induction":
         return induction(vocab, examples, length, seed)
     if name == "recency":

@@ -43,7 +43,8 @@ class PretrainedAblation:
                 "baseline_acc": self.table.baseline_acc, "baseline_loss": self.baseline_loss,
                 "layers": [dict(la.__dict__, loss=list(lo), scores=sc) for la, lo, sc in
                            zip(self.table.layers, self.loss, self.scores or [None] * len(self.loss))],
-                "single_head_layers": None if self.single_head_layers is None else list(self.single_head_layers),
+                "single_head_layers": (None if self.single_head_layers is None
+                                       else list(self.single_head_layers)),
                 "seconds": self.seconds, "notes": list(self.notes)}
 
     def save(self, path: str | Path) -> None:

@@ -209,7 +209,8 @@ class _PatternSums:
     def result(self) -> list[dict[str, list[Optional[float]]]]:
         def mean(s: torch.Tensor, n: int) -> list[Optional[float]]:
             return [float(v) / n if n else None for v in s]
-        return [{"distance": mean(self.dist[l], self.n_dist), "previous_token": mean(self.prev[l], self.n_prev),
+        return [{"distance": mean(self.dist[l], self.n_dist),
+                 "previous_token": mean(self.prev[l], self.n_prev),
                  "induction": mean(self.ind[l], self.n_ind)} for l in range(self.dist.shape[0])]
 
 
