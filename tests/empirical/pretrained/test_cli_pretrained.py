@@ -107,3 +107,29 @@ def test_api_dispatches_a_model_folder(llama_dir):
     assert len(result.table.layers) == 1 and result.single_head_layers is not None
     with pytest.raises(posenc.PosencError, match="do not apply to a pretrained model"):
         posenc.ablate(str(llama_dir), batch_size=3)
+
+
+def test_ablate_gguf_file_equals_the_model_it_holds(main, tmp_path):
+    """A GGUF file goes through transformers' GGUF reader and its own tokenizer, and gives the
+    ablation of the model written into it."""
+    pytest.importorskip("gguf")
+    from tiny_gguf import write_llama_gguf
+
+    from posenc.api.pretrained import ablate_pretrained
+
+    model = tiny("llama", seed=4)
+    write_llama_gguf(model, tmp_path / "tiny.gguf")
+    out = tmp_path / "r.json"
+    res = main("ablate", "--gguf", str(tmp_path / "tiny.gguf"), "--examples", "4", "--length", "6",
+               "--mode", "resample", "--seed", "3", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    got = json.loads(out.read_text())
+    assert got["model"]["model_type"] == "llama" and got["model"]["source"].endswith("tiny.gguf")
+    # the GGUF tokenizer's pool (its word tokens w0.. at ids 2..) beside the model object alone
+    from posenc.empirical.pretrained.loading import load
+    from posenc.encodings.hf_local import local_model
+    loaded = load(local_model(None, str(tmp_path / "tiny.gguf")))
+    direct = ablate_pretrained(model, "resample", examples=4, length=6, seed=3, tokenizer=loaded.tokenizer)
+    for a, b in zip(got["layers"], direct.to_dict()["layers"]):
+        assert a["head_acc"] == pytest.approx(b["head_acc"], abs=1e-12)
+        assert a["loss"] == pytest.approx(b["loss"], abs=1e-4)
