@@ -38,6 +38,44 @@ def xdist_group_of(item) -> str:
     return item.nodeid.split("::")[0]
 
 
+#: what a run gets where pytest-xdist is installed and the command line says neither -n nor --dist
+XDIST_DEFAULTS = {"numprocesses": "auto", "dist": "loadgroup"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own (tryfirst too, registered before this file)
+def pytest_cmdline_main(config):
+    """One xdist worker per core, by the groups below (:data:`XDIST_DEFAULTS`), where xdist is
+    installed; ``-n`` (``-n 0``: serial) and ``--dist`` given on the command line win.  Without
+    xdist (or with ``-p no:xdist``) the tests run serially: the options are not pytest's own, so
+    pyproject.toml's addopts cannot name them."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # a worker parses the command line again: the controller's mode
+        config.option.loadgroup = config.option.loadgroup or workerinput.get("posenc_loadgroup", False)
+        return
+    if config.option.numprocesses is None:
+        config.option.numprocesses = XDIST_DEFAULTS["numprocesses"]
+    if config.option.dist == "no" and config.option.numprocesses != 0 \
+            and not config.option.distload:
+        config.option.dist = XDIST_DEFAULTS["dist"]
+
+
+def pytest_configure(config):
+    """Without xdist, its ``xdist_group`` mark (set below) is declared here, so that it warns of
+    nothing."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        config.addinivalue_line("markers", "xdist_group(name): the xdist group (pytest-xdist)")
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown (and never called) without xdist
+def pytest_configure_node(node):
+    """Tell each worker the controller's distribution mode (a worker reads ``--dist`` from the
+    command line, which the defaults above did not change), so that it names the tests by their
+    groups (``path::name@group``) as ``--dist loadgroup`` given on the command line does."""
+    node.workerinput["posenc_loadgroup"] = node.config.option.dist == "loadgroup"
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook runs first otherwise)
 def pytest_collection_modifyitems(config, items):
     """xdist groups (``--dist loadgroup``, pyproject.toml) by :func:`xdist_group_of`.  xdist

@@ -49,7 +49,7 @@ def _transformers():
         import transformers
     except ImportError:
         raise PosencError("check --from-hf checks transformers' own code: install transformers "
-                          "(pip install 'posenc[thirdparty]')") from None
+                          "(the hf extra: pip install 'posenc[hf]')") from None
     logging.getLogger("transformers").setLevel(logging.ERROR)
     return transformers
 
