@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        words = list(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(words)
+        args.command_line = words  # the command as given (reproduce's resume line repeats it)
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

@@ -210,7 +210,8 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
               replicate_first_seed: Optional[int] = None,
-              keep_checkpoints: bool = False) -> Path:
+              keep_checkpoints: bool = False, retrain_incomplete: bool = False,
+              progress: Optional[bool] = None) -> Path:
     """Run (or resume) the paper's experiments into a results store and write its report.
 
     Returns the path of ``report.md`` (default store ``posenc-out/PRESET``).  ``log`` receives
@@ -230,6 +231,15 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     are dropped once the run's analysis is done, and the store keeps its results (the trace's
     statistics among them), metrics, ablation, probe and
     dynamics (a store that can be committed and resumed: finished runs are skipped).
+    ``retrain_incomplete``: train again the runs whose folder lacks a file a finished run keeps
+    (result.json, config.json, run.json, ...); by default such a folder is a PosencError naming
+    it and the file, before anything runs.
+    ``progress``: a tqdm bar over the runs (runs done of N, elapsed, ETA, the runs in flight);
+    None (default): where ``log`` is ``print`` and stdout is a terminal, else a ``log`` line per
+    finished run with the same numbers.
+    Ctrl-C (KeyboardInterrupt) stops the runs in flight within seconds and starts none: a
+    :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted` (a KeyboardInterrupt) says
+    how many finished; calling it again resumes the stopped runs from their checkpoints.
     """
     from ..report import reproduce as run_reproduction
 
@@ -257,4 +267,6 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
                             paper_code=arg.flag("paper_code", paper_code, optional=True),
                             replicate=arg.flag("replicate", replicate),
                             replicate_first_seed=replicate_first_seed,
-                            keep_checkpoints=arg.flag("keep_checkpoints", keep_checkpoints))
+                            keep_checkpoints=arg.flag("keep_checkpoints", keep_checkpoints),
+                            retrain_incomplete=arg.flag("retrain_incomplete", retrain_incomplete),
+                            bar=arg.flag("progress", progress, optional=True))

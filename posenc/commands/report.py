@@ -30,5 +30,9 @@ def run(args: argparse.Namespace) -> int:
         raise PosencError(f"no results store at {args.replica}")
     path = build_report(args.store, theory=not args.no_theory, replica=args.replica,
                         beside=args.beside)
+    from ..report.build import left_out_text
+    note = left_out_text(args.store)
+    if note:
+        print(note.replace("`", ""))
     print(f"report: {path}")
     return 0

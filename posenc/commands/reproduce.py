@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import signal
+import sys
+from typing import Any
 
 from ..training_presets import preset_help
 from . import add_set_option, parse_sets
@@ -49,6 +53,10 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="keep each run's checkpoint.pt and per-step trace.jsonl (default: "
                         "dropped once the run's ablation, probe and dynamics are done; the store "
                         "keeps its results and resumes without them)")
+    p.add_argument("--retrain-incomplete", action="store_true",
+                   help="train again the runs of this plan whose folder lacks a file a finished "
+                        "run keeps (result.json, config.json, run.json, ...), replacing the "
+                        "folder (default: such a folder is refused, naming it and the file)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--paper-code", dest="paper_code", action="store_true", default=None,
                       help="run the paper code's models exactly (the paper preset's default; "
@@ -62,8 +70,31 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api.experiments import reproduce
+    from ..empirical.pipeline.interrupt import EXIT_INTERRUPTED, SweepInterrupted
 
-    path = reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
+    try:
+        path = _reproduce(args, reproduce)
+    except KeyboardInterrupt as exc:  # the runs in flight stopped (posenc.empirical.pipeline.interrupt)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
+        where = str(exc) if isinstance(exc, SweepInterrupted) else "no report written yet"
+        sys.stdout.flush()
+        print(f"posenc: interrupted: {where}; resume with: {resume_command(args)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"report: {path}")
+    return 0
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command line that resumes this one: the same command (its finished runs are skipped,
+    its stopped ones resume from their checkpoints), as the shell would read it."""
+    words = getattr(args, "command_line", None)
+    if words is None:
+        words = sys.argv[1:]
+    return shlex.join(["posenc", *words])
+
+
+def _reproduce(args: argparse.Namespace, reproduce: Any) -> Any:
+    return reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
                      count_seeds=args.count_seeds,
                      workers=args.workers, threads=args.threads, ray_address=args.ray_address,
                      device=args.device, roles=args.roles, tasks=args.tasks,
@@ -72,7 +103,6 @@ def run(args: argparse.Namespace) -> int:
                      max_seeds=args.max_seeds, seed_batch=args.seed_batch,
                      first_seed=args.first_seed, paper_code=args.paper_code,
                      replicate=args.replicate, replicate_first_seed=args.replicate_first_seed,
-                     keep_checkpoints=args.keep_checkpoints)
-    print(f"report: {path}")
-    return 0
+                     keep_checkpoints=args.keep_checkpoints,
+                     retrain_incomplete=args.retrain_incomplete)
 

@@ -41,19 +41,18 @@ PHASES = ("training", "dynamics", "ablation", "probe")
 def _load_results(store_root: Path) -> tuple[list[ExperimentResult], list[dict[str, Any]]]:
     from ..empirical.analysis.dynamics import read_dynamics_file
     from ..empirical.pipeline.experiment_result import ExperimentResult
-    from ..empirical.pipeline.kept_files import incomplete_run, missing_file
+    from ..empirical.pipeline.kept_files import incomplete_runs, refuse_incomplete
     from ..empirical.pipeline.store import RunStore
 
     store = RunStore(store_root, create=False)
+    # a run folder that lacks what a finished run keeps would be left out, or misread: refused
+    refuse_incomplete(incomplete_runs(store), store_root, outcome="no report was written")
     results, rows = [], []
     for rec in store.records():
         if rec.kind != "experiment" or not store.is_done(rec.id):
             continue
         stored = ExperimentResult.from_store(store, rec.id, rec.config)
         run_dir = store.run_dir(rec.id)
-        missing = missing_file(run_dir, stored.to_stored())
-        if missing is not None:  # a store that travels keeps these; one without them is damaged
-            raise incomplete_run(rec.label, run_dir, missing, store_root)
         if stored.dynamics:  # the figure reads it: whole, and this run's
             read_dynamics_file(run_dir, of=(stored.task, stored.pe, stored.seed))
         res = _with_current_dynamics(stored)
@@ -182,6 +181,30 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     return store_root / "report" / "report.md"
 
 
+def left_out(store_root: str | Path) -> list[tuple[str, str]]:
+    """(label, state) of each experiment run of the store that has not finished -- pending
+    (planned, never finished: a sweep interrupted or still running) or failed -- which the
+    report leaves out (a run folder that lacks a file is refused instead, :func:`build_report`)."""
+    from ..empirical.pipeline.store import RunStore
+
+    return [(rec.label, rec.state) for rec in RunStore(store_root, create=False).records()
+            if rec.kind == "experiment" and rec.state != "done"]
+
+
+def left_out_text(store_root: str | Path) -> Optional[str]:
+    """The report's sentence naming the runs it leaves out (None: none)."""
+    runs = left_out(store_root)
+    if not runs:
+        return None
+    by_state: dict[str, list[str]] = {}
+    for label, state in runs:
+        by_state.setdefault(state, []).append(label)
+    parts = "; ".join(f"{state}: {', '.join(labels)}" for state, labels in sorted(by_state.items()))
+    return (f"Left out: {len(runs)} run{'s' if len(runs) > 1 else ''} of the store that "
+            f"{'have' if len(runs) > 1 else 'has'} not finished ({parts}); `posenc reproduce` "
+            f"with the same options resumes {'them' if len(runs) > 1 else 'it'}.")
+
+
 def relative_to_store(path: str | Path, store_root: Path) -> str:
     """``path`` as the report names it: relative to the store (``../store-replicate``), never a
     machine's absolute path."""
@@ -282,7 +305,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              replica_seeds=replica_seeds if replica is not None else [],
                              ablation_source=ablation_source_text(
                                  configs, results, mode == "paper-code"),
-                             single_head=single_head))
+                             single_head=single_head,
+                             left_out=left_out_text(store_root)))
     (tmp / "report.md").write_text(md)
     payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
                "preset": preset, "model_code": mode, "until_decided": stopping,

@@ -65,6 +65,8 @@ class ReportInputs:
     #: role -> per seed, the layers one head of which carries alone
     #: (:func:`~posenc.verdicts.accuracy_deposit.single_head_layers`)
     single_head: dict[str, list[Optional[list[int]]]] = field(default_factory=dict)
+    #: the sentence naming the store's runs that have not finished (build.left_out_text), or none
+    left_out: Optional[str] = None
 
 
 def report_mode(results: list[ExperimentResult]) -> str:
@@ -117,7 +119,8 @@ def _header(inp: ReportInputs) -> list[str]:
             f"{ceiling_text(inp.results)}, inconclusive otherwise. *Seeds agreeing*: on how many "
             "seeds the statistic lies on the predicted side; *resolves*: the interval's half-width, the "
             "smallest distance from the threshold these seeds decide at the observed spread "
-            "(see posenc.verdicts).", "", multiplicity_text(inp.verdicts), ""]
+            "(see posenc.verdicts).", ""] + ([inp.left_out, ""] if inp.left_out else []) + \
+        [multiplicity_text(inp.verdicts), ""]
 
 
 def ceiling_text(results: list[Any]) -> str:

@@ -30,7 +30,8 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
               seed_batch: Optional[int] = None, first_seed: int = 0,
               paper_code: Optional[bool] = None, replicate: bool = False,
               replicate_first_seed: Optional[int] = None,
-              keep_checkpoints: bool = False) -> Path:
+              keep_checkpoints: bool = False, retrain_incomplete: bool = False,
+              bar: Optional[bool] = None) -> Path:
     """Run (or resume) the reproduction sweep and write its report; returns report.md's path.
 
     A run's checkpoint and per-step trace are dropped once its analysis is done (its results,
@@ -50,7 +51,11 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     ``replicate``: then run the same plan on a disjoint seed set (``replicate_first_seed``,
     default ``first_seed`` + :data:`REPLICA_OFFSET`) into its own store, ``OUT-replicate``, with
     its own report, and show both verdicts per claim side by side in the first report
-    (:mod:`.replication`: a claim is decided only where both agree)."""
+    (:mod:`.replication`: a claim is decided only where both agree).
+    ``retrain_incomplete``: train again the runs whose folder lacks a file a finished run keeps
+    (default: refused in one line before anything runs).  ``bar``: the sweep's progress as a
+    tqdm bar (None: on a terminal; :func:`run_plan`); the report phase is announced in ``log``.
+    Ctrl-C stops the sweep: a :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted`."""
     from ..empirical.config import check_threads
     from ..empirical.pipeline.reproduction import ReproductionPlan
     from ..empirical.pipeline.store import RunStore
@@ -94,7 +99,7 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
     total = [0]
     run = dict(backend=backend, workers=workers, threads=threads, ray_address=ray_address,
                device=device, log=log, wait=wait, failed=failed, total=total,
-               keep_checkpoints=keep_checkpoints)
+               keep_checkpoints=keep_checkpoints, retrain_incomplete=retrain_incomplete, bar=bar)
     if until_decided:
         from ..verdicts.dynamics import evaluate_dynamics
         from ..verdicts.accuracy_deposit import evaluate
@@ -114,17 +119,29 @@ def reproduce(preset: str = "quick", backend: str = "local", out: Optional[str] 
         run_plan(replica_plan, replica, **run)
         replica_root_ = replica.root
         if not failed:  # the replication's own report, its section pointing back to this store
-            build_report(replica.root, preset=plan.preset, theory=False, replica=store.root)
+            _announced(log, replica.root,
+                       lambda: build_report(replica.root, preset=plan.preset, theory=False,
+                                            replica=store.root))
     report = dict(preset=plan.preset, theory=theory, replica=replica_root_)
     if not failed:
-        return build_report(store.root, **report)
+        return _announced(log, store.root, lambda: build_report(store.root, **report))
     message = (f"{len(failed)} of {total[0]} runs failed (listed above; the first: "
                f"{next(iter(failed.values()))[:200]})")
     try:
-        path = build_report(store.root, **report)
+        path = _announced(log, store.root, lambda: build_report(store.root, **report))
     except PosencError as exc:
         raise PosencError(f"{message}; no report ({exc})") from None
     raise PosencError(f"{message}; the report of the finished runs is at {path}")
+
+
+def _announced(log: Callable[[str], None], root: Path, build: Callable[[], Path]) -> Path:
+    """``build()`` (a report of the store at ``root``), announced before and timed after: the
+    report phase takes a minute or more with the theory table and the figures."""
+    log(f"building the report of {root} (verdicts, tables, figures) ...")
+    t0 = time.time()
+    path = build()
+    log(f"report built in {time.time() - t0:.0f} s")
+    return path
 
 
 #: how far the replication's seeds lie from the first seed set by default (seeds 0-5 -> 2000-2005)
@@ -198,26 +215,32 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
              log: Callable[[str], None] = print, wait: bool = False,
              failed: Optional[dict[str, str]] = None,
              total: Optional[list[int]] = None,
-             keep_checkpoints: bool = False) -> list[Any]:
+             keep_checkpoints: bool = False, retrain_incomplete: bool = False,
+             bar: Optional[bool] = None) -> list[Any]:
     """Run (or skip the finished runs of) a plan into ``store``; returns the results of its
     finished runs (:class:`~posenc.empirical.pipeline.experiment_result.ExperimentResult`, each checked
     against its job's config: a result that is not the run's is a PosencError).  Failures are
     logged and added to ``failed`` (run id -> message), the number
     of runs to ``total[0]``.
     ``keep_checkpoints``: keep each run's checkpoint and trace (default: dropped once its
-    analysis is done)."""
+    analysis is done).  ``retrain_incomplete``: train again the plan's runs whose folder lacks a
+    file a finished run keeps (default: such a folder is one PosencError before anything runs).
+    Progress (:mod:`.progress`): ``bar`` a tqdm bar over the runs (None: where ``log`` is
+    ``print`` and stdout a terminal), else a line per finished run with runs done of N, the
+    elapsed time, the ETA and the runs in flight.  Ctrl-C: a
+    :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted` after the runs in flight
+    stopped (:mod:`posenc.empirical.pipeline.interrupt`)."""
     from ..empirical.pipeline.reproduction import WORKER
     from ..empirical.pipeline.store import run_id
     from ..empirical.pipeline.sweep import run_jobs
     from ..empirical.pipeline.kept_files import dropped_files
     from ..empirical.training.runs import CHECKPOINT
 
+    from .progress import SweepProgress, want_bar
+
     jobs = plan.jobs(device=device)
     t0 = time.time()
-
-    def on_done(rid: str, job: Any, result: Optional[dict]) -> None:
-        state = "failed" if result is None else f"{100 * result['summary']['test_acc']:.1f}%"
-        log(f"  {job.label:<28} {state}")
+    progress = SweepProgress(log, bar=want_bar(log) if bar is None else bar)
 
     counts = set(plan.seed_counts().values())
     seeds_txt = (f"{plan.seeds} seed(s)" if plan.n_count_seeds == plan.seeds else
@@ -226,10 +249,16 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
                                                              else "") + " seed(s) per configuration"
     log(f"posenc reproduce: {len(jobs)} runs ({plan.preset} preset, {seeds_txt}) "
         f"into {store.root} [{backend}, {workers if backend == 'local' else 'ray'} worker(s)]")
-    summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
-                       ray_address=ray_address, on_done=on_done, wait=wait,
-                       on_wait=lambda who: log(f"waiting for the writer holding {store.root} ({who})"),
-                       drop=() if keep_checkpoints else dropped_files(), resume_from=CHECKPOINT)
+    try:
+        summary = run_jobs(store, jobs, WORKER, backend=backend, workers=workers, threads=threads,
+                           ray_address=ray_address, wait=wait,
+                           on_wait=lambda who: log(f"waiting for the writer holding {store.root} "
+                                                   f"({who})"),
+                           drop=() if keep_checkpoints else dropped_files(), resume_from=CHECKPOINT,
+                           retrain_incomplete=retrain_incomplete, on_plan=progress.plan,
+                           on_start=progress.start, on_done=progress.done)
+    finally:
+        progress.close()
     resumed = (f" ({len(summary.resumed)} resumed from the checkpoint of a sweep that ended "
                f"mid-run)") if summary.resumed else ""
     log(f"ran {len(summary.completed)}{resumed}, skipped {summary.skipped} finished, "

@@ -271,8 +271,9 @@ def test_keep_checkpoints_reaches_the_sweep(tmp_path, monkeypatch, flag, keep):
 
 
 def test_a_finished_run_missing_a_kept_file_is_refused_not_retrained(small_store_copy, capsys):
-    """Issue 36: without its checkpoint nothing can redo a run's ablation: report and reproduce
-    refuse the store in one line naming the run and the file, and train nothing."""
+    """A run folder that lacks a kept file: report and reproduce refuse the store in one line
+    naming the run, its folder and the file, and train nothing (only --retrain-incomplete
+    would)."""
     from posenc.cli import main
     store = small_store_copy
     run = next(r for r in sorted((store / "runs").iterdir()) if dynamics_file(r))
@@ -284,7 +285,7 @@ def test_a_finished_run_missing_a_kept_file_is_refused_not_retrained(small_store
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err, err
         assert f"run {label} ({run}) lacks ablation_zero.json" in err, err
-        assert "stored without its checkpoint" in err
+        assert "--retrain-incomplete" in err
     assert (run / "result.json").read_bytes() == result and not (run / "ablation_zero.json").exists()
     assert not (store / "staging").exists()
 

@@ -18,18 +18,25 @@ its size.  What such a run keeps, and what a report or a resumed sweep needs of 
   and either counts), which the report's dynamics figure reads.
 
 The store's ``config.json`` and ``run.json`` stay too (:mod:`.store`).  The report draws every
-figure from these files, so a run draws none of its own.  A finished run that lacks a kept file
-is incomplete: with its checkpoint a sweep redoes it; without, nothing can redo it short of
-training it again, so it is refused in one line (:func:`incomplete_run`) -- never re-trained
-behind the user's back.
+figure from these files, so a run draws none of its own.  An experiment run folder that lacks
+one of them -- ``result.json`` (or one that does not read back as its config's result),
+``config.json``, ``run.json`` or a kept file -- is incomplete (:func:`incomplete_runs`): a sweep
+and the report refuse it in one line naming the folder and the file (:func:`incomplete_run`),
+before anything runs or is written; only a sweep asked to (``posenc reproduce
+--retrain-incomplete``) trains it again, replacing its folder -- never behind the user's back.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from ...errors import PosencError
+
+#: the flag of ``posenc reproduce`` that trains incomplete runs of its plan again
+RETRAIN_FLAG = "--retrain-incomplete"
 
 
 def kept_files(result: dict[str, Any]) -> list[str]:
@@ -72,14 +79,90 @@ def has_checkpoint(folder: Path) -> bool:
     return (folder / CHECKPOINT).is_file()
 
 
-def incomplete_run(label: str, folder: Path, missing: str, store_root: Path) -> PosencError:
-    """The one line refusing a finished run whose folder lacks ``missing``: without its
-    checkpoint, deleting the folder is the only way to train it again; with its checkpoint,
-    ``posenc reproduce`` redoes it."""
-    if has_checkpoint(folder):
-        return PosencError(f"run {label} ({folder}) lacks {missing}, which a finished run keeps; "
-                           f"a sweep of its plan (posenc reproduce --out {store_root}) redoes the "
-                           f"run from scratch")
-    return PosencError(f"run {label} ({folder}) lacks {missing}, which a finished run keeps, and "
-                       f"was stored without its checkpoint, so nothing can redo it; delete the "
-                       f"folder to train the run again")
+@dataclass(frozen=True)
+class Incomplete:
+    """An experiment run folder of a store that lacks what a finished run keeps."""
+
+    id: str  # the folder's name: the run id its config hashes to
+    label: str  # from run.json or the index; the folder's name when neither says
+    folder: Path
+    missing: str  # the first file it lacks, as the refusal names it
+
+
+def incomplete_runs(store: Any) -> list[Incomplete]:
+    """Every experiment run folder of ``store`` (a
+    :class:`~posenc.empirical.pipeline.store.RunStore`) that lacks ``config.json`` (or holds one
+    that is not its run's), ``run.json``, ``result.json`` (or one that does not read back as the
+    result of its config) or a file of :func:`kept_files`; in folder order.  A folder whose run
+    is known (from its run.json, the index or its config) to be of another kind than
+    ``experiment`` is not checked: such runs keep the store's rule (one without its result is
+    redone)."""
+    from .experiment_result import ExperimentResult
+    from .store import CONFIG_FILE, META_FILE, RESULT_FILE, run_id
+
+    known = {rec.id: rec for rec in store.records()}
+    out = []
+    try:
+        folders = sorted(p for p in store.runs_dir.iterdir() if p.is_dir())
+    except OSError:
+        return out
+    for folder in folders:
+        rid, rec = folder.name, known.get(folder.name)
+        config, meta = _read_json(folder / CONFIG_FILE), _read_json(folder / META_FILE)
+        kind = meta.get("kind") if isinstance(meta, dict) else None
+        kind = kind or (rec.kind if rec is not None else None) or (
+            ("experiment" if {"train", "ablation_modes"} <= set(config) else "other")
+            if isinstance(config, dict) else None)
+        if kind not in (None, "experiment"):
+            continue
+        label = meta.get("label") if isinstance(meta, dict) and isinstance(meta.get("label"), str) \
+            else rec.label if rec is not None else rid
+        missing: Optional[str] = None
+        if not (folder / CONFIG_FILE).is_file():
+            missing = CONFIG_FILE
+        elif not isinstance(config, dict) or run_id(config) != rid:
+            missing = f"a {CONFIG_FILE} of its run id (its own does not read back or is another run's)"
+        elif not (folder / META_FILE).is_file():
+            missing = META_FILE
+        elif not isinstance(meta, dict):
+            missing = f"a readable {META_FILE}"
+        elif not (folder / RESULT_FILE).is_file():
+            missing = RESULT_FILE
+        else:
+            try:
+                res = ExperimentResult.from_store(store, rid, config)
+            except PosencError as exc:
+                missing = f"a readable {RESULT_FILE} of its config ({exc})"
+            else:
+                missing = missing_file(folder, res.to_stored())
+        if missing is not None:
+            out.append(Incomplete(rid, label, folder, missing))
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON in ``path``; None when it is missing or does not read back."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def incomplete_run(label: str, folder: Path, missing: str, store_root: Path,
+                   more: int = 0, outcome: str = "nothing was run") -> PosencError:
+    """The one line refusing a run folder that lacks ``missing``, a file a finished run keeps
+    (``more``: how many other run folders of the store are incomplete)."""
+    others = f" (and {more} more incomplete run folder{'s' if more > 1 else ''} in {store_root})" \
+        if more else ""
+    return PosencError(f"run {label} ({folder}) lacks {missing}, which a finished run keeps{others}; "
+                       f"a sweep of its plan with {RETRAIN_FLAG} (posenc reproduce --out {store_root} "
+                       f"... {RETRAIN_FLAG}) trains it again, replacing the folder; {outcome}")
+
+
+def refuse_incomplete(found: list[Incomplete], store_root: Path,
+                      outcome: str = "nothing was run") -> None:
+    """One PosencError naming the first of ``found`` (and how many more), if any."""
+    if found:
+        first = found[0]
+        raise incomplete_run(first.label, first.folder, first.missing, store_root, len(found) - 1,
+                             outcome)

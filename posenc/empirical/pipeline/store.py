@@ -14,10 +14,13 @@ Layout of a store folder::
 A run's id is a hash of its resolved config (canonical JSON), so the same
 config always lands in the same folder and a sweep started again finds it.
 
-Crash safety.  ``result.json`` is the commit record of a run: it is written
-atomically (temp file + ``os.replace``) after everything else, so a run
-folder either has it (finished, never redone) or not (unfinished: its folder
-is wiped and the run redone).
+Crash safety.  ``result.json`` is the commit record of a run: a sweep writes it
+atomically (temp file + ``os.replace``) into the run's staging folder after
+everything else, then moves the folder into ``runs/`` whole (:meth:`RunStore.commit`),
+so a run folder of a sweep always has it.  An experiment run folder that lacks it
+(or another file a finished run keeps) was damaged after its commit: a sweep and
+the report refuse it in one line, and only a sweep asked to
+(``--retrain-incomplete``) trains it again (:mod:`.kept_files`).
 
 The SQLite index is derived state: a cache of the folders plus the runs that
 have no folder yet (pending, failed).  Readers never write it: :meth:`RunStore.records`
@@ -180,8 +183,24 @@ class RunStore:
         return folder
 
     def finish(self, rid: str, result: dict[str, Any]) -> None:
-        """Commit a run: write result.json atomically, then mark the index."""
+        """Commit a run begun in its own folder (:meth:`begin`): write result.json atomically,
+        then mark the index."""
         atomic_write_json(self.run_dir(rid) / RESULT_FILE, result)
+        self._mark_done(rid, result)
+
+    def commit(self, rid: str, staging: Path, result: dict[str, Any]) -> None:
+        """Commit a run made in ``staging``: result.json is written there, then the folder is
+        moved into place whole (replacing an earlier folder of the run), then the index is
+        marked -- so a run folder never lacks its result.json, even when a kill comes between
+        two of these steps."""
+        atomic_write_json(staging / RESULT_FILE, result)
+        folder = self.run_dir(rid)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+        self._mark_done(rid, result)
+
+    def _mark_done(self, rid: str, result: dict[str, Any]) -> None:
         with self._write() as db:
             db.execute("UPDATE runs SET state='done', finished=?, summary=? WHERE id=?",
                        (time.time(), canonical_json(result.get("summary", {})), rid))

@@ -16,11 +16,12 @@ returns, this process moves the staging folder into ``runs/<id>`` and commits
 the result (see :mod:`~posenc.empirical.pipeline.store`).  Ray workers run in a temp
 folder on their node and send the files back with the result, so no shared
 file system is needed.  Finished runs are skipped; unfinished and failed ones
-are redone, and so is a finished run whose ``result.json`` is damaged.  ``drop`` names files
-removed from each run's staging folder before it is committed (``posenc reproduce`` drops the
-checkpoint once the run's analysis is done: :mod:`~posenc.empirical.pipeline.kept_files`); a
-finished experiment run that lacks a file it keeps is redone when its checkpoint is there, and
-refused in one line when it is not (nothing could redo it but training it again).
+are redone, and so is a finished run of a kind other than ``experiment`` whose ``result.json``
+is damaged.  ``drop`` names files removed from each run's staging folder before it is committed
+(``posenc reproduce`` drops the checkpoint once the run's analysis is done:
+:mod:`~posenc.empirical.pipeline.kept_files`); an experiment run folder that lacks a file a
+finished run keeps (its ``result.json`` among them) is refused in one line before anything runs,
+and trained again only with ``retrain_incomplete``.
 ``resume_from`` names the file a worker resumes from (``posenc reproduce``: the training
 checkpoint): a staging folder that holds it, left by a sweep that ended before that run
 finished, becomes the run's folder again on the local backend, so a sweep stopped mid-run
@@ -53,6 +54,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ...errors import PosencError
+from . import interrupt as stopping
+from .interrupt import SigintGuard, SweepInterrupted, running, signal_processes, worker_signals
 from .store import RunStore
 
 BACKENDS = ("local", "ray")
@@ -148,13 +151,27 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
              workers: int = 1, threads: int = 1, ray_address: str | None = None,
              on_done: Callable[[str, Job, dict | None], None] | None = None,
              wait: bool = False, on_wait: Callable[[str], None] | None = None,
-             drop: tuple[str, ...] = (), resume_from: str | None = None) -> SweepSummary:
+             drop: tuple[str, ...] = (), resume_from: str | None = None,
+             retrain_incomplete: bool = False,
+             on_start: Callable[[str, Job], None] | None = None,
+             on_plan: Callable[[SweepSummary], None] | None = None) -> SweepSummary:
     """Execute every unfinished job; returns what was skipped, completed, failed and resumed.
 
     ``drop``: file names removed from each job's folder before it is committed (a finished run
     then never holds them; one interrupted between the two redoes the job).
     ``resume_from``: a file name; an unfinished job whose leftover staging folder holds it is
     handed that folder (local backend; module doc).
+    ``retrain_incomplete``: train again the jobs whose experiment run folder lacks what a finished
+    run keeps (:func:`~.kept_files.incomplete_runs`); without it any such folder of the store is
+    one PosencError before anything runs, and so is one of a run outside ``jobs`` with it.
+
+    ``on_start(run id, job)``: told as each job starts (``on_done(run id, job, result or None)``
+    as it ends); ``on_plan(summary)``: told once the finished runs are counted, before any job
+    starts (``summary.total``, ``summary.skipped``).
+    Ctrl-C (SIGINT) stops the sweep within seconds and starts no further job: the finished runs
+    stay committed, the runs in progress resume at the next sweep, and a
+    :class:`~.interrupt.SweepInterrupted` (a KeyboardInterrupt) says how far it got
+    (:mod:`.interrupt`); a second Ctrl-C exits at once.
 
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
@@ -170,7 +187,7 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
         store.lock.acquire(wait=wait, on_wait=on_wait)
     try:
         return _run_jobs(store, jobs, worker, backend, workers, threads, ray_address, on_done,
-                         drop, resume_from)
+                         drop, resume_from, retrain_incomplete, on_start, on_plan)
     finally:
         if own:
             store.lock.release()
@@ -179,14 +196,27 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, workers: int,
               threads: int, ray_address: str | None,
               on_done: Callable[[str, Job, dict | None], None] | None,
-              drop: tuple[str, ...] = (), resume_from: str | None = None) -> SweepSummary:
+              drop: tuple[str, ...] = (), resume_from: str | None = None,
+              retrain_incomplete: bool = False,
+              on_start: Callable[[str, Job], None] | None = None,
+              on_plan: Callable[[SweepSummary], None] | None = None) -> SweepSummary:
+    from .kept_files import incomplete_runs, refuse_incomplete
+    from .store import run_id
+
     store.heal()
     summary = SweepSummary()
+    jobs = list(jobs)
+    planned = {run_id(job.config) for job in jobs}
+    # an experiment run folder that lacks what a finished run keeps: refused before any training,
+    # unless the user asked for this plan's to be trained again (kept_files)
+    found = incomplete_runs(store)
+    refuse_incomplete([i for i in found if not (retrain_incomplete and i.id in planned)], store.root)
+    incomplete = {i.id for i in found}
     todo: list[tuple[str, Job]] = []
-    for job in jobs:  # (an incomplete run without its checkpoint is refused before any training)
+    for job in jobs:
         summary.total += 1
         rid = store.add(job.config, job.kind, job.label)
-        if store.is_done(rid) and _intact(store, rid, job):
+        if rid not in incomplete and store.is_done(rid) and _intact(store, rid, job):
             summary.skipped += 1
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
@@ -203,15 +233,13 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
             else:
                 path.unlink()
     staging_root.mkdir(exist_ok=True)
+    if on_plan:
+        on_plan(summary)
 
     def commit(rid: str, job: Job, staging: Path, result: dict) -> None:
         for name in drop:
             (staging / name).unlink(missing_ok=True)
-        folder = store.run_dir(rid)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(staging, folder)
-        store.finish(rid, result)
+        store.commit(rid, staging, result)
         summary.completed.append(rid)
         if on_done:
             on_done(rid, job, result)
@@ -226,37 +254,84 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
         path = staging_root / f"{rid}.{uuid.uuid4().hex[:8]}"
         if rid in earlier:  # the earlier attempt's files, under a name of this sweep's
             os.replace(earlier.pop(rid), path)
+            for tmp in path.rglob(".*.tmp"):  # an atomic write a kill cut short (posenc.atomic)
+                tmp.unlink(missing_ok=True)
             summary.resumed.append(rid)
         else:
             path.mkdir()
         store.stage(rid, path)
         return path
 
+    def started(rid: str, job: Job) -> Path:
+        staging = new_staging(rid)
+        store._set_state(rid, "running")
+        if on_start:
+            on_start(rid, job)
+        return staging
+
+    def interrupted(stopped: list[str]) -> SweepInterrupted:
+        for rid in stopped:  # their staging folders stay: the next sweep resumes them
+            store._set_state(rid, "pending")
+        return SweepInterrupted(summary.skipped + len(summary.completed), summary.total, store.root,
+                                len(stopped))
+
     if backend == "ray":
-        _run_ray(store, todo, worker, threads, ray_address, new_staging, commit, failed)
-    elif workers == 1:
-        for rid, job in todo:
-            staging = new_staging(rid)
-            store._set_state(rid, "running")
+        with SigintGuard(raise_now=True) as guard:
             try:
-                result = _call_worker(worker, job.config, str(staging), threads)
-            except PosencError:
-                raise
-            except Exception as exc:  # a bug in one run must not lose the others
-                failed(rid, job, _describe(exc))
-                continue
-            commit(rid, job, staging, result)
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
-            pending = {}
+                _run_ray(store, todo, worker, threads, ray_address, new_staging, commit, failed,
+                         on_start)
+            except KeyboardInterrupt:
+                guard.exit_on_next()
+                raise interrupted([]) from None
+    elif workers == 1:
+        with SigintGuard(raise_now=True) as guard:
             for rid, job in todo:
-                staging = new_staging(rid)
-                store._set_state(rid, "running")
-                fut = pool.submit(_call_worker, worker, job.config, str(staging), threads)
-                pending[fut] = (rid, job, staging)
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                if guard.requested:
+                    raise interrupted([])
+                staging = started(rid, job)
+                try:
+                    result = _call_worker(worker, job.config, str(staging), threads)
+                except PosencError:
+                    raise
+                except KeyboardInterrupt:
+                    guard.exit_on_next()
+                    raise interrupted([rid]) from None
+                except Exception as exc:  # a bug in one run must not lose the others
+                    with guard.shielded():
+                        failed(rid, job, _describe(exc))
+                    continue
+                with guard.shielded():
+                    commit(rid, job, staging, result)
+            if guard.requested:
+                raise interrupted([])
+    else:
+        _run_pool(todo, worker, workers, threads, started, commit, failed, interrupted)
+    shutil.rmtree(staging_root, ignore_errors=True)
+    return summary
+
+
+#: seconds between two looks of a pool sweep at its runs and at SIGINT
+POLL_S = 0.2
+
+
+def _run_pool(todo, worker, workers, threads, started, commit, failed, interrupted) -> None:
+    """The jobs on a pool of ``workers`` processes, at most one job per worker submitted at a time
+    (a queued job never starts after Ctrl-C); SIGINT stops them (:mod:`.interrupt`)."""
+    queue = list(todo)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                             initializer=_init_pool_worker, initargs=(os.getpid(),)) as pool:
+        def kill() -> None:
+            signal_processes(getattr(pool, "_processes", {}).values(), signal.SIGKILL)
+
+        with SigintGuard(raise_now=False, on_exit=kill) as guard:
+            pending: dict[Any, tuple[str, Job, Path]] = {}
+            while (queue or pending) and not guard.requested:
+                while queue and len(pending) < workers and not guard.requested:
+                    rid, job = queue.pop(0)
+                    staging = started(rid, job)
+                    pending[pool.submit(_call_pool_worker, worker, job.config, str(staging),
+                                        threads)] = (rid, job, staging)
+                done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
                 for fut in done:
                     rid, job, staging = pending.pop(fut)
                     exc = fut.exception()
@@ -264,8 +339,38 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
                         failed(rid, job, _describe(exc))
                     else:
                         commit(rid, job, staging, fut.result())
-    shutil.rmtree(staging_root, ignore_errors=True)
-    return summary
+            if not guard.requested:
+                return
+            guard.exit_on_next()  # a second Ctrl-C from here on exits at once
+            stopped = _stop_pool(pool, pending, commit, kill)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise interrupted(stopped)
+
+
+def _stop_pool(pool: ProcessPoolExecutor, pending: dict, commit: Callable, kill: Callable) -> list[str]:
+    """Ask every worker to stop its run (SIGTERM), wait up to STOP_GRACE_S, then kill those left;
+    a run that finished meanwhile is committed.  Returns the ids of the runs stopped."""
+    signal_processes(getattr(pool, "_processes", {}).values(), signal.SIGTERM)
+    done, left = wait(pending, timeout=stopping.STOP_GRACE_S)
+    if left:
+        kill()
+    stopped = []
+    for fut, (rid, job, staging) in pending.items():
+        if fut in done and not fut.cancelled() and fut.exception() is None:
+            commit(rid, job, staging, fut.result())
+        else:
+            stopped.append(rid)
+    return stopped
+
+
+def _init_pool_worker(parent: int) -> None:
+    _die_with_parent(parent)
+    worker_signals()
+
+
+def _call_pool_worker(worker: str, config: dict, folder: str, threads: int) -> dict:
+    with running():
+        return _call_worker(worker, config, folder, threads)
 
 
 def _resumable(staging_root: Path, rids: set[str], name: str | None) -> dict[str, Path]:
@@ -283,7 +388,8 @@ def _resumable(staging_root: Path, rids: set[str], name: str | None) -> dict[str
     return found
 
 
-def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed) -> None:
+def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed,
+             on_start=None) -> None:
     try:
         import ray
     except ImportError:
@@ -302,8 +408,15 @@ def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed)
                           max_retries=0)(_ray_task)
         store._set_state(rid, "running")
         refs[task.remote(worker, job.config, threads)] = (rid, job)
+        if on_start:
+            on_start(rid, job)
     while refs:
-        ready, _ = ray.wait(list(refs), num_returns=1)
+        try:
+            ready, _ = ray.wait(list(refs), num_returns=1)
+        except KeyboardInterrupt:  # Ctrl-C: no task goes on (the sweep says what resumes)
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
         rid, job = refs.pop(ready[0])
         try:
             result, files = ray.get(ready[0])
@@ -319,31 +432,16 @@ def _run_ray(store, todo, worker, threads, address, new_staging, commit, failed)
 
 
 def _intact(store: RunStore, rid: str, job: Job) -> bool:
-    """Whether a finished run's result.json reads back and, for an experiment, is the result of
-    its config (task, role, seed) and its folder holds every file a finished run keeps
-    (:mod:`.kept_files`); a damaged or foreign one is redone, and so is an incomplete one that
-    has its checkpoint -- an experiment run without it (damaged, foreign or incomplete) is a
-    PosencError (it cannot be redone but by training it again, which the user decides)."""
-    from .kept_files import has_checkpoint, incomplete_run, missing_file
-
-    folder = store.run_dir(rid)
-    try:
-        if job.kind != "experiment":
-            store.result(rid)
-            return True
-        from .experiment_result import ExperimentResult
-        res = ExperimentResult.from_store(store, rid, job.config)
-    except PosencError:
-        if job.kind == "experiment" and folder.is_dir() and not has_checkpoint(folder):
-            raise incomplete_run(job.label, folder, "a readable result.json of its config",
-                                 store.root) from None
-        return False
-    missing = missing_file(folder, res.to_stored())
-    if missing is None:
+    """Whether a finished run's result.json reads back (an experiment run's folder is checked
+    whole before: :func:`~.kept_files.incomplete_runs`); a damaged one of another kind is
+    redone."""
+    if job.kind == "experiment":
         return True
-    if has_checkpoint(folder):
+    try:
+        store.result(rid)
+    except PosencError:
         return False
-    raise incomplete_run(job.label, folder, missing, store.root)
+    return True
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,8 +1,9 @@
-"""Stores that travel (posenc.empirical.pipeline.kept_files, issue 36 item 3): the sweep drops a
-run's checkpoint and trace at its commit, skips a finished run stored without them, redoes an
-incomplete run that still has its checkpoint and refuses, in one line and before anything runs,
-one that has not; a kept file counts in its plain or its compressed form; with a stand-in
-experiment worker (no training)."""
+"""Stores that travel (posenc.empirical.pipeline.kept_files): the sweep drops a run's checkpoint
+and trace at its commit, skips a finished run stored without them, refuses, in one line naming
+the folder and the file and before anything runs, a run folder that lacks a file a finished run
+keeps (result.json, config.json, run.json, a kept file; with or without its checkpoint), and
+trains it again only with ``retrain_incomplete``; a kept file counts in its plain or its
+compressed form; with a stand-in experiment worker (no training)."""
 
 import json
 from pathlib import Path
@@ -73,47 +74,81 @@ def test_a_finished_run_without_its_checkpoint_is_skipped(store):
     assert summary.skipped == 2 and not summary.completed and CALLS == []
 
 
-def test_an_incomplete_run_without_its_checkpoint_is_refused_before_anything_runs(store):
-    first, second = (store.run_dir(run_id(j.config)) for j in jobs())
-    (second / "ablation_zero.json").unlink()
-    (first / "result.json").unlink()  # an unfinished run: it would run again, but nothing runs
-    before = (second / "result.json").read_bytes()
+def _refused(store, *, retrain=False, plan=None):
+    """The one line a sweep of ``plan`` (default: both runs) refuses the store with; checks that
+    nothing ran, nothing of the store changed and the lock is free."""
+    before = {p: p.read_bytes() for p in store.runs_dir.rglob("*") if p.is_file()}
     with pytest.raises(PosencError) as err:
-        run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
+        run_jobs(store, jobs() if plan is None else plan, WORKER, drop=(CHECKPOINT,),
+                 retrain_incomplete=retrain)
     message = str(err.value)
-    assert "\n" not in message and "distance/nope/s1" in message and "ablation_zero.json" in message
-    assert "stored without its checkpoint" in message and "delete the folder" in message
-    assert CALLS == [] and (second / "result.json").read_bytes() == before
+    assert "\n" not in message and "--retrain-incomplete" in message, message
+    assert CALLS == [] and before == {p: p.read_bytes() for p in store.runs_dir.rglob("*")
+                                      if p.is_file()}
     assert not (store.root / "staging").exists() and not store.lock.busy()
+    return message
 
 
-@pytest.mark.parametrize("damage", ["{}", "not json", ""])
-def test_a_damaged_result_without_its_checkpoint_is_refused_not_retrained(store, damage):
+@pytest.mark.parametrize("name", ["result.json", "config.json", "run.json", "ablation_zero.json"])
+def test_a_run_folder_that_lacks_a_file_is_refused_naming_folder_and_file(store, name):
+    """The probes: a committed run's result.json, config.json or run.json (or a kept file)
+    deleted; before, a missing result.json retrained the run over its committed files, and a
+    missing config.json or run.json was taken as finished."""
     second = store.run_dir(run_id(jobs()[1].config))
-    (second / "result.json").write_text(damage)
-    with pytest.raises(PosencError) as err:
-        run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
-    message = str(err.value)
-    assert "\n" not in message and "distance/nope/s1" in message and "result.json" in message
-    assert "stored without its checkpoint" in message and CALLS == []
+    (second / name).unlink()
+    message = _refused(store)
+    assert f"({second})" in message and f"lacks {name}," in message, message
+    assert "distance/nope/s1" in message or name == "run.json" and second.name in message, message
 
 
-def test_a_damaged_result_with_its_checkpoint_is_redone(store):
-    second = store.run_dir(run_id(jobs()[1].config))
-    (second / "result.json").write_text("{}")
-    (second / CHECKPOINT).write_bytes(b"weights")
-    summary = run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
-    assert summary.skipped == 1 and CALLS == [1]
-
-
-def test_an_incomplete_run_with_its_checkpoint_is_redone(store):
+def test_with_its_checkpoint_an_incomplete_run_is_still_refused(store):
     second = store.run_dir(run_id(jobs()[1].config))
     (second / "probe.json").unlink()
     (second / CHECKPOINT).write_bytes(b"weights")
-    summary = run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,))
-    assert summary.skipped == 1 and CALLS == [1]
-    assert missing_file(second, store.result(run_id(jobs()[1].config))) is None
+    assert "lacks probe.json" in _refused(store)
+
+
+@pytest.mark.parametrize("damage", ["{}", "not json", ""])
+def test_a_damaged_result_is_refused_not_retrained(store, damage):
+    second = store.run_dir(run_id(jobs()[1].config))
+    (second / "result.json").write_text(damage)
+    message = _refused(store)
+    assert "distance/nope/s1" in message and "a readable result.json of its config" in message
+
+
+def test_every_incomplete_folder_counts_and_the_first_is_named(store):
+    first, second = (store.run_dir(run_id(j.config)) for j in jobs())
+    (second / "ablation_zero.json").unlink()
+    (first / "result.json").unlink()
+    message = _refused(store)
+    assert "distance/nope/s0" in message and "lacks result.json" in message
+    assert "and 1 more incomplete run folder in" in message, message
+
+
+@pytest.mark.parametrize("name", ["result.json", "config.json", "run.json", "probe.json"])
+def test_retrain_incomplete_trains_the_run_again_and_its_folder_is_whole(store, name):
+    second = store.run_dir(run_id(jobs()[1].config))
+    (second / name).unlink()
+    summary = run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,), retrain_incomplete=True)
+    assert summary.skipped == 1 and CALLS == [1] and summary.completed == [second.name]
+    assert missing_file(second, store.result(second.name)) is None
+    assert (second / "config.json").is_file() and (second / "run.json").is_file()
     assert not (second / CHECKPOINT).exists()
+    assert run_jobs(store, jobs(), WORKER, drop=(CHECKPOINT,)).skipped == 2  # whole again
+
+
+def test_an_incomplete_run_outside_the_plan_is_refused_even_with_the_flag(store):
+    second = store.run_dir(run_id(jobs()[1].config))
+    (second / "result.json").unlink()
+    message = _refused(store, retrain=True, plan=jobs()[:1])
+    assert "distance/nope/s1" in message and "lacks result.json" in message
+
+
+def test_a_stray_folder_without_config_is_refused(store):
+    stray = store.runs_dir / "0123456789abcdef"
+    stray.mkdir()
+    (stray / "metrics.jsonl").write_text("{}\n")
+    assert f"run 0123456789abcdef ({stray}) lacks config.json" in _refused(store)
 
 
 def test_what_a_result_says_was_measured_decides_the_kept_files():
