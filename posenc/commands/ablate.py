@@ -11,7 +11,11 @@ def register(subs: argparse._SubParsersAction) -> None:
                         description="Remove each head of each layer in turn (at hook_z) and report "
                                     "accuracy drops, the deposit index and attention distances.")
     p.add_argument("run_dir", help="a run folder written by posenc train")
-    p.add_argument("--mode", default="zero", help="zero (default), mean or resample")
+    p.add_argument("--mode", default="zero",
+                   help="zero (default), mean or resample: what replaces a head's output; "
+                        "latent-columns (MLA runs only): the paper code's MLA ablation, which "
+                        "zeroes latent dimensions [w v, w v + w) of the up-projections' inputs "
+                        "(w the head width), one variant v per head index")
     p.add_argument("--examples", type=int, help="use only the first N test examples")
     p.add_argument("--plot", help="write a strip plot of per-head accuracy to this PNG/PDF")
     p.add_argument("--json", action="store_true", help="print the table as JSON")

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from posenc.empirical.analysis.ablation import MODES as ABLATION_MODES
 from posenc.empirical.analysis.ablation import ablate
 from posenc.empirical.analysis.latent_ablation import (MODE, LatentColumns, latent_columns,
                                                        latent_logits, zeroed_column_logits)
@@ -172,3 +173,19 @@ def test_the_paper_mla_at_the_presets(name, active, heads, latent):
     cols = latent_columns(model, 0)
     assert (cols.n_variants, cols.q_latent, cols.kv_latent) == (heads, latent, latent)
     assert cols.width == cfg.model.d_model // heads and cols.active() == active
+
+
+def test_the_verdicts_read_the_modes_table_by_its_name():
+    """posenc.verdicts (no torch) names the mode itself: the same string, and a real table in
+    both modes read back by mla_deposit_both_ways."""
+    from posenc.verdicts import mla_latent
+    assert mla_latent.LATENT_COLUMNS == MODE and set(mla_latent.BOTH) <= set(ABLATION_MODES)
+    model, data = _model(), _data()
+    tables = {m: ablate(model, data, m).to_dict() for m in mla_latent.BOTH}
+    res = {"summary": {"task": "distance", "pe": "mla", "seed": 0, "preset": "smoke",
+                       "test_acc": tables["zero"]["baseline_acc"], "n_test": len(data),
+                       "tags": {"role": "mla"}}, "ablation": tables}
+    got = mla_latent.mla_deposit_both_ways([res])[0]
+    for m in mla_latent.BOTH:
+        best = max(tables[m]["layers"], key=lambda la: (la["largest_drop"], -la["layer"]))
+        assert got[m]["index"] == best["deposit_index"] and got[m]["layer"] == best["layer"]
