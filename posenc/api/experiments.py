@@ -146,7 +146,10 @@ def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = No
     mode is mean, and the result a
     :class:`~posenc.empirical.pretrained.result.PretrainedAblation`.
 
-    ``mode``: zero (default) | mean | resample, applied to the head output before the output projection;
+    ``mode``: zero (default) | mean | resample, applied to the head output before the output
+    projection, or latent-columns (MLA runs only; one PosencError otherwise): the paper code's MLA ablation,
+    variant v zeroing the latent dimensions [w v, w v + w) the up-projections read
+    (:mod:`posenc.empirical.analysis.latent_ablation`), reported as "head" v;
     ``examples``: use only the first N test examples; ``device``: default the run's training
     device; ``save``: also write ``ablation-MODE.json`` into the run folder.  Further keyword
     options go to :func:`posenc.empirical.analysis.ablation.ablate` (batch_size, seed, layers, ...).

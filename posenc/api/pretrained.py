@@ -68,8 +68,7 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
     from ..empirical.pretrained.sweep import ROWS_PER_PASS, sweep
     from ..verdicts.accuracy_deposit import one_head_carries
 
-    from ..empirical.analysis.ablation import MODES
-    from ..empirical.pretrained.sweep import UNITS
+    from ..empirical.pretrained.sweep import MODES, UNITS
 
     mode = DEFAULT_MODE if mode is None else mode
     if mode not in MODES:

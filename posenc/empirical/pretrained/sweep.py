@@ -34,7 +34,7 @@ import torch
 
 from ...errors import PosencError
 from ...limits import check_memory
-from ..analysis.ablation import MODES, derangement
+from ..analysis.ablation import HEAD_MODES as MODES, derangement
 from .families import Layout, layout
 from .probes import Probe
 
