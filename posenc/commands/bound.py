@@ -58,7 +58,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--plane-seeds", type=int, default=5,
                    help="content seeds of RoPE's per-plane logit ratio ||L_RoPE||/||L_NoPE|| "
                         "(default 5; 0 leaves it out)")
-    hf_option.add(p, "; --head-dim and --heads default to the config's")
+    hf_option.add(p, "; --head-dim and --heads default to the config's", model=True)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw norms, bounds and contraction ratios against n")
@@ -275,9 +275,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plot is not None:                        # suffix and folder, before any work
         check_figure_path(args.plot, ("png",))
-    given, info = hf_option.resolve(args.spec, args.from_hf, "bound", layers=args.hf_layers)
+    given, info = hf_option.resolve(args.spec, args.from_hf, "bound", layers=args.hf_layers,
+                                    model=(args.hf, args.gguf))
     if given is None:
-        raise PosencError("bound: give a SPEC or --from-hf CONFIG")
+        raise PosencError(f"bound: give {hf_option.choices()}")
     if args.head_dim is None:
         args.head_dim = info["head_dim"] if info else 64
     if args.heads is None:
