@@ -20,23 +20,34 @@ def _torch_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def bert(folder: Path, safe: bool = True) -> Path:
+def _save(model, folder: Path, weights: str) -> Path:
+    """``weights``: "safetensors" (save_pretrained), "sharded" (save_pretrained in shards of
+    at most 20 kB, with model.safetensors.index.json) or "bin" (the config, and the state
+    dict saved by torch as pytorch_model.bin, the older layout)."""
+    import torch
+    if weights == "bin":
+        model.config.save_pretrained(folder)
+        torch.save(model.state_dict(), Path(folder) / "pytorch_model.bin")
+    else:
+        model.save_pretrained(folder, **({"max_shard_size": "20KB"} if weights == "sharded" else {}))
+    return folder
+
+
+def bert(folder: Path, weights: str = "safetensors") -> Path:
     """A BertModel (no MLM head: the all-MiniLM layout) with 40 positions."""
     import transformers
     _torch_seed(0)
     config = transformers.BertConfig(**SMALL, max_position_embeddings=40)
-    transformers.BertModel(config).save_pretrained(folder, safe_serialization=safe)
-    return folder
+    return _save(transformers.BertModel(config), folder, weights)
 
 
-def gpt2(folder: Path, safe: bool = True) -> Path:
+def gpt2(folder: Path, weights: str = "safetensors") -> Path:
     """A GPT2LMHeadModel with 48 positions (its table ``transformer.wpe``)."""
     import transformers
     _torch_seed(1)
     config = transformers.GPT2Config(n_embd=32, n_head=2, n_layer=2, n_positions=48, vocab_size=64,
                                     bos_token_id=0, eos_token_id=0)
-    transformers.GPT2LMHeadModel(config).save_pretrained(folder, safe_serialization=safe)
-    return folder
+    return _save(transformers.GPT2LMHeadModel(config), folder, weights)
 
 
 def llama(folder: Path) -> Path:
