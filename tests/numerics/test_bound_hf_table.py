@@ -158,3 +158,14 @@ def test_bad_input_is_one_line(models, capsys, tmp_path, args, words):
     code, out, err = run(capsys, "bound", *[names.get(a, a) for a in args])
     lines = [line for line in err.splitlines() if line.startswith("posenc:")]
     assert code == 2 and out == "" and len(lines) == 1 and words in lines[0], err
+
+
+def test_the_case_docs_usage_quotes(models, capsys):
+    """docs/usage.md shows bound --hf on a BertModel of this config at torch.manual_seed(0)
+    (tests/hf_models.bert): d(G) and lambda_max at n = 8 and 40, to its 6 digits."""
+    code, out, _ = run(capsys, "bound", "--hf", models["bert"], "--n", "8,40", *FAST)
+    gram = {g["n"]: g for g in json.loads(out)["position_table"]["gram"]}
+    assert code == 0
+    assert f"{gram[8]['toeplitz_distance']:.6g}" == "0.407958"
+    assert f"{gram[40]['toeplitz_distance']:.6g}" == "0.736097"
+    assert f"{gram[40]['lambda_max']:.6g}" == "0.0540886" and gram[40]["rank"] == 32
