@@ -212,6 +212,10 @@ def hf_spec(source: Any, *, seq_len: Optional[int] = None,
         cfg = HFConfig(data, where, DEFAULTS[model_type], layers)
         spec, info = MAPPERS[model_type](cfg, seq_len)
         _ignore_unread(cfg)
+    if layers is not None and "layer_groups" not in info:
+        raise PosencError(f"{where}: layers={shown(layers)}: a {model_type}'s layers share one "
+                          f"position encoding (no layer groups to choose from); --hf-layers is "
+                          f"for Gemma 2 and 3, Llama 4 and other models of several layer types")
     info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
     return spec, info
 

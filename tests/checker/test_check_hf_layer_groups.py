@@ -120,3 +120,11 @@ def test_bad_layer_groups_are_one_line(tmp_path, capsys, args, words):
     path = write(tmp_path, transformers.Gemma3TextConfig(**SMALL_GEMMA3).to_dict())
     code, out, err = run(capsys, "check", "--from-hf", path, *args)
     assert code == 2 and out == "" and err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.parametrize("command", [["check"], ["bound", "--n", "8"], ["derive"]])
+def test_a_layer_group_of_a_model_without_groups_is_refused(tmp_path, capsys, command):
+    path = write(tmp_path, {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2})
+    code, out, err = run(capsys, *command, "--from-hf", path, "--hf-layers", "full_attention")
+    assert code == 2 and out == "" and "layers='full_attention': a llama's layers share one " \
+                                       "position encoding" in err and err.count("\n") == 1, err
