@@ -86,8 +86,8 @@ def test_head_dim_and_heads_options(derive_out):
     (["rope:"], "malformed spec"),
     (["rope", "--head-dim", "0"], "head dim must be a positive integer"),
     (["rope", "--head-dim", "x"], "invalid int value"),
-    ([], "give either a SPEC, --from-hf CONFIG or --all"),
-    (["rope", "--all"], "give either a SPEC, --from-hf CONFIG or --all"),
+    ([], "give either a SPEC, --from-hf CONFIG, --hf DIR or --all"),
+    (["rope", "--all"], "give either a SPEC, --from-hf CONFIG, --hf DIR or --all"),
     (["custom:frequencies=1;2;3", "--head-dim", "4"], "need a head dim of at least 6"),
 ])
 def test_bad_input_gives_one_line_and_status_2(args, needle):
