@@ -85,14 +85,18 @@ def _run_pretrained(args: argparse.Namespace) -> int:
     print(f"ablate: loading {where.name} (offline) ...", file=sys.stderr)
     bar = tqdm(total=None, unit="layer", desc="ablate", file=sys.stderr, disable=None)
 
-    def step(layer: int) -> None:
+    def step(done: int, total: int) -> None:
+        bar.total = total
         bar.update(1)
         if bar.disable:
-            print(f"ablate: layer {layer} done", file=sys.stderr)
+            print(f"ablate: {done} of {total} layers done", file=sys.stderr)
+
+    def say(line: str) -> None:
+        tqdm.write(f"ablate: {line}", file=sys.stderr)
     try:
         result = ablate_pretrained(where, args.mode, unit=args.unit, probe=args.probe,
                                    examples=args.examples, length=args.length, seed=args.seed,
-                                   text=text, layers=layers, progress=step)
+                                   text=text, layers=layers, progress=step, log=say)
     finally:
         bar.close()
     if args.out is not None:
