@@ -11,13 +11,13 @@ from posenc.empirical.analysis.ablation import MODES as ABLATION_MODES
 from posenc.empirical.analysis.ablation import ablate
 from posenc.empirical.analysis.latent_ablation import (MODE, LatentColumns, latent_columns,
                                                        latent_logits, zeroed_column_logits)
-from posenc.empirical.config import ModelConfig, apply_overrides, preset
+from posenc.empirical.config import apply_overrides, preset
 from posenc.empirical.model.mla import LatentAblation
 from posenc.empirical.model.transformer import build_model
 from posenc.empirical.paper_specs import paper_code_fields
-from posenc.empirical.tasks import TaskData
 from posenc.encodings import parse_spec
 from posenc.errors import PosencError
+from random_models import random_data, sharp_model
 
 #: float32 logits of size ~10 through 3 layers of width 24: the gated pass and the reference
 #: form the same products (a gated 0 times a weight, or an input times a zeroed weight), so only
@@ -27,21 +27,11 @@ TOL = 1e-5
 
 
 def _model(pe="mla", **kw):
-    torch.manual_seed(0)
-    cfg = ModelConfig(pe=pe, **{"d_model": 24, "n_heads": 4, "n_layers": 3, "d_ff": 32, **kw})
-    m = build_model(cfg, vocab_size=10, n_classes=3, max_len=9)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.mul_(3.0)  # sharper random function: latent removals change predictions
-    return m.eval()
+    return sharp_model(pe, **kw)
 
 
 def _data(n=60, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    tok = torch.randint(1, 10, (n, 9), generator=g)
-    tok[::3, 6:] = 0
-    labels = torch.randint(0, 3, (n,), generator=g)
-    return TaskData(tok, labels, (tok != 0).sum(1), 3)
+    return random_data(n, seed)
 
 
 #: head width 6: default latents 24 (every variant removes 6 of them); q 20 / kv 9 (variant 3
