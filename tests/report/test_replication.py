@@ -13,10 +13,10 @@ from small_sweep import SMALL, posenc, replica_store
 
 
 @pytest.mark.parametrize("first,second,expected", [
-    ("confirmed", "confirmed", "confirmed"), ("refuted", "refuted", "refuted"),
-    ("ceiling", "ceiling", "ceiling"), ("confirmed", "refuted", "not replicated"),
+    ("confirmed", "confirmed", "confirmed"), ("against", "against", "against"),
+    ("ceiling", "ceiling", "ceiling"), ("confirmed", "against", "not replicated"),
     ("confirmed", "ceiling", "not replicated"), ("confirmed", "inconclusive", "undecided"),
-    ("inconclusive", "inconclusive", "undecided"), ("refuted", "missing", "undecided")])
+    ("inconclusive", "inconclusive", "undecided"), ("against", "missing", "undecided")])
 def test_a_claim_is_decided_only_where_both_seed_sets_agree(first, second, expected):
     assert agreement(first, second) == expected
 
@@ -24,7 +24,7 @@ def test_a_claim_is_decided_only_where_both_seed_sets_agree(first, second, expec
 def test_rows_follow_the_first_verdicts_and_name_a_missing_claim():
     def v(claim, word):
         return SimpleNamespace(claim=claim, verdict=word, measured=f"{claim}:{word}")
-    rows = replication_rows([v("E10", "confirmed"), v("E11", "refuted")], [v("E10", "confirmed")])
+    rows = replication_rows([v("E10", "confirmed"), v("E11", "against")], [v("E10", "confirmed")])
     assert [r["claim"] for r in rows] == ["E10", "E11"]
     assert rows[0]["replicated"] == "confirmed" and rows[0]["second_measured"] == "E10:confirmed"
     assert rows[1]["second"] == "missing" and rows[1]["replicated"] == "undecided"
