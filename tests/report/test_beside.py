@@ -206,3 +206,20 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     again = json.loads((std / "report" / "report.json").read_text())
     assert {r["compare"] for r in again["beside"]} == {"same", "not measured in either"}
     assert all((r["compare"] == "same") == (seeds[r["claim"]] > 0) for r in again["beside"])
+
+
+def test_words_of_two_regimes_compare_by_their_decisions(tmp_path):
+    """Format 3 words name each side's regime ("not reproduced at quick" beside "not reproduced at
+    paper-small"): the comparison reads their decisions, so the same decision is "same"; a report
+    of formats 1-2 (its verdict the decision, "refuted" for against) is read with its decision and
+    shown with its regime's word."""
+    here = [{**_v("NC2 (layer 0)", "not reproduced at paper-small"), "decision": "against"},
+            {**_v("E14", "confirmed at paper-small"), "decision": "confirmed"}]
+    there = [{**_v("NC2 (layer 0)", "not reproduced at quick"), "decision": "against"},
+             {**_v("E14", "inconclusive at quick"), "decision": "inconclusive"}]
+    assert [r["compare"] for r in beside_rows(here, there)] == ["same", "differs"]
+    old = load_other(_report(tmp_path, verdicts=[_v("NC2 (layer 0)", "refuted")]),
+                     "paper-small", "paper-code")
+    assert old["verdicts"][0]["verdict"] == "not reproduced at quick"
+    assert old["verdicts"][0]["decision"] == "against"
+    assert beside_rows(here[:1], old["verdicts"])[0]["compare"] == "same"

@@ -311,3 +311,22 @@ def test_single_head_layers_against_a_loop_over_heads():
 
 def test_a_run_without_per_head_drops_is_marked_not_counted():
     assert single_head_layers([result(D, "rope", 0, 0.9)]) == {"rope": [None]}
+
+
+def test_e10_with_mla_among_the_competitors_is_its_own_reading():
+    """The paper's table holds MLA: with MLA ahead of RoPE on every seed, the additive-only
+    reading (E10) is confirmed and the table's reading (E10 (with MLA)) is decided against; in
+    paper-code mode the same two readings for trans.py's rope.  Fails when MLA is left out of the
+    second reading or put into the first."""
+    accs = {(D, "rope"): [0.90, 0.91, 0.90], (D, "absolute+rope"): [0.92, 0.93, 0.92],
+            (D, "mla"): [0.95, 0.96, 0.95], **{(D, r): [0.80, 0.81, 0.80] for r in OTHERS}}
+    runs = sweep(accs)
+    for r in runs:
+        r["summary"]["code"] = "paper"
+    by = {v.claim: v for v in evaluate(runs)}
+    assert by["E10"].verdict == "confirmed" and by["E10 (with MLA)"].verdict == "against"
+    assert by["E10 (code rope)"].verdict == "confirmed"
+    assert by["E10 (code rope, with MLA)"].verdict == "against"
+    assert by["E10 (with MLA)"].parts[0]["roles"] == ["rope", *OTHERS, "mla"]
+    assert "mla" not in by["E10"].parts[0]["roles"]
+    assert by["E10 (with MLA)"].parts[0]["values"] == pytest.approx([-5.0, -5.0, -5.0])

@@ -404,3 +404,38 @@ def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
     v = verdicts(results)["MX"]
     assert v.verdict == expected and "left out of the conditions: alibi" in v.parts[0]["note"]
     assert len(v.parts[0]["conditions"]) == 2
+
+
+@pytest.mark.parametrize("drops,expected", [
+    # the deposit in layer index 1: the reading "layer 0" is decided against, the others hold
+    ((0.10, 0.60, 0.05, 0.05), ("against", "confirmed", "confirmed")),
+    # in layer index 0: "layer 1" is decided against, "layer 0" and the shallower half hold
+    ((0.60, 0.05, 0.10, 0.10), ("confirmed", "against", "confirmed")),
+    # in layer index 2 (the deeper half): every reading decided against
+    ((0.05, 0.10, 0.60, 0.05), ("against", "against", "against")),
+])
+def test_nc2_three_readings_differ_on_a_constructed_store(drops, expected):
+    """NC2 read as layer index 0, as layer index 1 (the paper code's 0-indexed "layer 1") and as
+    the shallower half: each its own claim with its own statistic, the layer(s) of the reading
+    minus the other layers' largest drop.  Fails when one reading's layers stand in for
+    another's."""
+    results = [run("distance", "rope", s, drops=tuple(d + 0.01 * s * (d == max(drops))
+                                                      for d in drops))
+               for s in range(3)]
+    by = verdicts(results)
+    claims = ("NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)")
+    assert tuple(by[c].verdict for c in claims) == expected
+    d = [100 * x for x in drops]
+    assert by["NC2 (layer 1)"].parts[0]["values"][0] == pytest.approx(
+        d[1] - max(d[0], d[2], d[3]))
+    assert by["NC2 (shallower half)"].parts[0]["values"][0] == pytest.approx(
+        max(d[:2]) - max(d[2:]))
+
+
+def test_nc2_readings_need_a_layer_on_each_side():
+    one = verdicts([run("distance", "rope", s, drops=(0.5,)) for s in range(3)])
+    two = verdicts([run("distance", "rope", s, drops=(0.5, 0.1)) for s in range(3)])
+    for claim in ("NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)"):
+        assert one[claim].verdict == "inconclusive" and one[claim].parts[0]["n"] == 0
+    assert two["NC2 (layer 1)"].verdict == "against"  # layer 1 below layer 0
+    assert two["NC2 (shallower half)"].parts[0]["values"][0] == pytest.approx(40.0)
