@@ -96,7 +96,8 @@ def test_eh_on_runs_without_the_share_is_not_recorded():
     v = verdicts(results)["EH"]
     assert v.verdict == "inconclusive" and "not recorded" in v.parts[0]["note"]
     # and the whole evaluation (E10-E14 too) does not fail on such runs
-    assert {x.claim for x in evaluate(results)} >= {"EH", "NC1", "NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)", "NC3", "S", "RA"}
+    assert {x.claim for x in evaluate(results)} >= {"EH", "NC1", "NC2 (layer 0)", "NC2 (layer 1)",
+                                                   "NC2 (shallower half)", "NC3", "S", "RA"}
 
 
 @pytest.mark.parametrize("count_index,expected", [(0.2, "confirmed"), (0.95, "against")])
