@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import PosencError
-from .report_json import read_report_json
+from .report_json import read_report_json, verdict_decision
 from .table import md_row
 
 SECTION = "## Beside the other model code"
@@ -54,6 +54,10 @@ def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
                                             for k in ("claim", "verdict", "measured"))):
             raise PosencError(f"{path} holds a verdict without its claim, verdict and "
                               f"measurement: {str(v)[:80]}")
+        if "decision" not in v:  # formats 1-2: the verdict is the decision; show it with its regime
+            from ..verdicts.words import verdict_word
+            v["decision"] = verdict_decision(v)
+            v["verdict"] = verdict_word(v["decision"], other_preset)
     return payload
 
 
@@ -81,13 +85,14 @@ def _compare(v: dict[str, Any], o: dict[str, Any] | None) -> str:
     if here or there:
         return ("not measured in either" if here and there else
                 "not measured here" if here else "not measured there")
-    return "same" if o["verdict"] == v["verdict"] else "differs"
+    return "same" if verdict_decision(o) == verdict_decision(v) else "differs"
 
 
 def beside_rows(verdicts: Sequence[dict[str, Any]],
                 other: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim of either report (this report's order, then the other's own claims):
-    both verdicts and ``same`` / ``differs`` (``only here`` / ``only there`` for a claim one
+    both verdicts' words and ``same`` / ``differs`` (of their decisions: the words name each
+    side's regime) (``only here`` / ``only there`` for a claim one
     report lacks, e.g. paper-code mode's "E10 (code rope)"; ``not measured here`` / ``not
     measured there`` / ``not measured in either`` for a claim a report judged on no seed,
     :func:`judged_on_no_seeds`)."""

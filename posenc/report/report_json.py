@@ -7,6 +7,14 @@ before it existed and reads as format 1 (its fields are those of format 2 less t
 anything that is not a positive integer -- is refused in one line, so a reader never takes a
 field whose meaning changed for the old one.
 
+Format 3: each verdict's ``verdict`` is the word the report shows, with the regime that decided
+it (``confirmed at paper-small``, ``not reproduced at quick``:
+:func:`posenc.verdicts.words.verdict_word`), ``decision`` the statistic's decision
+(``confirmed``, ``against``, ``inconclusive``, ``ceiling``), ``regime`` the preset and ``exact``
+the sign-flip test of its judged part; the payload's ``regime`` is the runs' preset.  In formats
+1 and 2 ``verdict`` is the decision, ``refuted`` for ``against`` (:func:`verdict_decision` reads
+either).
+
 Units: every accuracy in report.json is in percent (``accuracy_unit``), as in report.md --
 ``accuracy`` (mean, interval, per-seed values, chance, floor; ``test_se`` in points),
 ``bayes_ceiling``'s ``accuracy`` and ``se``, and the verdicts' differences of accuracies (points).
@@ -22,8 +30,20 @@ from ..coerce import is_int
 from ..errors import PosencError
 
 #: the format report.json is written in; 1 is a report.json without the key
-REPORT_FORMAT = 2
-READS = (1, 2)
+REPORT_FORMAT = 3
+READS = (1, 2, 3)
+#: formats 1-2's verdict words -> the decision (format 3 names it ``decision``)
+LEGACY_DECISIONS = {"refuted": "against"}
+
+
+def verdict_decision(verdict: dict[str, Any]) -> str:
+    """A report.json verdict's decision: its ``decision`` (format 3), else its ``verdict`` read as
+    formats 1-2 wrote it (``refuted`` -> ``against``)."""
+    decision = verdict.get("decision")
+    if isinstance(decision, str):
+        return decision
+    word = str(verdict.get("verdict"))
+    return LEGACY_DECISIONS.get(word, word)
 
 
 def report_format(payload: dict[str, Any], where: str | Path) -> int:
