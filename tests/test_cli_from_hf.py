@@ -140,10 +140,11 @@ def test_check_from_hf_json_names_the_config_and_its_spec(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["derive", "rope", "--from-hf", "CONFIG"], "give a SPEC or --from-hf CONFIG, not both"),
+    (["derive", "rope", "--from-hf", "CONFIG"],
+     "give a SPEC, --from-hf CONFIG or --hf DIR, not a SPEC and --from-hf CONFIG"),
     (["derive", "--all", "--from-hf", "CONFIG"], "give --all or --from-hf CONFIG, not both"),
-    (["bound", "rope", "--n", "8", "--from-hf", "CONFIG"], "not both"),
-    (["bound", "--n", "8"], "bound: give a SPEC or --from-hf CONFIG"),
+    (["bound", "rope", "--n", "8", "--from-hf", "CONFIG"], "not a SPEC and --from-hf CONFIG"),
+    (["bound", "--n", "8"], "bound: give a SPEC, --from-hf CONFIG or --hf DIR"),
     (["train", "--pe", "alibi", "--from-hf", "CONFIG"], "give --pe SPEC or --from-hf CONFIG"),
     (["train", "--config", "c.json", "--from-hf", "CONFIG"], "give --config or --from-hf"),
 ])

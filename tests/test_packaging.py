@@ -19,7 +19,7 @@ PACKAGE = ROOT / "posenc"
 DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}
 #: Imports allowed outside install_requires: extras (by name) and optional ones guarded by
 #: ``except ImportError`` at their only use.
-EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "hf",
+EXTRA_IMPORTS = {"ray": "cluster", "pandas": None, "transformers": "hf", "gguf": "hf", "safetensors": "hf",
                  "torch": "train", "matplotlib": "train", "tqdm": "train"}
 
 
@@ -96,7 +96,7 @@ def test_hypothesis_is_a_runtime_dependency_not_only_a_test_one():
     assert "hypothesis" in _requirements(_pyproject()["project"]["dependencies"])
 
 
-@pytest.mark.parametrize("module", ["ray", "pandas", "transformers"])
+@pytest.mark.parametrize("module", ["ray", "pandas", "transformers", "gguf", "safetensors"])
 def test_optional_imports_are_guarded(module):
     """An optional dependency is imported only inside a function (never at module level)."""
     for path in PACKAGE.rglob("*.py"):

@@ -18,6 +18,7 @@ from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.analysis.ablation import AblationTable as AblationResult
+    from ..empirical.pretrained.result import PretrainedAblation
     from ..empirical.training.runs import Run
 
 PRESETS = PRESET_NAMES
@@ -132,12 +133,13 @@ def ablate(run: Run, mode: Optional[str] = None, *, examples: Optional[int] = No
 
 @overload
 def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,
-           device: Optional[str] = None, save: bool = False, **options: Any) -> Any: ...
+           device: Optional[str] = None, save: bool = False,
+           **options: Any) -> AblationResult | PretrainedAblation: ...
 
 
 def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,
            device: Optional[str] = None, save: bool = False,
-           **options: Any) -> Any:
+           **options: Any) -> AblationResult | PretrainedAblation:
     """Ablate every attention head of ``run`` (a Run or a run folder) one at a time.
 
     ``run`` may also be a real pretrained model -- a transformers model, a local model folder
@@ -146,7 +148,10 @@ def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = No
     mode is mean, and the result a
     :class:`~posenc.empirical.pretrained.result.PretrainedAblation`.
 
-    ``mode``: zero (default) | mean | resample, applied to the head output before the output projection;
+    ``mode``: zero (default) | mean | resample, applied to the head output before the output
+    projection, or latent-columns (MLA runs only; one PosencError otherwise): the paper code's MLA ablation,
+    variant v zeroing the latent dimensions [w v, w v + w) the up-projections read
+    (:mod:`posenc.empirical.analysis.latent_ablation`), reported as "head" v;
     ``examples``: use only the first N test examples; ``device``: default the run's training
     device; ``save``: also write ``ablation-MODE.json`` into the run folder.  Further keyword
     options go to :func:`posenc.empirical.analysis.ablation.ablate` (batch_size, seed, layers, ...).

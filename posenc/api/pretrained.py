@@ -4,14 +4,17 @@ or a GGUF file (offline; :mod:`posenc.empirical.pretrained`)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..encodings.hf_local import LocalModel, local_model
 from ..errors import PosencError
 from ..limits import check_int
 
+if TYPE_CHECKING:  # torch is imported only when a function runs
+    from ..empirical.pretrained.result import PretrainedAblation
+
 PRETRAINED_OPTIONS = frozenset({"unit", "probe", "examples", "length", "seed", "text", "layers",
-                                "rows_per_pass", "patterns", "tokenizer", "progress"})
+                                "rows_per_pass", "patterns", "tokenizer", "progress", "log"})
 #: the default mode for a real model: its heads' mean output stands in for each (zero ablation
 #: confounds "the head's average output matters" with "its information matters")
 DEFAULT_MODE = "mean"
@@ -48,7 +51,8 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
                       length: Optional[int] = None, seed: int = 0, text: Optional[str] = None,
                       layers: Optional[Sequence[int]] = None, rows_per_pass: Optional[int] = None,
                       patterns: bool = True, tokenizer: Any = None,
-                      progress: Optional[Callable[[int], None]] = None) -> Any:
+                      progress: Optional[Callable[[int, int], None]] = None,
+                      log: Optional[Callable[[str], None]] = None) -> PretrainedAblation:
     """Ablate every head (``unit="head"``) or key/value group (``"kv-group"``) of every layer of
     a real model, one at a time, on a probe that needs position.
 
@@ -68,8 +72,7 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
     from ..empirical.pretrained.sweep import ROWS_PER_PASS, sweep
     from ..verdicts.accuracy_deposit import one_head_carries
 
-    from ..empirical.analysis.ablation import MODES
-    from ..empirical.pretrained.sweep import UNITS
+    from ..empirical.pretrained.sweep import MODES, UNITS
 
     mode = DEFAULT_MODE if mode is None else mode
     if mode not in MODES:
@@ -108,6 +111,6 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
     pr = P.make_probe(probe_name, kind, vocab, examples=examples, length=length, seed=seed,
                       text_source=text)
     result = assemble(sweep(model, pr, mode, unit=unit, layers=layers, seed=seed, rows_per_pass=rows,
-                            patterns=patterns, progress=progress), pr, info)
+                            patterns=patterns, progress=progress, log=log), pr, info)
     single = tuple(la.layer for la in result.table.layers if one_head_carries(list(la.drops)))
     return replace(result, single_head_layers=single, notes=tuple(notes))

@@ -32,7 +32,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 from ..encodings import PESpec
-from ..encodings.hf_config import hf_spec, read_hf_config
+from ..encodings.hf_config import hf_spec, text_config
+from ..encodings.hf_layer_groups import LayerGroupsDiffer
 from ..errors import PosencError
 from .expect import ROPE_KEYS, SCALING_KEYS, parse_expect
 from .report import ConformanceReport
@@ -82,28 +83,70 @@ def hf_config_object(data: dict) -> Any:
                           f"{' '.join(str(exc).split())[:200]}") from None
 
 
-def _module(model_type: str):
+def module_name(model_type: str) -> str:
+    """The transformers module folder of ``model_type``: transformers' own mapping
+    (``model_type_to_module_name``), which sends a text model type of a multimodal model to its
+    folder (``gemma3_text`` -> ``gemma3``, ``llama4_text`` -> ``llama4``)."""
     _transformers()
-    return importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    return model_type_to_module_name(model_type)
 
 
-def rotary_function(data: dict, rotary_dims: int) -> Callable:
+def _module(model_type: str):
+    name = module_name(model_type)
+    leaf = name.rsplit(".", 1)[-1]
+    try:
+        return importlib.import_module(f"transformers.models.{name}.modeling_{leaf}")
+    except ImportError as exc:
+        raise PosencError(f"check --from-hf: transformers has no modeling code for {model_type!r} "
+                          f"(transformers.models.{name}: {exc.name} not found)") from None
+
+
+def rotary_class(mod: Any, config: Any, model_type: str) -> str:
+    """The name of the module's rotary embedding class of a text model: the one class whose name
+    ends in ``RotaryEmbedding``, leaving out a vision tower's (Llama 4 has both); where several
+    remain, the one named after the config class (``Llama4TextConfig`` ->
+    ``Llama4TextRotaryEmbedding``)."""
+    names = [n for n in dir(mod) if n.endswith("RotaryEmbedding") and "Vision" not in n]
+    if len(names) > 1:
+        own = type(config).__name__.removesuffix("Config") + "RotaryEmbedding"
+        names = [own] if own in names else names
+    if len(names) != 1:
+        raise PosencError(f"transformers' {model_type} has {len(names)} rotary embedding classes; "
+                          f"expected one")
+    return names[0]
+
+
+def rotary_function(data: dict, rotary_dims: int, layer_type: Optional[str] = None) -> Callable:
     """transformers' rotary embedding and ``apply_rotary_pos_emb`` of this config as
-    ``f(x, positions)``."""
+    ``f(x, positions)``; ``layer_type``: the layer group whose rotation it is, for a rotary
+    embedding whose ``forward`` takes one (Gemma 3: ``sliding_attention`` or ``full_attention``;
+    None: the first of the config's ``layer_types``)."""
+    import inspect
+
     import torch
 
     config = hf_config_object(data)
     mod, model_type = _module(data["model_type"]), data["model_type"]
-    names = [n for n in dir(mod) if n.endswith("RotaryEmbedding")]
-    if len(names) != 1:
-        raise PosencError(f"transformers' {model_type} has {len(names)} rotary embedding classes; "
-                          f"expected one")
-    embedding = getattr(mod, names[0])(config)
+    name = rotary_class(mod, config, model_type)
+    embedding = getattr(mod, name)(config)
+    per_layer = "layer_type" in inspect.signature(embedding.forward).parameters
+    if per_layer:
+        layer_type = layer_type or list(getattr(config, "layer_types", None) or [None])[0]
+        name += f"(layer_type={layer_type!r})"
+    if not hasattr(mod, "apply_rotary_pos_emb") and hasattr(mod, "apply_rotary_emb"):
+        return _complex_rotary(embedding, mod.apply_rotary_emb, model_type, name)
     apply, apply_name = mod.apply_rotary_pos_emb, "apply_rotary_pos_emb"
     if getattr(config, "rope_interleave", False):
         apply = _interleaved(mod.apply_rotary_pos_emb_interleave)
         apply_name = "apply_rotary_pos_emb_interleave (its output permutation undone)"
     sliced = model_type in SLICED_BY_ATTENTION
+
+    def rotary(x4, positions):
+        if per_layer:
+            return embedding(x4, positions, layer_type)
+        return embedding(x4, positions)
 
     def f(x, positions):
         x, positions = torch.as_tensor(x), torch.as_tensor(positions)
@@ -114,12 +157,28 @@ def rotary_function(data: dict, rotary_dims: int) -> Callable:
             out = apply(x4[..., :rotary_dims], sin, cos)
             return torch.cat([out, x4[..., rotary_dims:]], -1).reshape(shape)
         x4 = x.reshape(-1, 1, shape[-2], shape[-1])  # (batch, heads, seq, dim)
-        cos, sin = embedding(x4, positions[None])
+        cos, sin = rotary(x4, positions[None])
         if sliced:
             out = apply(x4[..., :rotary_dims], x4[..., :rotary_dims], cos, sin)[0]
             return torch.cat([out, x4[..., rotary_dims:]], -1).reshape(shape)
         return apply(x4, x4, cos, sin)[0].reshape(shape)
-    f.__qualname__ = f"transformers {model_type} {names[0]} + {apply_name}"
+    f.__qualname__ = f"transformers {model_type} {name} + {apply_name}"
+    return f
+
+
+def _complex_rotary(embedding: Any, apply: Callable, model_type: str, name: str) -> Callable:
+    """A rotary embedding that returns ``freqs_cis`` (complex ``e^{i theta_m t}``) and the
+    ``apply_rotary_emb(xq, xk, freqs_cis)`` that multiplies the pairs (2m, 2m+1) as complex
+    numbers (Llama 4), on x of shape (batch, seq, heads, dim), as ``f(x, positions)``."""
+    import torch
+
+    def f(x, positions):
+        x, positions = torch.as_tensor(x), torch.as_tensor(positions)
+        shape = x.shape
+        x4 = x.reshape(-1, shape[-2], 1, shape[-1])          # (batch, seq, heads, dim)
+        freqs_cis = embedding(x4, positions[None])
+        return apply(x4, x4, freqs_cis)[0].reshape(shape)
+    f.__qualname__ = f"transformers {model_type} {name} + apply_rotary_emb"
     return f
 
 
@@ -206,13 +265,15 @@ def _merge(derived: dict, expect: Any, kind: str) -> dict:
 
 
 def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
-             code: Any = None) -> tuple[ConformanceReport, str, dict]:
+             code: Any = None, layers: Optional[str] = None,
+             where: Optional[str] = None) -> tuple[ConformanceReport, str, dict]:
     """Check transformers' code for the config ``source`` against the spec it maps to.
 
     Parameters
     ----------
     source : str, os.PathLike or dict
-        The config the spec comes from (a local config.json or its dict).
+        The config the spec comes from (a local config.json or its dict; a multimodal config's
+        ``text_config`` is its language model's).
     expect : str or dict, optional
         ``--expect`` keys that replace the spec's (e.g. ``"base=20000"``).
     seq_len : int, optional
@@ -220,6 +281,12 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     code : str, os.PathLike or dict, optional
         Build transformers' code from this config instead (default ``source``): a test of the
         check itself, code and expectation from two different configs.
+    layers : str, optional
+        The layer group to check, for a model whose layers differ in position (Gemma 3:
+        ``sliding_attention`` or ``full_attention``; Llama 4: ``rope``): its spec, and the
+        rotary code of that layer type (:func:`check_hf_groups` checks each group in turn).
+    where : str, optional
+        The name of a dict ``source`` in messages (a GGUF file).
 
     Returns
     -------
@@ -227,8 +294,8 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     """
     from . import check_callable
 
-    spec, info = hf_spec(source, seq_len=seq_len)
-    data = read_hf_config(code if code is not None else source)[0]
+    spec, info = hf_spec(source, seq_len=seq_len, layers=layers, where=where)
+    data = text_config(code if code is not None else source)[0]
     if code is not None and data.get("model_type") != info["model_type"]:
         raise PosencError("check --from-hf: the code's config is another model type")
     spec_text = spec.to_string()
@@ -240,8 +307,8 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     expected = _merge(expectation(spec, info["model_type"]), expect, kind)
     with one_torch_thread():
         if kind == "rope":
-            code_info = hf_spec(data, seq_len=seq_len)[1] if code is not None else info
-            fn = rotary_function(data, code_info["rotary_dims"])
+            code_info = hf_spec(data, seq_len=seq_len, layers=layers)[1] if code is not None else info
+            fn = rotary_function(data, code_info["rotary_dims"], layer_type=_layer_type(info))
             limit = _probe_limit(spec, info)
             report = check_callable(fn, "rope", dim=info["head_dim"], expect=expected,
                                     max_positions=limit)
@@ -252,7 +319,49 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     report.summary["from_hf"] = {"spec": spec_text, "model_type": info["model_type"],
                                  "head_dim": info["head_dim"], "heads": info["heads"],
                                  "source": info["source"]}
+    if info.get("layers") is not None:
+        report.summary["from_hf"]["layers"] = info["layers"]
     return report, spec_text, info
+
+
+def _layer_type(info: dict) -> Optional[str]:
+    """The transformers layer type of the group stated (Llama 4's rope/nope groups are not
+    layer types: its rotary embedding takes none)."""
+    group = info.get("layers")
+    return group if group in ("sliding_attention", "full_attention") else None
+
+
+def check_hf_groups(source: Any, *, expect: Any = None, layers: Optional[str] = None,
+                    where: Optional[str] = None) -> list[tuple[Optional[str], Any, dict]]:
+    """:func:`check_hf` of the layer group ``layers``, or, when none is chosen and the model's
+    layers fall into several groups (Gemma 2 and 3: sliding and full; Llama 4: rope and nope),
+    of every group in turn: a list of (group or None, the report -- or the one-line
+    :class:`PosencError` of a group with no position code to check, such as Llama 4's NoPE
+    layers --, info).  A model of one group gives one entry, group None; a chosen group
+    that cannot be checked raises."""
+    if layers is not None:
+        report, _, info = check_hf(source, expect=expect, layers=layers, where=where)
+        return [(layers, report, info)]
+    try:
+        _, info = hf_spec(source, where=where)
+        groups = dict(info.get("layer_groups") or {})
+    except LayerGroupsDiffer as exc:
+        groups = exc.groups
+    if len(groups) < 2:
+        report, _, info = check_hf(source, expect=expect, where=where)
+        return [(None, report, info)]
+    out: list[tuple[Optional[str], Any, dict]] = []
+    for group, count in groups.items():
+        try:
+            report, _, info = check_hf(source, expect=expect, layers=group, where=where)
+        except PosencError as exc:
+            out.append((group, exc, {"layer_groups": groups, "layers": group}))
+            continue
+        out.append((group, report, info))
+    if all(isinstance(r, PosencError) for _, r, _ in out):
+        raise PosencError("check --from-hf: no layer group has position code to check: "
+                          + "; ".join(f"{g}: {r}" for g, r, _ in out)[:400])
+    return out
 
 
 def _probe_limit(spec: PESpec, info: dict) -> Optional[int]:

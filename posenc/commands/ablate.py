@@ -25,8 +25,11 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--hf", metavar="DIR", help="a local Hugging Face model folder (config.json and "
                                                "weights; never fetched from a hub)")
     p.add_argument("--gguf", metavar="FILE", help="a GGUF model file (a path, or a name inside --hf DIR)")
-    p.add_argument("--mode", default=None, help="zero (a run's default), mean (a real model's default) "
-                                                "or resample")
+    p.add_argument("--mode", default=None,
+                   help="zero (a run's default), mean (a real model's default) or resample: what "
+                        "replaces a head's output; latent-columns (MLA runs only): the paper code's "
+                        "MLA ablation, which zeroes latent dimensions [w v, w v + w) of the "
+                        "up-projections' inputs (w the head width), one variant v per head index")
     p.add_argument("--examples", type=int, help="use only the first N test examples (a run) / the "
                                                 "probe's number of examples (a real model)")
     real = p.add_argument_group("real models (--hf / --gguf)")
@@ -82,14 +85,18 @@ def _run_pretrained(args: argparse.Namespace) -> int:
     print(f"ablate: loading {where.name} (offline) ...", file=sys.stderr)
     bar = tqdm(total=None, unit="layer", desc="ablate", file=sys.stderr, disable=None)
 
-    def step(layer: int) -> None:
+    def step(done: int, total: int) -> None:
+        bar.total = total
         bar.update(1)
         if bar.disable:
-            print(f"ablate: layer {layer} done", file=sys.stderr)
+            print(f"ablate: {done} of {total} layers done", file=sys.stderr)
+
+    def say(line: str) -> None:
+        tqdm.write(f"ablate: {line}", file=sys.stderr)
     try:
         result = ablate_pretrained(where, args.mode, unit=args.unit, probe=args.probe,
                                    examples=args.examples, length=args.length, seed=args.seed,
-                                   text=text, layers=layers, progress=step)
+                                   text=text, layers=layers, progress=step, log=say)
     finally:
         bar.close()
     if args.out is not None:

@@ -16,11 +16,12 @@ rotary plane against NoPE's, beside the plane-averaged A o K.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import TYPE_CHECKING
 
 from ..errors import PosencError
-from . import hf_option, plain
+from . import bound_model_table, hf_option, plain
 
 if TYPE_CHECKING:
     from ..numerics.bound_rows import BoundReport
@@ -58,7 +59,7 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--plane-seeds", type=int, default=5,
                    help="content seeds of RoPE's per-plane logit ratio ||L_RoPE||/||L_NoPE|| "
                         "(default 5; 0 leaves it out)")
-    hf_option.add(p, "; --head-dim and --heads default to the config's")
+    hf_option.add(p, "; --head-dim and --heads default to the config's", model=True)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw norms, bounds and contraction ratios against n")
@@ -111,11 +112,12 @@ def _fmt(v: object) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def _print_tables(report: dict) -> None:
+def _print_tables(report: dict, table: str | None = None) -> None:
     k = report["kernel"]
     print(f"{report['spec']}: {k['description']}")
     print(f"  kind {k['kind']}, coupling {k['coupling']}, toeplitz {k['toeplitz']}, "
-          f"source {k['source']}" + (f" (seed {k['seed']})" if k["seed"] is not None else ""))
+          f"source {k['source']}" + (f" (seed {k['seed']})" if k["seed"] is not None else "")
+          + (f": {table}" if table else ""))
     for note in k["notes"]:
         print(f"  note: {note}")
     print(f"  content A: {report['content']}")
@@ -275,9 +277,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plot is not None:                        # suffix and folder, before any work
         check_figure_path(args.plot, ("png",))
-    given, info = hf_option.resolve(args.spec, args.from_hf, "bound", layers=args.hf_layers)
+    given, info = hf_option.resolve(args.spec, args.from_hf, "bound", layers=args.hf_layers,
+                                    model=(args.hf, args.gguf))
     if given is None:
-        raise PosencError("bound: give a SPEC or --from-hf CONFIG")
+        raise PosencError(f"bound: give {hf_option.choices()}")
     if args.head_dim is None:
         args.head_dim = info["head_dim"] if info else 64
     if args.heads is None:
@@ -285,9 +288,14 @@ def run(args: argparse.Namespace) -> int:
     spec = as_spec(given)
     ns = parse_ns(args.n)
     content = parse_content(args.content)
-    values = _load_values(args.values)
+    table = bound_model_table.model_table(args, spec, info, ns)
+    values = _load_values(args.values) if table is None else table.values
+    d_model = args.d_model if table is None else table.shape[1]
+    if table is None and info is not None and spec.name == "learned_absolute" and values is None:
+        print("  note: the position table is a seeded stand-in (a config has no weights); --hf DIR "
+              "reads the model's own", file=sys.stderr)
     report = bound(spec, ns, head=args.head, n_heads=args.heads, head_dim=args.head_dim,
-                   d_model=args.d_model, values=values, seed=args.seed, content=content,
+                   d_model=d_model, values=values, seed=args.seed, content=content,
                    reference=args.reference, method=args.method, progress=_progress,
                    scales=parse_scales(args.scales), plane_seeds=args.plane_seeds)
     if args.plot:
@@ -298,10 +306,20 @@ def run(args: argparse.Namespace) -> int:
                 head=args.head, n_heads=args.heads, head_dim=args.head_dim, d_model=args.d_model,
                 seed=args.seed))
         _plot(report, args.plot, envelope)
+    section = None if table is None else bound_model_table.gram_section(table, ns)
     if args.json:
-        print(report.to_json())
+        if section is None:
+            print(report.to_json())
+        else:
+            from ..numerics.bound_rows import strict_json
+            print(json.dumps(strict_json({**report.to_dict(), "position_table": section}), indent=1,
+                             allow_nan=False))
     else:
-        _print_tables(report.to_dict())
+        _print_tables(report.to_dict(), None if table is None else table.describe())
+        if section is not None:
+            print(f"\nposition Gram G = P P^T of {section['description']}, its first n "
+                  f"positions:\n{bound_model_table.DISTANCE}")
+            _table(*bound_model_table.section_rows(section, _fmt))
         if args.plot:
             print(f"\nplot written to {args.plot}")
     return 0

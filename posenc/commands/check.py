@@ -43,7 +43,8 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="seconds the child process running IMPL may take (default 60)")
     hf_option.add(p, "; checks transformers' own rotary, ALiBi or T5 code for that "
                      "architecture, built from the config, against that spec (--expect keys "
-                     "replace the spec's)", layers=False)
+                     "replace the spec's; a model whose layers differ in position is checked "
+                     "group by group unless --hf-layers names one)", model=True)
     p.add_argument("--max-positions", type=int, default=None, metavar="N",
                    help="probe a rotary function only at positions below N (its position "
                         "table's size; default: detected as the first position that raises)")
@@ -54,14 +55,15 @@ def register(subs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api.conformance import check
 
-    if args.from_hf is not None:
-        report = _check_hf(args)
-    elif args.impl is None:
-        raise PosencError("check: give an IMPL or --from-hf CONFIG")
-    else:
-        report = check(args.impl, kind=args.kind,
-                       head_dim=64 if args.head_dim is None else args.head_dim,
-                       expect=args.expect, timeout=args.timeout, max_positions=args.max_positions)
+    if (args.from_hf, args.hf, args.gguf) != (None, None, None):
+        return _check_hf(args)
+    if args.hf_layers is not None:
+        raise PosencError("check: --hf-layers goes with --from-hf CONFIG or --hf DIR")
+    if args.impl is None:
+        raise PosencError(f"check: give {hf_option.choices('an IMPL')}")
+    report = check(args.impl, kind=args.kind,
+                   head_dim=64 if args.head_dim is None else args.head_dim,
+                   expect=args.expect, timeout=args.timeout, max_positions=args.max_positions)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -69,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _check_hf(args: argparse.Namespace):
-    from ..checker.hf_code import check_hf
+def _check_hf(args: argparse.Namespace) -> int:
+    """transformers' code of the config or model, one report per layer group (a model of one
+    group: the one report, as for an IMPL); exit 0 when every group checked conforms."""
+    from ..checker.hf_code import check_hf_groups
 
     given = [f"--{k.replace('_', '-')}" for k in ("kind", "head_dim", "timeout", "max_positions")
              if getattr(args, k) is not None]
@@ -78,6 +82,34 @@ def _check_hf(args: argparse.Namespace):
         raise PosencError(f"check --from-hf: {', '.join(given)} not taken: the config sets the "
                           f"kind, head dim and probe length, and transformers' code runs in this "
                           f"process")
-    hf_option.resolve(args.impl, args.from_hf, "check", "an IMPL")      # one IMPL or CONFIG
-    report, _, _ = check_hf(args.from_hf, expect=args.expect)
-    return report
+    source, local = hf_option.config_source(args.impl, args.from_hf, "check", "an IMPL",
+                                            args.hf_layers, (args.hf, args.gguf))
+    option = "--hf" if local else "--from-hf"
+    results = check_hf_groups(source, expect=args.expect, layers=args.hf_layers,
+                              where=local.name if local and local.gguf else None)
+    for group, report, info in results:
+        if not isinstance(report, PosencError):
+            hf_option.say(report.summary["from_hf"]["spec"], info, option=option)
+    if len(results) == 1:
+        report = results[0][1]
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if args.json
+              else report.text())
+        return 0 if report.ok else 1
+    groups = results[0][2]["layer_groups"]
+    checked = [r for _, r, _ in results if not isinstance(r, PosencError)]
+    ok = all(r.ok for r in checked)
+    if args.json:
+        print(json.dumps({"ok": ok, "groups": [
+            {"layers": g, "layer_count": groups[g],
+             **({"checked": False, "why": str(r)} if isinstance(r, PosencError)
+                else {"checked": True, **r.to_dict()})} for g, r, _ in results]},
+            indent=2, ensure_ascii=False))
+        return 0 if ok else 1
+    print(f"the model's layers fall into {len(results)} groups, checked one by one "
+          f"(--hf-layers GROUP checks one):")
+    for group, report, _ in results:
+        print(f"\n## layer group {group} ({groups[group]} of {sum(groups.values())} layers)")
+        print(f"not checked: {report}" if isinstance(report, PosencError) else report.text())
+    print("\nevery group checked conforms" if ok else "\nDOES NOT CONFORM: "
+          + ", ".join(g for g, r, _ in results if not isinstance(r, PosencError) and not r.ok))
+    return 0 if ok else 1

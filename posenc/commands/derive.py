@@ -30,7 +30,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="model (input) width (default: the head dimension)")
     p.add_argument("--heads", type=int, default=4, metavar="H", help="number of heads (default 4)")
     hf_option.add(p, "; derived at the symbolic sizes (--head-dim, --heads), the smallest head "
-                     "dim that has a rotary pair by default")
+                     "dim that has a rotary pair by default", model=True)
     p.set_defaults(func=run)
 
 
@@ -83,13 +83,15 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import PosencError
     from ..theory import derive
 
-    if args.from_hf is not None and args.all:
-        raise PosencError("derive: give --all or --from-hf CONFIG, not both")
+    if args.all and (args.from_hf, args.hf, args.gguf) != (None, None, None):
+        raise PosencError(f"derive: give --all or {'--from-hf CONFIG' if args.from_hf else '--hf DIR'}"
+                          f", not both")
     if args.latex and args.json:
         raise PosencError("derive: --latex and --json are exclusive")
-    given, info = hf_option.resolve(args.spec, args.from_hf, "derive", layers=args.hf_layers)
+    given, info = hf_option.resolve(args.spec, args.from_hf, "derive", layers=args.hf_layers,
+                                    model=(args.hf, args.gguf))
     if args.all == (given is not None):
-        raise PosencError("derive: give either a SPEC, --from-hf CONFIG or --all")
+        raise PosencError("derive: give either a SPEC, --from-hf CONFIG, --hf DIR or --all")
     if args.all:
         entries = list(derivable_entries())
     else:

@@ -197,20 +197,11 @@ def spec_from_hf_config(source: Any, *, seq_len: Optional[int] = None,
 
 
 def hf_spec(source: Any, *, seq_len: Optional[int] = None,
-            layers: Optional[str] = None) -> tuple[PESpec, dict]:
+            layers: Optional[str] = None, where: Optional[str] = None) -> tuple[PESpec, dict]:
     """:func:`spec_from_hf_config` with the catalogue spec itself (a :class:`PESpec`) in place of
-    its string: what ``--from-hf`` passes on."""
-    data, where = read_hf_config(source)
-    model_type = data.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
-        raise PosencError(f"{where}: no model_type; a Hugging Face config.json names its "
-                          f"architecture there (supported: {', '.join(sorted(MAPPERS))})")
-    if model_type in WRAPPERS:          # a multimodal config: its language model's
-        text = data.get("text_config")
-        if not isinstance(text, dict):
-            raise PosencError(f"{where}: model_type {model_type!r} without a text_config object")
-        data, model_type, where = {**text, "model_type": WRAPPERS[model_type]}, \
-            WRAPPERS[model_type], f"{where} text_config"
+    its string: what ``--from-hf`` passes on.  ``where`` names a dict ``source`` in messages
+    (a GGUF file's config: the file)."""
+    data, model_type, where = text_config(source, where)
     if model_type not in MAPPERS:
         if not hf_transformers.available():
             raise PosencError(f"{where}: model_type {shown(model_type)} is not supported by "
@@ -221,8 +212,31 @@ def hf_spec(source: Any, *, seq_len: Optional[int] = None,
         cfg = HFConfig(data, where, DEFAULTS[model_type], layers)
         spec, info = MAPPERS[model_type](cfg, seq_len)
         _ignore_unread(cfg)
+    if layers is not None and "layer_groups" not in info:
+        raise PosencError(f"{where}: layers={shown(layers)}: a {model_type}'s layers share one "
+                          f"position encoding (no layer groups to choose from); --hf-layers is "
+                          f"for Gemma 2 and 3, Llama 4 and other models of several layer types")
     info = {"model_type": model_type, **info, "notes": cfg.notes, "source": where}
     return spec, info
+
+
+def text_config(source: Any, where: Optional[str] = None) -> tuple[dict, str, str]:
+    """(the config dict, its model_type, its name for messages) of ``source``: for a multimodal
+    config (``WRAPPERS``: Gemma 3, Llama 4) its language model's ``text_config``, with that
+    model type (``gemma3_text``, ``llama4_text``)."""
+    data, read_where = read_hf_config(source)
+    where = where if where is not None and isinstance(source, dict) else read_where
+    model_type = data.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise PosencError(f"{where}: no model_type; a Hugging Face config.json names its "
+                          f"architecture there (supported: {', '.join(sorted(MAPPERS))})")
+    if model_type in WRAPPERS:          # a multimodal config: its language model's
+        text = data.get("text_config")
+        if not isinstance(text, dict):
+            raise PosencError(f"{where}: model_type {model_type!r} without a text_config object")
+        data, model_type, where = {**text, "model_type": WRAPPERS[model_type]}, \
+            WRAPPERS[model_type], f"{where} text_config"
+    return data, model_type, where
 
 
 def _ignore_unread(cfg: HFConfig) -> None:

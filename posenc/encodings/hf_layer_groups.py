@@ -23,6 +23,15 @@ from .hf_rope import HFConfig, head_dim_of, head_rope, rope_dict
 Mapping = Callable[[], tuple[PESpec, dict]]
 
 
+class LayerGroupsDiffer(PosencError):
+    """The refusal of a model whose layer groups differ in position when none is chosen; its
+    ``groups`` (group -> number of layers) let a caller state each one in turn (``check``)."""
+
+    def __init__(self, message: str, groups: dict[str, int]) -> None:
+        super().__init__(message)
+        self.groups = dict(groups)
+
+
 def by_group(cfg: HFConfig, layer_types: list[str], groups: dict[str, Mapping]) -> tuple[PESpec, dict]:
     """The spec of the layer group ``cfg.layers`` chosen, or the one all groups share; groups that
     differ without a choice are refused, naming them and their layer counts."""
@@ -57,8 +66,10 @@ def by_group(cfg: HFConfig, layer_types: list[str], groups: dict[str, Mapping]) 
                        for g in counts)
     if len(listed) > 220:
         listed = ", ".join(f"{g} ({counts[g]} layers)" for g in counts)
-    raise cfg.refuse("layer_types", f"the layers differ in position ({listed}); state one group "
-                                    f"with --hf-layers {'|'.join(counts)} (API: layers=)")
+    raise LayerGroupsDiffer(str(cfg.refuse("layer_types", f"the layers differ in position ({listed}); "
+                                                          f"state one group with --hf-layers "
+                                                          f"{'|'.join(counts)} (API: layers=)")),
+                            counts)
 
 
 def layer_types_of(cfg: HFConfig, default: list[str]) -> list[str]:

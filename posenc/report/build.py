@@ -230,6 +230,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     from ..verdicts.accuracy_deposit import (accuracy_table, deposit_table, evaluate,
                                              single_head_layers)
     from ..verdicts.trained import trained_criterion
+    from ..verdicts.words import regime_of, with_regime
+    from .table import value_span as _span
     from . import figures as figs
     from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, \
         recording_text
@@ -240,7 +242,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
 
     stopping = read_record(store_root)  # a bad record is refused before any work
     results.sort(key=lambda r: (r.task, r.role, r.seed))
-    verdicts = evaluate(results) + evaluate_dynamics(results)
+    verdicts = with_regime(evaluate(results) + evaluate_dynamics(results), regime_of(results))
     acc = accuracy_table(results)
     deposits = deposit_table(results)
     single_head = single_head_layers(results)
@@ -276,9 +278,12 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     if replica is not None:
         from .replication import replication_markdown, replication_rows
         replica_name, replica_results = replica
-        second = evaluate(replica_results) + evaluate_dynamics(replica_results)
-        replication_payload = replication_rows(verdicts, second)
+        second = with_regime(evaluate(replica_results) + evaluate_dynamics(replica_results),
+                             regime_of(replica_results))
         replica_seeds = sorted({r.seed for r in replica_results})
+        replication_payload = replication_rows(
+            verdicts, second, (f"seeds {_span(sorted({r.seed for r in results}))}",
+                               f"seeds {_span(replica_seeds)}"))
         replication_lines = replication_markdown(
             replication_payload, sorted({r.seed for r in results}), replica_seeds, replica_name)
     mode = report_mode(results)
@@ -309,7 +314,8 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                              left_out=left_out_text(store_root)))
     (tmp / "report.md").write_text(md)
     payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
-               "preset": preset, "model_code": mode, "until_decided": stopping,
+               "preset": preset, "regime": regime_of(results), "model_code": mode,
+               "until_decided": stopping,
                "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
                "deposit_index": deposits, "single_head_layers": single_head, "probe_r2": probes,
                "theory_claims": claims,

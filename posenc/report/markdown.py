@@ -111,16 +111,42 @@ def _header(inp: ReportInputs) -> list[str]:
             MODE_TEXT[mode], "",
             "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
             f"{len(inp.results)} runs, seeds {seeds}. The paper's statements are as we read the "
-            "paper's public summaries (its full text is not available to us): a refuted verdict "
-            "refutes that reading. Each verdict is over seeds: the per-seed statistic's "
-            "mean with a 95% Student-t interval; confirmed / refuted when the interval lies wholly "
-            "on one side of the threshold, ceiling when an ordering of accuracies compares two "
-            "sides (a PE and the best of those it is compared with) that both average "
+            "paper's public summaries (its full text is not available to us); a claim whose "
+            "wording admits several readings is judged in each, each its own row. Each verdict "
+            "is over seeds: the per-seed statistic's mean with a 95% Student-t interval; "
+            "confirmed / against when the interval lies wholly on one side of the threshold, "
+            "ceiling when an ordering of accuracies compares two sides (a PE and the best of "
+            "those it is compared with) that both average "
             f"{ceiling_text(inp.results)}, inconclusive otherwise. *Seeds agreeing*: on how many "
             "seeds the statistic lies on the predicted side; *resolves*: the interval's half-width, the "
             "smallest distance from the threshold these seeds decide at the observed spread "
             "(see posenc.verdicts).", ""] + ([inp.left_out, ""] if inp.left_out else []) + \
-        [multiplicity_text(inp.verdicts), ""]
+        [words_text(inp.verdicts), "", multiplicity_text(inp.verdicts), ""]
+
+
+def words_text(verdicts: list[Any]) -> str:
+    """The report's statement of its verdict words (:mod:`posenc.verdicts.words`) and of the
+    exact test beside each interval (:mod:`posenc.verdicts.exact`)."""
+    from ..verdicts.words import PAPER_PRESET
+    regimes = sorted({v.regime for v in verdicts if v.regime})
+    regime = ", ".join(regimes) or "not recorded"
+    scaled = [r for r in regimes if r != PAPER_PRESET]
+    return ("**Verdict words name their regime** (here: " + regime + "). A decision holds for "
+            "the preset whose runs made it: *confirmed at PRESET*, *inconclusive at PRESET*, "
+            "*ceiling at PRESET*; a decision against the claim reads *refuted at "
+            f"{PAPER_PRESET}* only at the paper's own size, and *not reproduced at PRESET* at "
+            "every preset scaled down from it"
+            + (f" ({', '.join(scaled)} here)" if scaled else "") + ": the claim did not hold "
+            "in that regime, which says nothing of the paper's. **Exact test beside each "
+            "interval**: the exact sign-flip test of the per-seed statistic's mean (all 2^n "
+            "sign patterns of the seeds' deviations from the threshold; null: each deviation as "
+            "likely negative as positive), its one-sided p on the decided side in column "
+            "*sign-flip p*; a claim of several conditions takes the largest p of its conditions "
+            "for a confirmation and, for a decision against, the smallest of those decided "
+            "against, at the Bonferroni-divided level. With 6 seeds the smallest p is 1/64 = "
+            "0.016, so a decision with a seed on the other side can fail it; *replicated* needs "
+            "both seed sets' intervals to decide the same way and the sign-flip test to agree "
+            "(p <= the interval's one-sided 2.5%) on both.")
 
 
 def ceiling_text(results: list[Any]) -> str:
@@ -161,8 +187,9 @@ def _verdicts(inp: ReportInputs) -> list[str]:
     """The headline table; with a replication, this seed set's word, the replication's and the
     replicated verdict (decided only where both agree, in bold: the word a reader takes away)."""
     rows = {r["claim"]: r for r in inp.replicated}
+    from .replication import exact_cell
     head = ["claim", "statement", "statistic", "paper", "measured: mean [95% CI]", "seeds",
-            "seeds agreeing", "resolves", "verdict"]
+            "seeds agreeing", "resolves", "sign-flip p", "verdict"]
     if rows:
         seeds = sorted({r.seed for r in inp.results})
         head[-1] = f"verdict, seeds {_span(seeds)}"
@@ -174,10 +201,10 @@ def _verdicts(inp: ReportInputs) -> list[str]:
                       "decided only where both seed sets give the same decided word.", ""]
     for v in inp.verdicts:
         cells = [v.claim, v.statement, v.statistic, v.paper, v.measured, v.seeds, v.agreement,
-                 v.resolution]
+                 v.resolution, exact_cell(v.exact)]
         r = rows.get(v.claim)
-        cells += [f"**{v.verdict}**"] if not rows else \
-            [v.verdict, r["second"] if r else "missing", f"**{r['replicated'] if r else 'undecided'}**"]
+        cells += [f"**{v.word}**"] if not rows else \
+            [v.word, r["second"] if r else "missing", f"**{r['replicated'] if r else 'undecided'}**"]
         lines.append(md_row(cells))
     if inp.optional_stopping:
         lines += ["", inp.optional_stopping]

@@ -19,18 +19,44 @@ from ..errors import PosencError
 from .table import md_header, md_row
 
 SECTION = "## Replication on a second seed set"
-DECIDED = ("confirmed", "refuted", "ceiling")
+DECIDED = ("confirmed", "against", "ceiling")
 
 
 def agreement(first: str, second: str) -> str:
-    """The replicated verdict of a claim: its word when both seed sets give the same decided word
-    (confirmed, refuted, ceiling), ``not replicated`` when they decide differently, and
-    ``undecided`` when either is inconclusive (or missing)."""
+    """The two seed sets' decisions (:data:`~posenc.verdicts.verdict.VERDICTS`) side by side: the
+    decision when both give the same decided one (confirmed, against, ceiling), ``not
+    replicated`` when they decide differently, and ``undecided`` when either is inconclusive (or
+    missing).  The intervals' agreement only: :func:`replicated` adds the exact test."""
     if first == second and first in DECIDED:
         return first
     if first in DECIDED and second in DECIDED:
         return "not replicated"
     return "undecided"
+
+
+def replicated(first: Any, second: Any, names: Sequence[str] = ("the first seed set",
+                                                               "the second seed set")
+               ) -> tuple[Optional[str], str]:
+    """(the replicated decision or None, the word the report shows) of a claim's two
+    :class:`~posenc.verdicts.verdict.Verdict` s (``second`` None: missing).  Confirmed or
+    against is replicated only when both seed sets' intervals decide it **and** on both the
+    exact sign-flip test agrees (:func:`~posenc.verdicts.exact.exact_check`: p at most the
+    interval's one-sided level); when a test does not, the word is ``undecided (sign-flip p
+    ... on SEEDS)``.  A ceiling needs both sets at the ceiling (a rule, not a test).  The word
+    names the regime (:func:`~posenc.verdicts.words.verdict_word`)."""
+    from ..verdicts.words import verdict_word
+    both = agreement(first.verdict, second.verdict if second is not None else "missing")
+    if both == "ceiling":
+        return both, verdict_word(both, first.regime)
+    if both not in ("confirmed", "against"):
+        return None, both
+    failed = [(name, v.exact) for name, v in zip(names, (first, second))
+              if not (v.exact and v.exact["agrees"])]
+    if failed:
+        return None, "undecided (" + "; ".join(
+            f"no exact test on {name}" if e is None else
+            f"sign-flip p {e['p']:.3f} > {e['alpha']:.4g} on {name}" for name, e in failed) + ")"
+    return both, verdict_word(both, first.regime)
 
 
 def _seedless(config: dict[str, Any]) -> dict[str, Any]:
@@ -116,33 +142,52 @@ def check_same_plan(first: Iterable[dict[str, Any]], second: Iterable[dict[str, 
                           "same plan (every config field but the seed) on other seeds")
 
 
-def replication_rows(verdicts: Sequence[Any], replica: Sequence[Any]) -> list[dict[str, Any]]:
-    """One row per claim of ``verdicts`` (in their order): both verdicts and their agreement; a
-    claim the replica lacks reads ``missing`` there."""
+def replication_rows(verdicts: Sequence[Any], replica: Sequence[Any],
+                     names: Sequence[str] = ("the first seed set", "the second seed set")
+                     ) -> list[dict[str, Any]]:
+    """One row per claim of ``verdicts`` (in their order): both words, their decisions and exact
+    tests, and the replicated word (:func:`replicated`); a claim the replica lacks reads
+    ``missing`` there."""
     other = {v.claim: v for v in replica}
     rows = []
     for v in verdicts:
         r = other.get(v.claim)
-        second = r.verdict if r is not None else "missing"
-        rows.append({"claim": v.claim, "first": v.verdict, "first_measured": v.measured,
-                     "second": second, "second_measured": r.measured if r is not None else "-",
-                     "replicated": agreement(v.verdict, second)})
+        decision, word = replicated(v, r, names)
+        rows.append({"claim": v.claim, "first": v.word, "first_decision": v.verdict,
+                     "first_exact": v.exact, "first_measured": v.measured,
+                     "second": r.word if r is not None else "missing",
+                     "second_decision": r.verdict if r is not None else "missing",
+                     "second_exact": r.exact if r is not None else None,
+                     "second_measured": r.measured if r is not None else "-",
+                     "replicated": word, "replicated_decision": decision})
     return rows
+
+
+def exact_cell(exact: Optional[dict[str, Any]]) -> str:
+    """A verdict's sign-flip p in a table cell: ``0.016``, ``0.031 (> 0.025)`` when it does not
+    reach the level, ``-`` for an undecided verdict."""
+    if not exact:
+        return "-"
+    return f"{exact['p']:.3f}" + ("" if exact["agrees"] else f" (> {exact['alpha']:.4g})")
 
 
 def replication_markdown(rows: list[dict[str, Any]], first_seeds: list[int],
                          second_seeds: list[int], replica_store: str) -> list[str]:
     def span(seeds: list[int]) -> str:
         return f"{min(seeds)}-{max(seeds)}" if seeds else "none"
-    n = sum(r["replicated"] in ("confirmed", "refuted") for r in rows)
+    n = sum(r["replicated_decision"] in ("confirmed", "against") for r in rows)
     lines = ["", SECTION, "",
              f"The same configurations on seeds {span(second_seeds)} (store `{replica_store}`, "
              f"its own report there) beside this report's seeds {span(first_seeds)}. A claim "
-             "counts as decided only when both seed sets give the same decided verdict; "
-             f"{n} of {len(rows)} claims are decided (confirmed or refuted) on both.", "",
+             "counts as decided only when both seed sets' intervals give the same decision and, "
+             "on both, the exact sign-flip test of the mean agrees (p at most the interval's "
+             f"one-sided 2.5%, Bonferroni-divided for a claim of several conditions); {n} of "
+             f"{len(rows)} claims are decided (confirmed or against) on both.", "",
              *md_header(["claim", f"seeds {span(first_seeds)}: measured", "verdict",
-                         f"seeds {span(second_seeds)}: measured", "verdict", "replicated"])]
+                         "sign-flip p", f"seeds {span(second_seeds)}: measured", "verdict",
+                         "sign-flip p", "replicated"])]
     for r in rows:
-        lines.append(md_row([r["claim"], r["first_measured"], r["first"], r["second_measured"],
-                             r["second"], f"**{r['replicated']}**"]))
+        lines.append(md_row([r["claim"], r["first_measured"], r["first"],
+                             exact_cell(r["first_exact"]), r["second_measured"], r["second"],
+                             exact_cell(r["second_exact"]), f"**{r['replicated']}**"]))
     return lines

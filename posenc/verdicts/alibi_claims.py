@@ -2,16 +2,16 @@
 task" and AL2 "ALiBi performs worst on the count task", judged on the runs of a reproduction
 sweep (:class:`~.accuracy_runs.Runs`; a per-seed statistic, its Student-t interval over seeds).
 
-AL1  "Fails" read as the report's own "did not learn" (:meth:`~.accuracy_runs.Runs.learned`):
-     **primary** ``acc(alibi) - (floor + LEARNED_MARGIN)`` < 0 per seed (the run's own floor,
-     :meth:`~.accuracy_runs.Runs.run_floor`: chance, or on the distance task what the length
-     alone gives).  Its null, the claim's negation, is that ALiBi learned the task (its mean at
-     least :data:`~.accuracy_runs.LEARNED_MARGIN` points above its floor).  Shown: the ordering
-     ``acc(alibi) - min over the other PEs that carry position`` (absolute, relative, RoPE,
-     MLA) < 0, the reading until issue 37, under which "fails" meant "lowest" -- a PE at 84% on
-     a task it learned counted as failing it.  With runs of the extra role ``alibi-exp0`` (the
-     paper code's slopes exp(-h/H), ``--roles ...,alibi-exp0``) the row "AL1 (exp0 slopes)"
-     judges that ALiBi the same way.
+AL1  "Fails" read two ways, each its own claim.  "AL1 (learns nothing)": the report's own "did
+     not learn" (:meth:`~.accuracy_runs.Runs.learned`), ``acc(alibi) - (floor + LEARNED_MARGIN)``
+     < 0 per seed (the run's own floor, :meth:`~.accuracy_runs.Runs.run_floor`: chance, or on
+     the distance task what the length alone gives); its null, the claim's negation, is that
+     ALiBi learned the task.  "AL1 (worst)": ALiBi is the worst PE that carries position,
+     **primary** the ordering ``acc(alibi) - min over`` absolute, relative, RoPE and MLA < 0
+     (below each of them on a seed exactly when below their minimum); shown, not judged: each
+     contrast ``acc(alibi) - acc(PE)`` with its own interval.  With runs of the extra role
+     ``alibi-exp0`` (the paper code's slopes exp(-h/H), ``--roles ...,alibi-exp0``) the rows
+     "AL1 (exp0 slopes, ...)" judge that ALiBi the same two ways.
 AL2  An ordering of accuracies: ``acc(alibi) - min over the other count PEs`` < 0 (ALiBi below
      every one of them), under the ceiling rule (:func:`~.accuracy_runs.ordering_at_ceiling`
      against the worst of the others: when ALiBi and the worst other PE both average within
@@ -26,10 +26,10 @@ from typing import Optional
 from ..roles import default_roles
 from .accuracy_runs import LEARNED_MARGIN, Runs
 from .accuracy_runs import judged_part as _part
-from .verdict import Verdict, verdict_from_parts
+from .verdict import Verdict, reading_claim, verdict_from_parts
 
 D, C = "distance", "count"
-#: AL1: the PEs that carry position, against which the shown ordering sets ALiBi
+#: AL1 (worst): the PEs that carry position, against which it sets ALiBi
 POSITIONAL = ("absolute", "relative", "rope", "mla")
 #: AL1's ALiBi roles (claim, role, name): Press's slopes (the default sweep) and the paper code's
 #: (an extra role)
@@ -51,26 +51,37 @@ def _above_floor(runs: Runs, task: str, role: str):
     return stat
 
 
-def _al1(runs: Runs, claim: str, role: str, pe: str) -> Verdict:
+def _al1(runs: Runs, claim: str, role: str, pe: str) -> list[Verdict]:
+    """AL1's two readings of "fails" for one ALiBi role: it learns nothing; it is the worst."""
     order = f"acc: {role} - min({', '.join(POSITIONAL)})"
-    return verdict_from_parts(
-        claim, f"{pe} fails on the distance task: it does not learn it (mean accuracy within "
-               f"{LEARNED_MARGIN:g} points of its floor; shown, not judged: below every other PE "
-               "that carries position)",
-        f"primary acc({role}) - (its floor + {LEARNED_MARGIN:g}) < 0, per seed (floor: chance, "
-        f"or the length-only rate); shown acc({role}) - min over {', '.join(POSITIONAL)} < 0; "
-        "distance, points",
+    learns = verdict_from_parts(
+        reading_claim(claim, "learns nothing"),
+        f"{pe} fails on the distance task, read as: it does not learn it (mean accuracy within "
+        f"{LEARNED_MARGIN:g} points of its floor)",
+        f"acc({role}) - (its floor + {LEARNED_MARGIN:g}) < 0, per seed (floor: chance, or the "
+        "length-only rate); distance, points",
         "ALiBi fails on the distance task",
         [_part(f"acc: {role} - (floor + {LEARNED_MARGIN:g})", runs, D, (role,),
-               _above_floor(runs, D, role), 0.0, "below", missing_note=NO_FLOOR),
-         _part(order, runs, D, (role,) + POSITIONAL, _below(runs, D, role, POSITIONAL), 0.0,
-               "below", ordering=True)], digits=1, primary=0)
+               _above_floor(runs, D, role), 0.0, "below", missing_note=NO_FLOOR)], digits=1)
+    each = [_part(f"acc: {role} - {other}", runs, D, (role, other),
+                  (lambda other: lambda s: runs.acc(D, role, s) - runs.acc(D, other, s))(other),
+                  0.0, "below") for other in POSITIONAL]
+    worst = verdict_from_parts(
+        reading_claim(claim, "worst"),
+        f"{pe} fails on the distance task, read as: it is the worst PE that carries position "
+        f"(below each of {', '.join(POSITIONAL)}; shown, not judged: each contrast alone)",
+        f"primary acc({role}) - min over {', '.join(POSITIONAL)} < 0; shown acc({role}) - "
+        "acc(PE) < 0 for each of them; distance, points",
+        "ALiBi fails on the distance task",
+        [_part(order, runs, D, (role,) + POSITIONAL, _below(runs, D, role, POSITIONAL), 0.0,
+               "below", ordering=True), *each], digits=1, primary=0)
+    return [learns, worst]
 
 
 def evaluate_alibi(runs: Runs) -> list[Verdict]:
     """AL1 (and AL1 (exp0 slopes) where its runs exist) and AL2."""
-    out = [_al1(runs, claim, role, pe) for claim, role, pe in AL1_ROLES
-           if role == "alibi" or runs.by.get((D, role))]
+    out = [v for claim, role, pe in AL1_ROLES if role == "alibi" or runs.by.get((D, role))
+           for v in _al1(runs, claim, role, pe)]
     others = tuple(r for r in default_roles(C) if r != "alibi")
     name = f"acc: alibi - min({', '.join(others)})"
     out.append(verdict_from_parts(

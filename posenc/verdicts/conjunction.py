@@ -24,7 +24,7 @@ def conjunction(name: str, conditions: Sequence[dict[str, Any]], level: float = 
       intersection-union test: when the claim is false some condition's mean lies on the other
       side of its threshold, and that condition alone confirms with probability <= (1 - level)
       / 2, so the conjunction confirms with at most that error -- no correction needed;
-    * ``refuted`` when some condition's interval at the Bonferroni level ``1 - (1 - level) /
+    * ``against`` when some condition's interval at the Bonferroni level ``1 - (1 - level) /
       K`` (K conditions) lies wholly on the other side: when the claim is true each condition
       does so with probability <= (1 - level) / (2 K), so a refutation too errs with at most
       (1 - level) / 2;
@@ -45,11 +45,11 @@ def conjunction(name: str, conditions: Sequence[dict[str, Any]], level: float = 
             raise ValueError(f"conjunction {name}: condition {c['part']} is judged against its "
                              "run-to-run noise; only t-interval conditions combine")
         if c.get("n", 0) >= 2 and c.get("values"):
-            c["refuted_at"] = decide(t_interval(c["values"], strict), c["threshold"],
-                                     c["predicted"]) == "refuted"
-            refuted.append(c["refuted_at"])
+            c["against_at"] = decide(t_interval(c["values"], strict), c["threshold"],
+                                     c["predicted"]) == "against"
+            refuted.append(c["against_at"])
     words = [c["verdict"] for c in conds]
-    verdict = ("refuted" if any(refuted) else "confirmed" if all(w == "confirmed" for w in words)
+    verdict = ("against" if any(refuted) else "confirmed" if all(w == "confirmed" for w in words)
                else combine(words) if all(w in ("confirmed", "ceiling") for w in words)
                else "inconclusive")
     measured = [c for c in conds if c.get("estimate") is not None and c.get("n", 0) >= 1]
@@ -61,13 +61,13 @@ def conjunction(name: str, conditions: Sequence[dict[str, Any]], level: float = 
     roles = list(dict.fromkeys(r for c in conds for r in c.get("roles", [])))
     out: dict[str, Any] = {"part": name, "verdict": verdict, "conditions": conds,
                            "n": min(c.get("n", 0) for c in conds), "task": conds[0].get("task"),
-                           "roles": roles, "level": level, "refute_level": strict}
+                           "roles": roles, "level": level, "against_level": strict}
     if weakest is None:
         return {**out, "estimate": None, "interval": None,
                 "note": "; ".join(dict.fromkeys(c.get("note", "no seeds") for c in conds))}
     notes = list(dict.fromkeys(c["note"] for c in conds if c.get("note")))
-    if verdict == "refuted":
-        notes.append("refuted by " + ", ".join(c["part"] for c in conds if c.get("refuted_at"))
+    if verdict == "against":
+        notes.append("against by " + ", ".join(c["part"] for c in conds if c.get("against_at"))
                      + f": its {100 * strict:.4g}% interval lies wholly on the other side")
     if notes:
         out["note"] = "; ".join(notes)

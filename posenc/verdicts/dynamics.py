@@ -221,7 +221,7 @@ def _against_null(name: str, runs: DynamicsRuns, role: str, predicted: str) -> d
     if unchecked:
         notes.append(f"null assumption not checked on seed(s) {unchecked}: no sign balance "
                      "recorded (summaries made before it existed)")
-    elif part["verdict"] in ("confirmed", "refuted"):
+    elif part["verdict"] in ("confirmed", "against"):
         signs = judge([_above_null(by_seed[s], "sign_balance_max") for s in seeds], 0.0,
                       predicted)
         part["sign_test"] = {"verdict": signs["verdict"], "estimate": signs["estimate"],

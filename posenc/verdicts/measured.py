@@ -21,8 +21,11 @@ EH   Absolute+RoPE: "the additive positional directions vanish (are completely d
 NC1  No RoPE single-head deposit on the count task: **(a)** ``DI(rope, distance) - DI(rope,
      count)`` > 0; shown: (b) the largest single-head drop, distance minus count, in points
      (same seed, zero ablation; DI = the deposit index of the layer with the largest drop).
-NC2  The deposit's depth: RoPE on distance, the largest single-head drop in layer 0 minus the
-     largest in any later layer, > 0 points (the deposit is in the first layer).
+NC2  The deposit's depth, read three ways (each its own claim): RoPE on distance, the largest
+     single-head drop in the reading's layers minus the largest in any other layer, > 0 points
+     -- "NC2 (layer 0)": layer index 0; "NC2 (layer 1)": layer index 1 (the paper code writes
+     0-indexed ablation folders, and the paper-size anchor's deposit is there); "NC2 (shallower
+     half)": the layers below n_layers / 2 (:data:`NC2_READINGS`).
 NC3  Learned absolute PE (the paper code's "random" PE) as one more additive PE:
      **(b)** ``DI(rope) - DI(learned)`` > 0; shown: (a) ``acc(rope) - acc(learned)``; distance.
 S    (:mod:`.stability`): the gradient norm's per-epoch CV over matched epochs, additive PEs
@@ -70,7 +73,7 @@ AL1, AL2  ALiBi's accuracy claims: :mod:`.alibi_claims`.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .accuracy_runs import (NO_ABLATION, POINTS, UNIT, Runs, has_head_drops, learned_part,
                             versus_additive)
@@ -145,6 +148,33 @@ def _other_heads_top_drop(result: ExperimentResult, mode: str, dep: dict[str, An
     return max(others) if others else None
 
 
+def deposit_depth(drops: Optional[list[float]], layers_of: Callable[[int], list[int]]
+                  ) -> Optional[float]:
+    """NC2's statistic on one run: the largest of the layers' largest single-head drops
+    (``drops``, per layer) over the reading's layers (``layers_of(n_layers)``) minus the
+    largest over the other layers; None without the drops, or when the reading leaves no layer
+    on either side."""
+    if not drops:
+        return None
+    chosen = set(layers_of(len(drops)))
+    inside = [d for i, d in enumerate(drops) if i in chosen]
+    outside = [d for i, d in enumerate(drops) if i not in chosen]
+    return max(inside) - max(outside) if inside and outside else None
+
+
+#: NC2's readings of the paper's "the first layer" / "a shallow layer" (claim, the layers in
+#: words, their name in the part, the layers of a model of n layers): layer index 0 (the paper's
+#: "layer 1" counted from 1), layer index 1 (its "layer 1" as the paper code's 0-indexed ablation
+#: folders write it; the paper-size anchor's deposit is there), the shallower half
+NC2_READINGS = (
+    ("NC2 (layer 0)", "layer index 0 (the paper's first layer, counted from 1)", "layer 0",
+     lambda n: [0]),
+    ("NC2 (layer 1)", "layer index 1 (the paper code's 0-indexed layer 1)", "layer 1",
+     lambda n: [1]),
+    ("NC2 (shallower half)", "the shallower half of the layers", "layers < n/2",
+     lambda n: list(range(n // 2))),
+)
+
 #: AD's thresholds (points), from the paper's wording: half its "about 60", and "almost nothing"
 DEPOSIT_DROP, OTHER_HEADS = 30.0, 5.0
 #: EH: the retained excess share R below which the additive directions count as displaced
@@ -208,18 +238,19 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
                                    ("top drop: distance - count", "drop", (-100.0, 100.0)))],
         digits=2, primary=0))
 
-    def depth(s: int) -> Optional[float]:
-        drops = _layer_drops(by[(D, "rope")][s], mode)
-        return drops[0] - max(drops[1:]) if drops and len(drops) > 1 else None
-    out.append(_v(
-        "NC2", "The RoPE deposit lies in the first layer",
-        "largest single-head drop in layer 0 - largest in any later layer (points); RoPE, "
-        "distance, zero ablation",
-        "one head of a shallow layer carries the position reasoning",
-        [learned_part("layer 0 - later layers", runs, D, ("rope",),
-                      lambda: _part("layer 0 - later layers", runs, D, ("rope",), depth, 0.0,
-                                    "above", missing_note="one layer only, or " + NO_ABLATION))],
-        digits=1))
+    for claim, reading, name, layers_of in NC2_READINGS:
+        def depth(s: int, layers_of: Any = layers_of) -> Optional[float]:
+            return deposit_depth(_layer_drops(by[(D, "rope")][s], mode), layers_of)
+        out.append(_v(
+            claim, f"The RoPE deposit lies in {reading}",
+            f"largest single-head drop in {name} - largest in any other layer (points); RoPE, "
+            "distance, zero ablation",
+            "one head of a shallow layer carries the position reasoning",
+            [learned_part(f"{name} - other layers", runs, D, ("rope",),
+                          lambda depth=depth, name=name: _part(
+                              f"{name} - other layers", runs, D, ("rope",), depth, 0.0, "above",
+                              missing_note="too few layers for this reading, or " + NO_ABLATION))],
+            digits=1))
 
     out.append(_v(
         "NC3", "Learned absolute PE (the paper code's random PE) behaves like the other additive "

@@ -12,7 +12,8 @@ The verdict compares that interval with the claim's threshold ``tau`` (0 for
 "better than", ``-delta`` for "no worse than by more than delta"):
 
 * ``confirmed``    -- the whole interval lies on the predicted side of ``tau``;
-* ``refuted``      -- the whole interval lies on the other side;
+* ``against``      -- the whole interval lies on the other side (the claim is decided
+  against; the report's word for it names the regime, :mod:`.words`);
 * ``inconclusive`` -- the interval straddles ``tau``, or fewer than two seeds;
 * ``ceiling``      -- an ordering of accuracies (``tau = 0``) whose two sides -- the PE and,
   per seed, the best of the PEs it is compared with -- both average within
@@ -65,7 +66,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-VERDICTS = ("confirmed", "refuted", "inconclusive", "ceiling")
+VERDICTS = ("confirmed", "against", "inconclusive", "ceiling")
 #: points below its task's Bayes ceiling at or above which a PE's mean accuracy is at the ceiling
 CEILING_MARGIN = 2.0
 #: the Bayes ceiling (percent) of the clean samplers' tasks, and of runs that record none
@@ -140,17 +141,17 @@ def decide(interval: Interval, threshold: float = 0.0, predicted: str = "above")
     above = interval.low > threshold
     below = interval.high < threshold
     if predicted == "above":
-        return "confirmed" if above else "refuted" if below else "inconclusive"
+        return "confirmed" if above else "against" if below else "inconclusive"
     if predicted == "below":
-        return "confirmed" if below else "refuted" if above else "inconclusive"
+        return "confirmed" if below else "against" if above else "inconclusive"
     raise ValueError(f"predicted must be 'above' or 'below', not {predicted!r}")
 
 
 def combine(words: Sequence[str]) -> str:
-    """A conjunction of sub-verdicts: refuted if any part is, confirmed if all are, ceiling if
+    """A conjunction of sub-verdicts: against if any part is, confirmed if all are, ceiling if
     the parts that are not confirmed are all at the ceiling."""
-    if any(w == "refuted" for w in words):
-        return "refuted"
+    if any(w == "against" for w in words):
+        return "against"
     if words and all(w == "confirmed" for w in words):
         return "confirmed"
     if words and all(w in ("confirmed", "ceiling") for w in words):
@@ -187,8 +188,9 @@ def at_ceiling(accuracies: dict[str, Sequence[float]],
 def judge(values: Sequence[float], threshold: float = 0.0, predicted: str = "above",
           level: float = 0.95, bounds: Optional[tuple[float, float]] = None) -> dict[str, Any]:
     """One part of a claim judged on its per-seed statistic: the verdict word, the interval,
-    the per-seed sign count (``agree`` of ``n`` seeds on the predicted side of ``threshold``)
-    and the resolution (the interval's half-width; None below two seeds).
+    the per-seed sign count (``agree`` of ``n`` seeds on the predicted side of ``threshold``),
+    the resolution (the interval's half-width; None below two seeds) and the exact sign-flip
+    test's two one-sided p-values (``sign_flip``, :func:`~.exact.sign_flip_p`).
 
     ``bounds``: the statistic's range (e.g. (-100, 100) for a difference of accuracies in
     points); the interval shown is clipped to it.  The verdict and the resolution come from the
@@ -198,10 +200,12 @@ def judge(values: Sequence[float], threshold: float = 0.0, predicted: str = "abo
     side = (lambda v: v > threshold) if predicted == "above" else (lambda v: v < threshold)
     shown = [iv.low, iv.high] if bounds is None else [max(iv.low, bounds[0]),
                                                        min(iv.high, bounds[1])]
+    from .exact import sign_flip_p
     return {"verdict": decide(iv, threshold, predicted), "n": iv.n, "estimate": iv.estimate,
             "interval": shown, "values": vals, "threshold": threshold,
             "predicted": predicted, "agree": sum(1 for v in vals if side(v)),
-            "resolution": (iv.high - iv.low) / 2 if math.isfinite(iv.low) else None}
+            "resolution": (iv.high - iv.low) / 2 if math.isfinite(iv.low) else None,
+            "sign_flip": sign_flip_p(vals, threshold, predicted) if vals else None}
 
 
 def standardized_interval(values: Sequence[float], level: float = 0.95) -> Interval:
@@ -286,13 +290,27 @@ class Verdict:
     parts: list[dict[str, Any]] = field(default_factory=list)
     agreement: str = ""  # per part: "5 of 6 seeds > 0"
     resolution: str = ""  # per part: the smallest effect its seeds decide at the observed spread
+    #: the exact sign-flip test of the judged part against its decision (:func:`~.exact.exact_check`)
+    exact: Optional[dict[str, Any]] = None
+    #: the preset whose runs the verdict judges (:func:`~.words.regime_of`); "" when not known
+    regime: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}; got {self.verdict!r}")
 
+    @property
+    def word(self) -> str:
+        """What the report shows: the decision with its regime (:func:`~.words.verdict_word`)."""
+        from .words import verdict_word
+        return verdict_word(self.verdict, self.regime)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The report.json entry: ``verdict`` the word with its regime, ``decision`` the
+        statistic's decision (one of :data:`VERDICTS`)."""
+        out = asdict(self)
+        out["decision"], out["verdict"] = self.verdict, self.word
+        return out
 
 
 def _label(p: dict[str, Any]) -> str:
@@ -354,6 +372,15 @@ def resolution_text(parts: Sequence[dict[str, Any]], digits: int = 1) -> str:
     return "; ".join(out) or "-"
 
 
+def reading_claim(claim: str, reading: str) -> str:
+    """The claim id of one reading of an ambiguous claim: ``E10 (with MLA)``, and for a claim
+    id that already qualifies itself ``E10 (code rope, with MLA)``; ``claim`` itself for the
+    empty reading."""
+    if not reading:
+        return claim
+    return f"{claim[:-1]}, {reading})" if claim.endswith(")") else f"{claim} ({reading})"
+
+
 #: the word of a part that is shown and not judged (see the module doc, *Multiplicity*)
 SHOWN = "shown"
 
@@ -378,7 +405,9 @@ def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
         if i != primary:
             p["verdict"] = SHOWN
     judged = parts[primary]
+    from .exact import exact_check
     return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
                    measured=measured_text(parts, digits), verdict=combine([judged["verdict"]]),
                    seeds=judged["n"], parts=parts,
-                   agreement=agreement_text(parts), resolution=resolution_text(parts, digits))
+                   agreement=agreement_text(parts), resolution=resolution_text(parts, digits),
+                   exact=exact_check(judged))

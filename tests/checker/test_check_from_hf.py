@@ -143,7 +143,8 @@ def test_the_command_passes_transformers_code_and_fails_a_wrong_expectation(tmp_
 
 
 @pytest.mark.parametrize("args, words", [
-    (["check", "IMPL:f", "--from-hf", "CONFIG"], "give an IMPL or --from-hf CONFIG, not both"),
+    (["check", "IMPL:f", "--from-hf", "CONFIG"], "give an IMPL, --from-hf CONFIG or --hf DIR, "
+                                                 "not an IMPL and --from-hf CONFIG"),
     (["check", "--from-hf", "CONFIG", "--head-dim", "32"], "--head-dim not taken"),
     (["check", "--from-hf", "CONFIG", "--dim", "32"], "--head-dim not taken"),
     (["check", "--from-hf", "CONFIG", "--kind", "bias"], "--kind not taken"),
@@ -152,7 +153,7 @@ def test_the_command_passes_transformers_code_and_fails_a_wrong_expectation(tmp_
     (["check", "--from-hf", "GPT2"], "gpt2's learned_absolute:max_len=1024 has no transformers "
                                      "position code to check"),
     (["check", "--from-hf", "CONFIG", "--expect", "base=1"], "--expect base=1"),
-    (["check"], "give an IMPL or --from-hf CONFIG"),
+    (["check"], "give an IMPL, --from-hf CONFIG or --hf DIR"),
 ])
 def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, words):
     paths = {"CONFIG": write(tmp_path, LLAMA), "MISSING": str(tmp_path / "none.json"),

@@ -6,6 +6,8 @@ per-head loops and explicit formulas, no posenc code.  Parameter and buffer name
 are the paper code's, so ``state_dict()`` of these modules has the key names of a
 checkpoint saved by its scripts (``torch.save(model.state_dict(), ...)``).
 
+:func:`mlavis_logits` is the MLA ablation of ``dis_gen/mlavis.py`` read the same way.
+
 ``deviation`` switches on one deliberate departure from the code, to show that the
 parity tests detect it: ``ln_kv`` (LayerNorm on the key/value input), ``slope_from_1``
 (ALiBi slopes exp(-h/H) for h = 1..H), ``true_rotation`` (MLA with a real rotation),
@@ -210,3 +212,41 @@ class MLATransformerDecoder(nn.Module):
         x = self.ln_f(x)
         w = keep.float()[..., None]
         return self.fc_out((x * w).sum(1) / w.sum(1))
+
+
+#: deliberate departures of :func:`mlavis_logits` from mlavis.py: ``rows`` zeroes the output rows
+#: [16h, 16h+16) (head h's own query, key and value) instead of the input columns; ``with_qr``
+#: zeroes the same columns of W_QR too
+MLAVIS_DEVIATIONS = ("rows", "with_qr")
+
+
+@torch.no_grad()
+def mlavis_logits(model, tokens, restore=False, deviation=None):
+    """mlavis.py's loop on an :class:`MLATransformerDecoder`: per layer, keep copies of W_UQ, W_UK
+    and W_UV; for each h in 0..num_heads-1 copy them back, set ``weight[:, h*d_head:(h+1)*d_head]``
+    to zero in all three (d_head = d_model // num_heads; a slice past the latent's end keeps what
+    is inside it, possibly nothing) and evaluate.  The copies are not put back after the last h
+    (as mlavis.py: its next layer runs with this one's last h still applied) unless ``restore``.
+    Returns per layer the (num_heads, batch, vocab) logits.  Edits ``model`` in place."""
+    heads = model.layers[0].attn.h
+    d_head = model.embedding.embedding_dim // heads
+    out = []
+    for layer in model.layers:
+        attn = layer.attn
+        ups = (attn.W_UQ, attn.W_UK, attn.W_UV) + ((attn.W_QR,) if deviation == "with_qr" else ())
+        kept = [m.weight.clone() for m in ups]
+        rows = []
+        for h in range(heads):
+            cut = slice(h * d_head, (h + 1) * d_head)
+            for m, w in zip(ups, kept):
+                m.weight.copy_(w)
+                if deviation == "rows":
+                    m.weight[cut, :] = 0.0
+                else:
+                    m.weight[:, cut] = 0.0
+            rows.append(model(tokens))
+        out.append(torch.stack(rows))
+        if restore:
+            for m, w in zip(ups, kept):
+                m.weight.copy_(w)
+    return out

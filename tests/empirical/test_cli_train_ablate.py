@@ -66,3 +66,24 @@ def test_corrupt_checkpoint_gives_one_line(tmp_path, capsys, finished_run):
     data = (broken / "checkpoint.pt").read_bytes()
     (broken / "checkpoint.pt").write_bytes(data[: len(data) // 2])  # truncated
     _one_line_error(capsys, ["ablate", str(broken)], "corrupt")
+
+
+def test_latent_columns_ablation_of_an_mla_run(tmp_path, capsys, finished_run):
+    """``--mode latent-columns`` on an MLA run: one variant per head index, saved as
+    ablation-latent-columns.json; on a run without MLA (the RoPE run) one line, exit 2, no file."""
+    import posenc
+    run = tmp_path / "mla"
+    assert main(["train", "--preset", "smoke", "--pe", "mla", "--epochs", "1", "--samples", "300",
+                 "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["ablate", str(run), "--mode", "latent-columns", "--examples", "50", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert table["mode"] == "latent-columns" and table["n_examples"] == 50
+    assert [len(la["head_acc"]) for la in table["layers"]] == [4, 4]
+    assert all(la["mean_distance"] is None for la in table["layers"])
+    assert json.loads((run / "ablation-latent-columns.json").read_text()) == table
+    api = posenc.ablate(str(run), "latent-columns", examples=50)
+    assert json.loads(json.dumps(api.to_dict())) == table
+    _one_line_error(capsys, ["ablate", str(finished_run), "--mode", "latent-columns"],
+                    "has no latent")
+    assert not (finished_run / "ablation-latent-columns.json").exists()

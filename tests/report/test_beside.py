@@ -30,14 +30,14 @@ def _report(tmp_path, name="other", **fields):
 
 
 def test_rows_say_same_differs_and_which_report_lacks_a_claim():
-    here = [_v("E10", "ceiling"), _v("E14", "confirmed"), _v("RA", "refuted")]
-    there = [_v("E10", "ceiling"), _v("E14", "inconclusive"), _v("E10 (code rope)", "refuted")]
+    here = [_v("E10", "ceiling"), _v("E14", "confirmed"), _v("RA", "against")]
+    there = [_v("E10", "ceiling"), _v("E14", "inconclusive"), _v("E10 (code rope)", "against")]
     rows = beside_rows(here, there)
     assert [(r["claim"], r["compare"]) for r in rows] == [
         ("E10", "same"), ("E14", "differs"), ("RA", "only here"), ("E10 (code rope)", "only there")]
     assert rows[1]["here_measured"] == "E14:confirmed" and rows[1]["there_measured"] == \
         "E14:inconclusive"
-    assert rows[3]["here"] == "-" and rows[3]["there"] == "refuted"
+    assert rows[3]["here"] == "-" and rows[3]["there"] == "against"
     md = "\n".join(beside_markdown(rows, "standard", "paper-code", "x/report.json", [0, 1], [0, 1]))
     # the count reads only the claims judged in both reports
     assert "1 of 2 claims judged on runs in both have a different verdict (E14)" in md
@@ -77,7 +77,7 @@ def test_a_claim_judged_on_no_seed_is_no_difference():
     verdict that is no difference of the two, and it is not counted as one."""
     runless = dict(_v("NC1", "inconclusive", seeds=()), seeds=0)
     here = [_v("E10", "confirmed"), runless, dict(_v("RA", "inconclusive", ()), seeds=0),
-            _v("E14", "refuted")]
+            _v("E14", "against")]
     there = [_v("E10", "confirmed"), _v("NC1", "confirmed"), dict(_v("RA", "inconclusive", ()),
                                                                    seeds=0),
              dict(_v("E14", "inconclusive", ()), seeds=0)]
@@ -90,7 +90,7 @@ def test_a_claim_judged_on_no_seed_is_no_difference():
     assert "0 of 1 claims judged on runs in both have a different verdict." in md
     # only the integer 0 says "no seed": a missing, boolean or string count is a judged verdict
     for odd in ({}, {"seeds": False}, {"seeds": "0"}, {"seeds": 0.0}, {"seeds": None}):
-        assert beside_rows([dict(_v("E10", "refuted"), **odd)],
+        assert beside_rows([dict(_v("E10", "against"), **odd)],
                            [_v("E10", "confirmed")])[0]["compare"] == "differs"
     assert "| NC1 | NC1:inconclusive | inconclusive | NC1:confirmed | confirmed | **not measured here** |" \
         in md
@@ -206,3 +206,20 @@ def test_report_sets_the_other_codes_verdicts_beside_its_own(tmp_path, small_sto
     again = json.loads((std / "report" / "report.json").read_text())
     assert {r["compare"] for r in again["beside"]} == {"same", "not measured in either"}
     assert all((r["compare"] == "same") == (seeds[r["claim"]] > 0) for r in again["beside"])
+
+
+def test_words_of_two_regimes_compare_by_their_decisions(tmp_path):
+    """Format 3 words name each side's regime ("not reproduced at quick" beside "not reproduced at
+    paper-small"): the comparison reads their decisions, so the same decision is "same"; a report
+    of formats 1-2 (its verdict the decision, "refuted" for against) is read with its decision and
+    shown with its regime's word."""
+    here = [{**_v("NC2 (layer 0)", "not reproduced at paper-small"), "decision": "against"},
+            {**_v("E14", "confirmed at paper-small"), "decision": "confirmed"}]
+    there = [{**_v("NC2 (layer 0)", "not reproduced at quick"), "decision": "against"},
+             {**_v("E14", "inconclusive at quick"), "decision": "inconclusive"}]
+    assert [r["compare"] for r in beside_rows(here, there)] == ["same", "differs"]
+    old = load_other(_report(tmp_path, verdicts=[_v("NC2 (layer 0)", "refuted")]),
+                     "paper-small", "paper-code")
+    assert old["verdicts"][0]["verdict"] == "not reproduced at quick"
+    assert old["verdicts"][0]["decision"] == "against"
+    assert beside_rows(here[:1], old["verdicts"])[0]["compare"] == "same"

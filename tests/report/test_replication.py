@@ -2,32 +2,69 @@
 each claim side by side, decided only where they agree; and the report folder's per-phase wall
 times (timings.md)."""
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
 import pytest
 
 from posenc.cli import main
-from posenc.report.replication import SECTION, agreement, replication_rows
+from posenc.report.replication import SECTION, agreement, replicated, replication_rows
+from posenc.verdicts.words import verdict_word
 from small_sweep import SMALL, posenc, replica_store
 
 
 @pytest.mark.parametrize("first,second,expected", [
-    ("confirmed", "confirmed", "confirmed"), ("refuted", "refuted", "refuted"),
-    ("ceiling", "ceiling", "ceiling"), ("confirmed", "refuted", "not replicated"),
+    ("confirmed", "confirmed", "confirmed"), ("against", "against", "against"),
+    ("ceiling", "ceiling", "ceiling"), ("confirmed", "against", "not replicated"),
     ("confirmed", "ceiling", "not replicated"), ("confirmed", "inconclusive", "undecided"),
-    ("inconclusive", "inconclusive", "undecided"), ("refuted", "missing", "undecided")])
+    ("inconclusive", "inconclusive", "undecided"), ("against", "missing", "undecided")])
 def test_a_claim_is_decided_only_where_both_seed_sets_agree(first, second, expected):
     assert agreement(first, second) == expected
 
 
+def _verdict(claim, decision, p=0.01, regime="paper-small", seeds=2):
+    """A Verdict whose judged part's exact sign-flip p on its decided side is ``p``."""
+    from posenc.verdicts.verdict import Verdict
+    exact = None if decision not in ("confirmed", "against") else \
+        {"p": p, "alpha": 0.025, "agrees": p <= 0.025}
+    return Verdict(claim=claim, statement="s", statistic="t", paper="p",
+                   measured=f"{claim}:{decision}", verdict=decision, seeds=seeds,
+                   agreement="2/2", resolution="r", exact=exact, regime=regime)
+
+
 def test_rows_follow_the_first_verdicts_and_name_a_missing_claim():
-    def v(claim, word):
-        return SimpleNamespace(claim=claim, verdict=word, measured=f"{claim}:{word}")
-    rows = replication_rows([v("E10", "confirmed"), v("E11", "refuted")], [v("E10", "confirmed")])
+    v = _verdict
+    rows = replication_rows([v("E10", "confirmed"), v("E11", "against")], [v("E10", "confirmed")])
     assert [r["claim"] for r in rows] == ["E10", "E11"]
-    assert rows[0]["replicated"] == "confirmed" and rows[0]["second_measured"] == "E10:confirmed"
+    assert rows[0]["replicated"] == "confirmed at paper-small"
+    assert rows[0]["replicated_decision"] == "confirmed"
+    assert rows[0]["second_measured"] == "E10:confirmed"
     assert rows[1]["second"] == "missing" and rows[1]["replicated"] == "undecided"
+    assert rows[1]["first"] == "not reproduced at paper-small"
+
+
+@pytest.mark.parametrize("decision", ["confirmed", "against"])
+def test_replicated_needs_the_sign_flip_test_on_both_sets(decision):
+    """Both intervals decide the same way; the replicated word follows only when the exact test
+    agrees on both sets (p <= 2.5%): a p of 0.031 on one set (5 of 6 seeds) leaves it
+    undecided and names the set -- this test fails when the interval alone decides."""
+    both = replicated(_verdict("E10", decision, 0.016), _verdict("E10", decision, 0.016),
+                      ("seeds 0-5", "seeds 2000-2005"))
+    assert both[0] == decision and both[1] == verdict_word(decision, "paper-small")
+    one = replicated(_verdict("E10", decision, 0.016), _verdict("E10", decision, 0.031),
+                     ("seeds 0-5", "seeds 2000-2005"))
+    assert one[0] is None
+    assert one[1] == "undecided (sign-flip p 0.031 > 0.025 on seeds 2000-2005)"
+    # a decision with no exact test (a statistic judged against its run-to-run noise): undecided
+    none = replicated(_verdict("E10", decision, 0.016), dataclasses.replace(
+        _verdict("E10", decision), exact=None))
+    assert none[0] is None and "no exact test on the second seed set" in none[1]
+
+
+def test_a_ceiling_on_both_sets_stays_a_ceiling_and_names_its_regime():
+    assert replicated(_verdict("E10", "ceiling", regime="quick"),
+                      _verdict("E10", "ceiling", regime="quick")) == ("ceiling", "ceiling at quick")
 
 
 @pytest.mark.slow
@@ -103,9 +140,7 @@ def test_no_machine_path_names_the_replica_or_the_other_report(tmp_path):
 def test_the_verdict_table_shows_both_words_and_the_replicated_one():
     from posenc.report.markdown import ReportInputs, _verdicts
 
-    def v(claim, word):
-        return SimpleNamespace(claim=claim, verdict=word, statement="s", statistic="t",
-                               paper="p", measured="m", seeds=2, agreement="2/2", resolution="r")
+    v = _verdict
     verdicts = [v("E10", "confirmed"), v("AL1", "confirmed")]
     rows = replication_rows(verdicts, [v("E10", "confirmed"), v("AL1", "inconclusive")])
     runs = [SimpleNamespace(seed=s) for s in (0, 1)]
@@ -114,15 +149,19 @@ def test_the_verdict_table_shows_both_words_and_the_replicated_one():
                        replicated=rows, replica_seeds=[2000, 2001])
     lines = _verdicts(inp)
     head = next(line for line in lines if line.startswith("| claim"))
-    assert head.endswith("| verdict, seeds 0-1 | verdict, seeds 2000-2001 | replicated |")
+    assert head.endswith("| sign-flip p | verdict, seeds 0-1 | verdict, seeds 2000-2001 | "
+                         "replicated |")
     body = [line for line in lines if line.startswith(("| E10", "| AL1"))]
-    assert body[0].endswith("| confirmed | confirmed | **confirmed** |")
-    assert body[1].endswith("| confirmed | inconclusive | **undecided** |")  # not bold alone
+    assert body[0].endswith("| 0.010 | confirmed at paper-small | confirmed at paper-small | "
+                            "**confirmed at paper-small** |")
+    assert body[1].endswith("| confirmed at paper-small | inconclusive at paper-small | "
+                            "**undecided** |")  # not bold alone
     cells = head.count(" |")
     assert all(line.count(" |") == cells for line in body)
     assert next(line for line in lines if line.startswith("|---")).count("|---") == cells
     plain = _verdicts(ReportInputs(**{**inp.__dict__, "replicated": [], "replica_seeds": []}))
-    assert plain[-1].endswith("| r | **confirmed** |") and "replicated" not in plain[2]
+    assert plain[-1].endswith("| r | 0.010 | **confirmed at paper-small** |")
+    assert "replicated" not in plain[2]
 
 
 def _csv(path):

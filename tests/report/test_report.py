@@ -13,6 +13,7 @@ import pytest
 from posenc.empirical.analysis.dynamics import dynamics_file
 from posenc.report import FIGURES, SECTIONS
 from posenc.verdicts.verdict import VERDICTS
+from posenc.verdicts.words import verdict_word
 from small_sweep import SMALL, posenc
 
 pytestmark = pytest.mark.slow
@@ -37,11 +38,14 @@ def test_smoke_report_is_complete(smoke_store):
         assert f"({fig})" in report
     data = json.loads((smoke_store / "report" / "report.json").read_text())
     claims = {v["claim"] for v in data["verdicts"]}
-    assert claims == {"E10", "E11", "E12", "E13", "E14", "EH", "Prop 6.1", "Prop 6.2", "Thm 6.1",
-                      "NC1", "NC2", "NC3", "S", "RA", "AD", "MX", "AL1", "AL2"}
-    for v in data["verdicts"]:
-        assert v["verdict"] in VERDICTS
-        assert f"**{v['verdict']}**" in report
+    assert claims == {"E10", "E10 (with MLA)", "E11", "E12", "E13", "E14", "EH", "Prop 6.1",
+                      "Prop 6.2", "Thm 6.1", "NC1", "NC2 (layer 0)", "NC2 (layer 1)",
+                      "NC2 (shallower half)", "NC3", "S", "RA", "AD", "MX",
+                      "AL1 (learns nothing)", "AL1 (worst)", "AL2"}
+    for v in data["verdicts"]:  # the word names the regime; the decision is kept beside it
+        assert v["decision"] in VERDICTS and v["regime"] == "smoke"
+        assert v["verdict"] == verdict_word(v["decision"], "smoke")
+        assert f"**{v['verdict']}**" in report and "refuted" not in v["verdict"]
     assert set(data["accuracy"]) == {"distance", "count"}
     # the smoke preset trains without early stopping: the plateau part cannot tell
     crit = {c["name"]: c for c in data["trained_criterion"]}
@@ -67,7 +71,7 @@ def test_smoke_report_is_complete(smoke_store):
     assert len(data["accuracy"]["distance"]) == len(DISTANCE_ROLES)
     assert len(data["accuracy"]["count"]) == len(COUNT_ROLES)
     # the new measurements are recorded by a fresh sweep: every part measured on both seeds
-    for claim in ("EH", "NC1", "NC2", "S", "RA", "Prop 6.2"):
+    for claim in ("EH", "NC1", "NC2 (layer 0)", "S", "RA", "Prop 6.2"):
         assert all(p["n"] == 2 for p in by[claim]["parts"]), by[claim]
     assert by["Prop 6.2"]["parts"][0]["null"][0]["n"] >= 1
     assert set(data["measured"]["pe_span_share"]) >= {"absolute", "absolute+rope"}

@@ -20,11 +20,11 @@ def _write(tmp_path, **fields):
 
 def test_a_report_without_the_key_is_format_1_and_the_current_one_reads():
     assert report_format({}, "x") == 1
-    assert report_format({"format": REPORT_FORMAT}, "x") == REPORT_FORMAT == 2
+    assert report_format({"format": REPORT_FORMAT}, "x") == REPORT_FORMAT == 3
 
 
 @pytest.mark.parametrize("fmt,message", [
-    (3, "format 3, written by a newer posenc; this version reads formats 1-2"),
+    (4, "format 4, written by a newer posenc; this version reads formats 1-3"),
     (0, "format 0, not a report.json format"), ("2", "format '2', not a report.json format"),
     (True, "format True, not a report.json format"), (None, "format None, not a report.json")])
 def test_an_unknown_format_is_refused_in_one_line(tmp_path, fmt, message):
@@ -32,11 +32,12 @@ def test_an_unknown_format_is_refused_in_one_line(tmp_path, fmt, message):
     with pytest.raises(PosencError) as err:
         read_report_json(tmp_path)
     assert message in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(PosencError, match="written by a newer posenc" if fmt == 3 else "format"):
+    with pytest.raises(PosencError, match="written by a newer posenc" if fmt == 4 else "format"):
         load_other(path, "quick", "standard")  # --beside reads through the same check
 
 
 def test_known_formats_load(tmp_path):
-    path = _write(tmp_path, format=2)
-    assert read_report_json(path)[1]["format"] == 2
+    for fmt in (2, 3):
+        path = _write(tmp_path, format=fmt)
+        assert read_report_json(path)[1]["format"] == fmt
     assert load_other(_write(tmp_path), "quick", "standard")["model_code"] == "paper-code"

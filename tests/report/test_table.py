@@ -94,9 +94,9 @@ def test_every_table_of_the_small_report_has_as_many_cells_as_its_header(small_s
     assert check_tables(report) >= 10
     # the rows that broke the table: their statistic holds |seed|
     thm = next(line for line in report.splitlines() if line.startswith("| Thm 6.1 |"))
-    assert len(split_row(thm)) == 9 and r"\|seed\|" in thm
+    assert len(split_row(thm)) == 10 and r"\|seed\|" in thm
     data = json.loads((small_store / "report" / "report.json").read_text())
-    assert data["format"] == 2 and data["accuracy_unit"] == "percent"
+    assert data["format"] == 3 and data["accuracy_unit"] == "percent"
     assert data["until_decided"] is None
     with open(small_store / "report" / "runs.csv", newline="") as fh:  # percent there too
         rows = list(csv.DictReader(fh))

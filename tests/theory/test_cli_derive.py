@@ -81,13 +81,13 @@ def test_head_dim_and_heads_options(derive_out):
     (["rope", "--head-dim", "7"], "even head dimension"),
     (["rope:fraction=1.5"], "fraction must be in (0, 1]"),
     (["rope:fraction=0"], "fraction must be in (0, 1]"),
-    (["rope:base=-10"], "base must be a positive number"),
+    (["rope:base=-10"], "base must be a number > 1"),
     (["rope:base"], "malformed spec"),
     (["rope:"], "malformed spec"),
     (["rope", "--head-dim", "0"], "head dim must be a positive integer"),
     (["rope", "--head-dim", "x"], "invalid int value"),
-    ([], "give either a SPEC, --from-hf CONFIG or --all"),
-    (["rope", "--all"], "give either a SPEC, --from-hf CONFIG or --all"),
+    ([], "give either a SPEC, --from-hf CONFIG, --hf DIR or --all"),
+    (["rope", "--all"], "give either a SPEC, --from-hf CONFIG, --hf DIR or --all"),
     (["custom:frequencies=1;2;3", "--head-dim", "4"], "need a head dim of at least 6"),
 ])
 def test_bad_input_gives_one_line_and_status_2(args, needle):

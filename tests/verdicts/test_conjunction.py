@@ -29,12 +29,12 @@ def test_the_word_follows_the_conditions(conditions):
     refuted_strict = [t_interval(v, strict).high < 0 for v in conditions]
     if out["verdict"] == "confirmed":
         assert all(w == "confirmed" for w in words)  # never confirmed beyond a condition
-    if out["verdict"] == "refuted":
+    if out["verdict"] == "against":
         assert any(refuted_strict)
     if all(w == "confirmed" for w in words):
         assert out["verdict"] == "confirmed"
     if any(refuted_strict):
-        assert out["verdict"] == "refuted"
+        assert out["verdict"] == "against"
     # the order of the conditions does not matter
     assert conjunction("all", parts[::-1])["verdict"] == out["verdict"]
     # one condition: the conjunction is that condition
@@ -49,11 +49,11 @@ def test_a_refutation_needs_the_bonferroni_level():
     assert t_interval(weak, 0.95).high < 0 < t_interval(weak, 0.975).high
     ok = cond("ok", [3.0, 3.1, 2.9, 3.05])
     assert conjunction("two", [ok, cond("weak", weak)])["verdict"] == "inconclusive"
-    assert conjunction("one", [cond("weak", weak)])["verdict"] == "refuted"
+    assert conjunction("one", [cond("weak", weak)])["verdict"] == "against"
     strong = [-3.0, -3.1, -2.9, -3.05]
     out = conjunction("two", [ok, cond("strong", strong)])
-    assert out["verdict"] == "refuted" and "refuted by strong: its 97.5% interval" in out["note"]
-    assert "refuted by strong" in measured_text([out])
+    assert out["verdict"] == "against" and "against by strong: its 97.5% interval" in out["note"]
+    assert "against by strong" in measured_text([out])
 
 
 def test_the_part_shows_the_weakest_condition_and_every_condition():

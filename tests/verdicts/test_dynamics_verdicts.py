@@ -72,7 +72,7 @@ def test_prop_6_2_is_judged_against_the_random_sign_null_of_the_same_shape():
     # 64 examples x 32 heads (q95 = 0.375): refuted now; with 8 examples per head random signs
     # give more (q95 = 1.0 for 8 x 32), so the same coherence is confirmed to cancel
     v = by_claim(evaluate_dynamics([result("alibi", s, 0.45 + 0.001 * s) for s in (0, 1)]))
-    assert v["Prop 6.2"].verdict == "refuted"
+    assert v["Prop 6.2"].verdict == "against"
     v = by_claim(evaluate_dynamics([result("alibi", s, 0.45 + 0.001 * s, n=8) for s in (0, 1)]))
     assert v["Prop 6.2"].verdict == "confirmed"
     old = [result("alibi", s, 0.2, n=None, m=None) for s in (0, 1)]  # a summary without the shape
@@ -153,10 +153,10 @@ def test_refuted_and_inconclusive():
     refute = [result("rope", s, 0.1 + 0.01 * s, imp_gain=-0.5) for s in (0, 1, 2)] + \
              [result("alibi", s, 0.9 + 0.01 * s) for s in (0, 1, 2)]
     v = by_claim(evaluate_dynamics(refute))
-    assert v["Prop 6.1"].verdict == "refuted" and v["Prop 6.2"].verdict == "refuted"
+    assert v["Prop 6.1"].verdict == "against" and v["Prop 6.2"].verdict == "against"
     refute_thm = [result("rope", s, 0.5, sig_gain=-0.5 - 0.01 * s) for s in (0, 1, 2)] + \
         [result("alibi", s, 0.2, sig_gain=0.4) for s in (0, 1, 2)]
-    assert by_claim(evaluate_dynamics(refute_thm))["Thm 6.1"].verdict == "refuted"
+    assert by_claim(evaluate_dynamics(refute_thm))["Thm 6.1"].verdict == "against"
     only_rope = [result("rope", 0, 0.5)]
     v = by_claim(evaluate_dynamics(only_rope))
     assert v["Prop 6.1"].verdict == "inconclusive" and "no dynamics runs for alibi" in \
@@ -166,7 +166,7 @@ def test_refuted_and_inconclusive():
     v = by_claim(evaluate_dynamics(undefined))
     assert "undefined" in v["Thm 6.1"].parts[0]["note"]
     assert v["Thm 6.1"].verdict == "inconclusive"
-    assert all(x.to_dict()["verdict"] in ("confirmed", "refuted", "inconclusive")
+    assert all(x.to_dict()["verdict"] in ("confirmed", "against", "inconclusive")
                for x in evaluate_dynamics([]))
 
 

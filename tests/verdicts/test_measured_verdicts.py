@@ -56,7 +56,7 @@ def eh_runs(hybrid_after, sinusoidal_after, chance=0.15, seeds=3):
     return results
 
 
-@pytest.mark.parametrize("hybrid_after,expected", [(0.2, "confirmed"), (0.85, "refuted")])
+@pytest.mark.parametrize("hybrid_after,expected", [(0.2, "confirmed"), (0.85, "against")])
 def test_eh_judges_the_hybrids_share_against_chance(hybrid_after, expected):
     v = verdicts(eh_runs(hybrid_after, 0.6))["EH"]
     assert v.verdict == expected and v.parts[0]["primary"]
@@ -73,7 +73,7 @@ def test_eh_is_refuted_when_the_hybrid_displaces_more_than_sinusoidal_but_keeps_
     statement "vanish after layer 2" is refuted (this test fails when the old one is primary)."""
     v = verdicts(eh_runs(0.5, 0.6))["EH"]
     assert v.parts[1]["interval"][0] > 0  # what the old primary judged: confirmed
-    assert v.verdict == "refuted"
+    assert v.verdict == "against"
     # a probe without the chance share (runs before it was recorded): not recorded
     bare = [run(r.task, r.role, r.seed, share=r.probe["pe_span_share"])
             for r in eh_runs(0.5, 0.6)]
@@ -96,10 +96,11 @@ def test_eh_on_runs_without_the_share_is_not_recorded():
     v = verdicts(results)["EH"]
     assert v.verdict == "inconclusive" and "not recorded" in v.parts[0]["note"]
     # and the whole evaluation (E10-E14 too) does not fail on such runs
-    assert {x.claim for x in evaluate(results)} >= {"EH", "NC1", "NC2", "NC3", "S", "RA"}
+    assert {x.claim for x in evaluate(results)} >= {"EH", "NC1", "NC2 (layer 0)", "NC2 (layer 1)",
+                                                   "NC2 (shallower half)", "NC3", "S", "RA"}
 
 
-@pytest.mark.parametrize("count_index,expected", [(0.2, "confirmed"), (0.95, "refuted")])
+@pytest.mark.parametrize("count_index,expected", [(0.2, "confirmed"), (0.95, "against")])
 def test_nc1_count_deposit(count_index, expected):
     results = []
     for s in range(3):
@@ -115,18 +116,18 @@ def test_nc1_count_deposit(count_index, expected):
 
 
 @pytest.mark.parametrize("drops,expected", [((0.7, 0.1, 0.05), "confirmed"),
-                                            ((0.05, 0.6, 0.1), "refuted")])
+                                            ((0.05, 0.6, 0.1), "against")])
 def test_nc2_deposit_depth(drops, expected):
     results = [run("distance", "rope", s, drops=tuple(d + 0.01 * s * (i == 0)
                                                       for i, d in enumerate(drops)))
                for s in range(3)]
-    v = verdicts(results)["NC2"]
+    v = verdicts(results)["NC2 (layer 0)"]
     assert v.verdict == expected
     assert v.parts[0]["values"][0] == pytest.approx(100 * (drops[0] - max(drops[1:])))
 
 
 @pytest.mark.parametrize("learned_acc,learned_index,expected",
-                         [(0.6, 0.3, "confirmed"), (0.99, 0.95, "refuted")])
+                         [(0.6, 0.3, "confirmed"), (0.99, 0.95, "against")])
 def test_nc3_learned_absolute(learned_acc, learned_index, expected):
     results = []
     for s in range(3):
@@ -147,7 +148,7 @@ def trace(cv, spikes, t90, att=None, epochs=3, steps=None):
 
 
 @pytest.mark.parametrize("rope,expected", [((0.1, 0.0, 0.2), "confirmed"),
-                                           ((0.9, 0.5, 0.9), "refuted")])
+                                           ((0.9, 0.5, 0.9), "against")])
 def test_stability_rope_against_every_additive_pe(rope, expected):
     results = []
     for s in range(3):
@@ -205,7 +206,7 @@ def ra_runs(count, distance, table_mean=None, schedule=SCHEDULE):
     return results
 
 
-@pytest.mark.parametrize("count,expected", [(0.5, "confirmed"), (2.5, "refuted")])
+@pytest.mark.parametrize("count,expected", [(0.5, "confirmed"), (2.5, "against")])
 def test_relative_table_attenuation_is_judged_beyond_drift(count, expected):
     v = verdicts(ra_runs(count, 1.0))["RA"]
     assert [p["verdict"] for p in v.parts] == [expected, "shown", "shown", "shown"]
@@ -239,7 +240,7 @@ def test_ra_judges_the_table_against_a_table_of_noise_not_against_no_change(monk
     assert v.verdict == "confirmed"
     assert v.parts[2]["interval"][0] > -1.0  # what the old primary judged: refuted
     monkeypatch.setattr(measured, "null_attenuation", lambda schedule, steps: 0.0)
-    assert verdicts(results)["RA"].verdict == "refuted"
+    assert verdicts(results)["RA"].verdict == "against"
 
 
 def test_ra_shows_the_count_accuracy_with_flattened_tables():
@@ -278,7 +279,7 @@ def test_the_deposit_parts_leave_out_a_pe_that_did_not_learn():
             results.append(run("distance", "learned", s, acc=learned_acc, index=0.95, chance=0.025))
         return verdicts(results)["NC3"].parts[1]
     assert nc3(0.03)["verdict"] == "inconclusive" and "learned did not learn" in nc3(0.03)["note"]
-    assert nc3(0.6)["verdict"] == "refuted"  # learned, and more concentrated than RoPE
+    assert nc3(0.6)["verdict"] == "against"  # learned, and more concentrated than RoPE
 
     def e13a(mla_acc):
         results = []
@@ -346,8 +347,8 @@ def ad_runs(top, second, seeds=4):
 
 @pytest.mark.parametrize("top,second,expected", [
     (0.60, 0.01, "confirmed"),   # the paper's picture: both conditions hold
-    (0.12, 0.01, "refuted"),     # a deposit head, but small
-    (0.60, 0.20, "refuted")])    # large, but another head matters too: the statement fails
+    (0.12, 0.01, "against"),     # a deposit head, but small
+    (0.60, 0.20, "against")])    # large, but another head matters too: the statement fails
 def test_ad_judges_the_whole_statement(top, second, expected):
     v = verdicts(ad_runs(top, second))["AD"]
     assert v.verdict == expected and len(v.parts) == 1
@@ -364,8 +365,8 @@ def test_ad_large_deposit_with_a_second_important_head_is_not_confirmed():
     refuted -- this test fails when the old primary is restored."""
     v = verdicts(ad_runs(0.60, 0.20))["AD"]
     drop, others = v.parts[0]["conditions"]
-    assert drop["verdict"] == "confirmed" and others["verdict"] == "refuted"
-    assert v.verdict == "refuted"
+    assert drop["verdict"] == "confirmed" and others["verdict"] == "against"
+    assert v.verdict == "against"
 
 
 def test_ad_needs_the_per_head_drops_and_a_learned_model():
@@ -380,7 +381,7 @@ def test_ad_needs_the_per_head_drops_and_a_learned_model():
     assert v.verdict == "inconclusive" and "rope did not learn" in v.parts[0]["note"]
 
 
-@pytest.mark.parametrize("xpos_index,expected", [(0.9, "confirmed"), (0.2, "refuted")])
+@pytest.mark.parametrize("xpos_index,expected", [(0.9, "confirmed"), (0.2, "against")])
 def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
     results = [run("distance", r, s, index=0.4 + 0.01 * s) for r in ("absolute", "relative", "alibi")
                for s in range(4)]
@@ -404,3 +405,38 @@ def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
     v = verdicts(results)["MX"]
     assert v.verdict == expected and "left out of the conditions: alibi" in v.parts[0]["note"]
     assert len(v.parts[0]["conditions"]) == 2
+
+
+@pytest.mark.parametrize("drops,expected", [
+    # the deposit in layer index 1: the reading "layer 0" is decided against, the others hold
+    ((0.10, 0.60, 0.05, 0.05), ("against", "confirmed", "confirmed")),
+    # in layer index 0: "layer 1" is decided against, "layer 0" and the shallower half hold
+    ((0.60, 0.05, 0.10, 0.10), ("confirmed", "against", "confirmed")),
+    # in layer index 2 (the deeper half): every reading decided against
+    ((0.05, 0.10, 0.60, 0.05), ("against", "against", "against")),
+])
+def test_nc2_three_readings_differ_on_a_constructed_store(drops, expected):
+    """NC2 read as layer index 0, as layer index 1 (the paper code's 0-indexed "layer 1") and as
+    the shallower half: each its own claim with its own statistic, the layer(s) of the reading
+    minus the other layers' largest drop.  Fails when one reading's layers stand in for
+    another's."""
+    results = [run("distance", "rope", s, drops=tuple(d + 0.01 * s * (d == max(drops))
+                                                      for d in drops))
+               for s in range(3)]
+    by = verdicts(results)
+    claims = ("NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)")
+    assert tuple(by[c].verdict for c in claims) == expected
+    d = [100 * x for x in drops]
+    assert by["NC2 (layer 1)"].parts[0]["values"][0] == pytest.approx(
+        d[1] - max(d[0], d[2], d[3]))
+    assert by["NC2 (shallower half)"].parts[0]["values"][0] == pytest.approx(
+        max(d[:2]) - max(d[2:]))
+
+
+def test_nc2_readings_need_a_layer_on_each_side():
+    one = verdicts([run("distance", "rope", s, drops=(0.5,)) for s in range(3)])
+    two = verdicts([run("distance", "rope", s, drops=(0.5, 0.1)) for s in range(3)])
+    for claim in ("NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)"):
+        assert one[claim].verdict == "inconclusive" and one[claim].parts[0]["n"] == 0
+    assert two["NC2 (layer 1)"].verdict == "against"  # layer 1 below layer 0
+    assert two["NC2 (shallower half)"].parts[0]["values"][0] == pytest.approx(40.0)

@@ -38,13 +38,13 @@ def test_verdict_is_antisymmetric(values, tau):
 
 def test_verdict_words():
     assert decide(t_interval([30.0, 32.0])) == "confirmed"
-    assert decide(t_interval([-30.0, -32.0])) == "refuted"
+    assert decide(t_interval([-30.0, -32.0])) == "against"
     assert decide(t_interval([30.0, -5.0])) == "inconclusive"
     assert decide(t_interval([30.0])) == "inconclusive"  # one seed never decides
     assert decide(t_interval([2.0, 3.0]), threshold=-5.0) == "confirmed"
     assert combine(["confirmed", "confirmed"]) == "confirmed"
     assert combine(["confirmed", "inconclusive"]) == "inconclusive"
-    assert combine(["confirmed", "refuted"]) == "refuted"
+    assert combine(["confirmed", "against"]) == "against"
     with pytest.raises(ValueError):
         Verdict("x", "s", "st", "p", "m", "maybe", 2)
 
@@ -129,7 +129,7 @@ def test_ceiling_words():
     assert not at_ceiling({"a": [99.0, 96.9], "b": [100.0, 100.0]})  # mean 97.95 < 98
     assert combine(["ceiling", "confirmed"]) == "ceiling"
     assert combine(["ceiling", "inconclusive"]) == "inconclusive"
-    assert combine(["ceiling", "refuted"]) == "refuted"
+    assert combine(["ceiling", "against"]) == "against"
     Verdict("x", "s", "st", "p", "m", "ceiling", 2)
 
 
@@ -246,6 +246,6 @@ def test_judge_standardized_compares_with_the_noise_not_with_zero():
     assert part["agree"] == sum(v < -0.1 for v in values)
     # a clear shrinkage, several sds: confirmed; growth: refuted; no spread: no noise to use
     assert judge_standardized([-0.5, -0.45, -0.55, -0.5], -1.0, "below")["verdict"] == "confirmed"
-    assert judge_standardized([0.5, 0.45, 0.55, 0.5], -1.0, "below")["verdict"] == "refuted"
+    assert judge_standardized([0.5, 0.45, 0.55, 0.5], -1.0, "below")["verdict"] == "against"
     flat = judge_standardized([0.2, 0.2, 0.2], -1.0, "below")
     assert flat["verdict"] == "inconclusive" and "no run-to-run noise" in flat["note"]

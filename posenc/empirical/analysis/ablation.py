@@ -26,6 +26,11 @@ to the drop itself (paper: about 60 points for RoPE on the distance task).
 
 **Attention distance** of head h: mean over examples and (non-padding) query
 positions i of ``sum_j pattern[h, i, j] * |i - j|``.
+
+Mode ``latent-columns`` (MLA models only) is the paper code's MLA ablation, which removes no
+head: variant v zeroes the latent dimensions [w v, w v + w) (w the head width) at the inputs of
+the three up-projections, and is reported as "head" v, without attention distances; see
+:mod:`.latent_ablation`.
 """
 
 from __future__ import annotations
@@ -43,8 +48,11 @@ from ...limits import check_int, is_index
 from ..model.attention import HeadAblation
 from ..model.transformer import Transformer
 from ..tasks import PAD, TaskData
+from . import latent_ablation as latent_mode
 
-MODES = ("zero", "mean", "resample")
+#: the modes that replace a head's output at hook_z
+HEAD_MODES = ("zero", "mean", "resample")
+MODES = HEAD_MODES + (latent_mode.MODE,)
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,10 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
     ``expand=True`` takes ``batch_size`` examples, i.e. H x batch_size rows, which fills an
     accelerator with H times fewer passes.  None (default): True on CUDA, False otherwise.
     The accuracies do not depend on it.
+
+    Mode ``latent-columns`` (:mod:`.latent_ablation`; MLA models only, one PosencError
+    otherwise) ablates the variants of each layer instead of its heads; ``seed`` and
+    ``distances`` do not apply to it (its table has no attention distances).
     """
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
@@ -168,6 +180,12 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
     model.eval()
     L, H = len(model.blocks), model.cfg.n_heads
     layers = list(range(L)) if layers is None else _layers(layers, L)
+    latent = mode == latent_mode.MODE
+    run: dict[int, list[int]] = {}
+    if latent:  # the variants each layer runs in a batched pass (all of them one by one)
+        cols = {l: latent_mode.latent_columns(model, l) for l in layers}
+        run = {l: cols[l].active() if batched else list(range(H)) for l in layers}
+        distances = False
     N = len(data)
     names = {_zname(l) for l in range(L)}
     if distances:
@@ -198,7 +216,8 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
     correct = torch.zeros(L, H, dtype=torch.long)
     if expand is None:
         expand = on_cuda
-    step = batch_size if (expand or not batched) else max(1, batch_size // H)
+    width = max(len(run[l]) for l in layers) if latent else H  # variants per batched pass
+    step = batch_size if (expand or not batched) else max(1, batch_size // width)
     for s in range(0, N, step):
         tok, y = data.tokens[s:s + step].to(device), data.labels[s:s + step].to(device)
         source = None
@@ -207,9 +226,16 @@ def ablate(model: Transformer, data: TaskData, mode: str = "zero", *,
             _, source = model.run_with_cache(src_tok, names_filter=lambda n: n in names
                                              and n.endswith("hook_z"))
         for l in layers:
+            if latent:
+                logits = latent_mode.latent_logits(model, tok, l, run[l], batched)  # (V, B, C)
+                correct[l, run[l]] += (logits.argmax(-1) == y[None]).sum(1).cpu()
+                continue
             repl = None if mode == "zero" else (means[l] if means is not None else source[_zname(l)])
             logits = ablated_logits(model, tok, l, repl, batched)  # (H, B, C)
             correct[l] += (logits.argmax(-1) == y[None]).sum(1).cpu()
+    if latent:  # a variant that removes nothing is the unchanged model: the baseline
+        for l in layers:
+            correct[l, [v for v in range(H) if v not in run[l]]] = base_correct
     rows = []
     for l in layers:
         acc = [int(c) / N for c in correct[l]]

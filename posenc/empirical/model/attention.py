@@ -59,6 +59,8 @@ A :class:`HeadAblation` at a layer replaces heads right after ``hook_z``:
 with gate g (variants, heads) and replacement r, variant v of example b gets
 ``z' = g[v, h] z + (1 - g[v, h]) r``; the batch grows to variants x batch
 (variant-major), so the single-head ablations of one layer run as one pass.
+An MLA layer's :class:`~.mla.LatentAblation` makes its variants earlier, in the projections
+(a gate on the latent its up-projections read); both are an :class:`Ablation`.
 
 The CPU fast path of training (:mod:`posenc.empirical.fast`) reads these modules from outside:
 it calls :meth:`Attention.heads` / :meth:`AttentionBase.project` and runs its own kernels.
@@ -103,8 +105,32 @@ def attention_mask(keep: Optional[torch.Tensor], causal: bool, seq: int, dtype: 
     return mask
 
 
+class Ablation:
+    """What an ablation does at its layer (``layer``): the queries, keys and values it projects
+    (:meth:`project`; the module's own by default) and the head outputs it hands on
+    (:meth:`apply`); :meth:`problem` says why it does not fit a layer's attention module (None:
+    it fits).  :class:`HeadAblation` replaces heads at ``hook_z``;
+    :class:`~.mla.LatentAblation` zeroes latent dimensions of MLA's up-projections."""
+
+    layer: int
+
+    @property
+    def n_variants(self) -> int:
+        raise NotImplementedError
+
+    def problem(self, attn: "AttentionBase") -> Optional[str]:
+        raise NotImplementedError
+
+    def project(self, attn: "AttentionBase", x: torch.Tensor, kv: torch.Tensor, offset: int
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return attn.project(x, kv, offset)
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        return z
+
+
 @dataclass
-class HeadAblation:
+class HeadAblation(Ablation):
     """Replace heads of ``layer`` at hook_z.
 
     ``gate`` (variants, heads): 1 keeps a head, 0 replaces it.  ``replacement``:
@@ -120,6 +146,10 @@ class HeadAblation:
     @property
     def n_variants(self) -> int:
         return int(self.gate.shape[0])
+
+    def problem(self, attn: "AttentionBase") -> Optional[str]:
+        return None if self.gate.dim() == 2 and self.gate.shape[-1] == attn.n_heads else \
+            f"gate {attn.n_heads} heads; got gate {tuple(self.gate.shape)}"
 
     def apply(self, z: torch.Tensor) -> torch.Tensor:
         """(batch, T, H, dh) -> (variants * batch, T, H, dh)."""
@@ -174,13 +204,19 @@ class AttentionBase(nn.Module):
             setattr(self, name, HookPoint())
 
     def forward(self, x: torch.Tensor, kv: torch.Tensor, mask: Optional[torch.Tensor],
-                offset: int = 0, ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+                offset: int = 0, ablation: Optional[Ablation] = None) -> torch.Tensor:
         """x (B, T, D) normed query input; kv (B or fewer, T, D) normed key/value input; mask
         (:func:`attention_mask`) -> (B', T, D) (B' = variants * B under an ablation)."""
-        B, T, _ = x.shape
-        q, k, v = self.project(x, kv, offset)  # (B, H, T, d_qk), (Bk, H, T, d_qk), (Bk, H, T, dh)
+        T = x.shape[1]
+        # (Bq, H, T, d_qk), (Bk, H, T, d_qk), (Bk, H, T, dh); Bq = B, or variants * B when the
+        # ablation acts in the projections
+        q, k, v = self.project(x, kv, offset) if ablation is None else \
+            ablation.project(self, x, kv, offset)
+        B = q.shape[0]
         if k.shape[0] != B:  # keys/values from a shared (un-ablated) input: repeat over variants
             k, v = k.repeat(B // k.shape[0], 1, 1, 1), v.repeat(B // v.shape[0], 1, 1, 1)
+        if mask is not None and mask.shape[0] not in (1, B):  # a key mask per example, variants
+            mask = mask.repeat(B // mask.shape[0], 1, 1, 1)
         bias = self.positional_bias(T, offset, q.dtype)  # (H or 1, T, T) or None
         z = self.attend(q, k, v, mask, bias)  # (B, H, T, dh)
         z = run_hook(self.hook_z, heads_last(z))  # (B, T, H, dh)

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ...errors import PosencError
-from .attention import Attention, HeadAblation, attention_mask
+from .attention import Ablation, Attention, attention_mask
 from ..config import ModelConfig
 from .hooks import HookPoint, Hooked, run_hook
 from .mla import MLAAttention
@@ -65,7 +65,7 @@ class Block(nn.Module):
             setattr(self, name, HookPoint())
 
     def forward(self, h: torch.Tensor, x0: torch.Tensor, mask: Optional[torch.Tensor], offset: int,
-                ablation: Optional[HeadAblation]) -> torch.Tensor:
+                ablation: Optional[Ablation]) -> torch.Tensor:
         """h, x0 (B, T, D), mask (:func:`.attention.attention_mask`) -> (B', T, D) (B' = variants
         * B from an ablation at this layer)."""
         h = run_hook(self.hook_resid_pre, h)
@@ -143,16 +143,18 @@ class Transformer(Hooked):
         return x
 
     def forward(self, tokens: torch.Tensor, *, offset: int = 0,
-                ablation: Optional[HeadAblation] = None) -> torch.Tensor:
+                ablation: Optional[Ablation] = None) -> torch.Tensor:
         """tokens (B, T) -> logits (B, C), or (V * B, C) variant-major under an ablation."""
         if tokens.dim() != 2:
             raise PosencError(f"tokens must be (batch, seq); got shape {tuple(tokens.shape)}")
         B, T = tokens.shape
-        if ablation is not None and not (0 <= ablation.layer < len(self.blocks)
-                                         and ablation.gate.shape[-1] == self.cfg.n_heads):
-            raise PosencError(f"ablation must name a layer in 0..{len(self.blocks) - 1} and gate "
-                              f"{self.cfg.n_heads} heads; got layer {ablation.layer}, gate "
-                              f"{tuple(ablation.gate.shape)}")
+        if ablation is not None:
+            L = len(self.blocks)
+            problem = ablation.problem(self.blocks[ablation.layer].attn) \
+                if 0 <= ablation.layer < L else f"got layer {ablation.layer}"
+            if problem is not None:
+                raise PosencError(f"ablation must name a layer in 0..{L - 1} and fit its "
+                                  f"attention: {problem}")
         keep = (tokens != PAD) if self.cfg.mask_padding else None  # (B, T) bool
         mask = attention_mask(keep, self.cfg.causal, T, self.embed.weight.dtype, tokens.device)
         h = x0 = self.input_embedding(tokens, offset)  # (B, T, D)

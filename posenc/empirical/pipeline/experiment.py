@@ -36,7 +36,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from ...encodings import MLA
 from ...errors import PosencError
+from ..analysis.latent_ablation import MODE as LATENT_MODE
 from ..config import TrainConfig, stored_config
 
 
@@ -67,6 +69,9 @@ class ExperimentConfig:
     dynamics: Optional[dict[str, Any]] = None  # DynamicsConfig.to_dict(); None: not recorded
 
     def __post_init__(self) -> None:
+        if LATENT_MODE in self.ablation_modes and not isinstance(self.train.model.spec, MLA):
+            raise PosencError(f"the {LATENT_MODE} ablation is for MLA models; PE "
+                              f"{self.train.model.pe!r} has no latent")
         if self.ablation_data not in ABLATION_DATA:
             raise PosencError(f"ablation_data must be one of {', '.join(ABLATION_DATA)}; "
                               f"got {self.ablation_data!r}")

@@ -34,14 +34,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from ...coerce import is_int
-from ...encodings import PESpec, parse_spec
+from ...encodings import MLA, PESpec, parse_spec
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
 from ..config import PAPER_CODE_PRESETS, PRESET_NAMES, apply_overrides, check_overrides, \
     paper_code_task_fields_for, preset as train_preset
 from ..paper_specs import paper_budget, paper_code_fields
-from .experiment import ExperimentConfig
+from .experiment import LATENT_MODE, ExperimentConfig
 from .sweep import Job
 
 #: role -> spec, per model-code mode (the roles and their specs: :data:`posenc.roles.ROLES`)
@@ -207,8 +207,11 @@ class ReproductionPlan:
                     # paper-code mode ablates over the whole data set, as the code's *vis.py do
                     # (paper-small: on ``size`` test examples; the whole set would cost 60x more)
                     whole = self.in_paper_code and self.preset != "paper-small"
+                    # the latent-columns ablation only where there is a latent: MLA
+                    modes = tuple(m for m in self.ablation_modes
+                                  if m != LATENT_MODE or isinstance(specs[role], MLA))
                     out.append(ExperimentConfig(
-                        train=cfg, ablation_modes=self.ablation_modes,
+                        train=cfg, ablation_modes=modes,
                         ablation_examples=cfg.task.n_samples if whole else size,
                         ablation_data="all" if whole else "test",
                         probe=True, probe_examples=probe_size, tags={"role": role},

@@ -34,7 +34,7 @@ import torch
 
 from ...errors import PosencError
 from ...limits import check_memory
-from ..analysis.ablation import MODES, derangement
+from ..analysis.ablation import HEAD_MODES as MODES, derangement
 from .families import Layout, layout
 from .probes import Probe
 
@@ -295,10 +295,13 @@ def cache_bytes(model: Any, probe: Probe) -> int:
 @torch.inference_mode()
 def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
           layers: Optional[Sequence[int]] = None, seed: int = 0, rows_per_pass: int = ROWS_PER_PASS,
-          patterns: bool = True, progress: Optional[Callable[[int], None]] = None) -> Sweep:
+          patterns: bool = True, progress: Optional[Callable[[int, int], None]] = None,
+          log: Optional[Callable[[str], None]] = None) -> Sweep:
     """Ablate each unit of each layer (or of ``layers``) of ``model`` in turn on ``probe``.
 
-    ``progress(layer)`` is called after each layer."""
+    ``progress(done, total)`` is called after each layer; ``log`` gets one line after the
+    baseline pass: its CPU time and the sweep's estimated CPU time (each layer l costs about the
+    baseline pass times the units, times the share (L - l) / L of the layers it runs)."""
     if mode not in MODES:
         raise PosencError(f"unknown ablation mode {mode!r}; known: {', '.join(MODES)}")
     lay = layout(model)
@@ -312,6 +315,11 @@ def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
     model.eval()
     m = _Model(model, lay, probe)
     kept = _baseline(m, rows_per_pass, patterns)
+    if log is not None:
+        base = time.process_time() - cpu0
+        share = sum((L - l) / L for l in chosen)
+        log(f"baseline pass {base:.1f} CPU s; {len(chosen)} layers x {masks.shape[0]} units to "
+            f"ablate: about {base * masks.shape[0] * share / 60:.1f} CPU min")
     E, k, V = probe.n_examples, probe.rows_per_example, masks.shape[0]
     per_prediction = probe.n_predictions
     perm = derangement(E, seed) if mode == "resample" else None
@@ -338,7 +346,7 @@ def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
             acc_rows.append(tuple(float(x) / per_prediction for x in correct))
             loss_rows.append(tuple(float(x) / per_prediction for x in loss))
             if progress is not None:
-                progress(l)
+                progress(len(acc_rows), len(chosen))
     return Sweep(mode, unit, tuple(chosen), float(kept.correct.sum()) / per_prediction,
                  float(kept.loss.sum()) / per_prediction, tuple(acc_rows), tuple(loss_rows),
                  tuple(kept.scores[l] for l in chosen) if kept.scores else (), per_prediction,

@@ -8,28 +8,16 @@ from hypothesis import strategies as st
 
 from posenc.empirical.analysis.ablation import (AblationTable, ablate, ablated_logits, deposit_index,
                                        derangement)
-from posenc.empirical.config import ModelConfig
-from posenc.empirical.model.transformer import build_model
-from posenc.empirical.tasks import TaskData
 from posenc.errors import PosencError
+from random_models import random_data, sharp_model
 
 
 def _model(pe="rope", **kw):
-    torch.manual_seed(0)
-    cfg = ModelConfig(pe=pe, **{"d_model": 24, "n_heads": 4, "n_layers": 3, "d_ff": 32, **kw})
-    m = build_model(cfg, vocab_size=10, n_classes=3, max_len=9)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.mul_(3.0)  # sharper random function: head removals change predictions
-    return m.eval()
+    return sharp_model(pe, **kw)
 
 
 def _data(n=60, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    tok = torch.randint(1, 10, (n, 9), generator=g)
-    tok[::3, 6:] = 0
-    labels = torch.randint(0, 3, (n,), generator=g)
-    return TaskData(tok, labels, (tok != 0).sum(1), 3)
+    return random_data(n, seed)
 
 
 @pytest.mark.parametrize("mode", ["zero", "mean", "resample"])

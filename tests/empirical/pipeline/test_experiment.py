@@ -147,3 +147,21 @@ def test_worker_trace_statistics_cover_the_training_up_to_the_kept_epoch(tmp_pat
     flat = res["table_mean"]
     assert flat["baseline_acc"] == pytest.approx(res["summary"]["test_acc"])
     assert 0.0 <= flat["test_acc"] <= 1.0 and flat["n_test"] == res["summary"]["n_test"]
+
+
+def test_latent_columns_only_where_there_is_a_latent():
+    """The plan gives MLA runs the latent-columns ablation beside zero and the other PEs zero
+    alone (their run ids unchanged); an experiment asking it of a PE without MLA is one error."""
+    modes = ("zero", "latent-columns")
+    exps = ReproductionPlan("smoke", seeds=1, ablation_modes=modes).experiments()
+    plain = {(e.train.task.name, e.tags["role"]): run_id(e.to_dict())
+             for e in ReproductionPlan("smoke", seeds=1).experiments()}
+    for e in exps:
+        role = e.tags["role"]
+        assert e.ablation_modes == (modes if role == "mla" else ("zero",))
+        if role != "mla":
+            assert run_id(e.to_dict()) == plain[(e.train.task.name, role)]
+    assert any(e.tags["role"] == "mla" for e in exps)
+    with pytest.raises(PosencError, match="latent-columns ablation is for MLA models; PE 'rope'"):
+        ExperimentConfig(train=small(), ablation_modes=modes)
+    assert ExperimentConfig(train=small("mla"), ablation_modes=modes).ablation_modes == modes
