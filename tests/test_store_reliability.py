@@ -3,7 +3,11 @@
 A deleted, emptied or garbage index heals for ``runs``, ``report`` and ``reproduce``; a SIGKILL of
 ``posenc reproduce`` with two workers leaves no process behind; a run that fails makes
 ``reproduce`` exit 2 with the report still written; a full disk or read-only folder in ``report``
-and ``reproduce`` is one line with no partial file.
+and ``reproduce`` is one line with no partial file; a run folder that lacks result.json,
+config.json or run.json is refused by ``reproduce`` and ``report`` naming the folder and the file
+(``--retrain-incomplete`` trains it again), and ``report`` names the unfinished runs it leaves
+out; Ctrl-C (SIGINT to the process group) of a two-worker sweep exits within seconds, and the
+store resumed with the printed command equals an uninterrupted one.
 """
 
 import errno
@@ -197,3 +201,142 @@ def test_a_real_read_only_store_and_a_real_full_disk(tmp_path, reference):
                   "database or disk is full")
     finally:
         subprocess.run(["umount", str(full)])
+
+
+# -- committed stores: a run folder that lacks a file is refused, never retrained unasked ------
+
+def _snapshot(root):
+    return {p: p.read_bytes() for p in (root / "runs").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["result.json", "config.json", "run.json"])
+def test_reproduce_refuses_a_run_folder_that_lacks_a_file(store, name, capsys):
+    """The probes: before, a missing result.json retrained the run over its committed files and
+    a missing config.json or run.json was taken as finished."""
+    folder = sorted((store / "runs").iterdir())[1]
+    (folder / name).unlink()
+    before = _snapshot(store)
+    assert main(["reproduce", *ARGS, "--out", str(store)]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"({folder}) lacks {name}," in err and "--retrain-incomplete" in err, err
+    assert _snapshot(store) == before and not (store / "staging").exists()
+    assert "ran " not in out  # nothing trained
+
+
+def test_retrain_incomplete_trains_the_run_again(store, reference, capsys):
+    folder = sorted((store / "runs").iterdir())[1]
+    (folder / "result.json").unlink()
+    assert main(["reproduce", *ARGS, "--out", str(store), "--retrain-incomplete"]) == 0
+    out = capsys.readouterr().out
+    assert "ran 1, skipped 1 finished, failed 0" in out, out
+    assert (folder / "result.json").is_file()
+    assert (store / "report" / "report.md").read_text() == \
+        (reference / "report" / "report.md").read_text()
+
+
+def test_report_refuses_a_store_with_a_hole(store, capsys):
+    """Before, ``report`` on a store with a run's result.json deleted used 1 of its 2 runs."""
+    folder = sorted((store / "runs").iterdir())[0]
+    (folder / "result.json").unlink()
+    report = (store / "report" / "report.md").read_bytes()
+    assert main(["report", str(store), "--no-theory"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"({folder}) lacks result.json," in err, err
+    assert "no report was written" in err
+    assert (store / "report" / "report.md").read_bytes() == report
+
+
+def test_report_names_the_unfinished_runs_it_leaves_out(store, capsys):
+    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.empirical.pipeline.store import RunStore
+    job = ReproductionPlan.for_command("smoke", 1, roles=["alibi"], tasks=["distance"]).jobs()[0]
+    RunStore(store).add(job.config, job.kind, job.label)  # planned, never finished
+    assert main(["report", str(store), "--no-theory"]) == 0
+    out = capsys.readouterr().out
+    sentence = "Left out: 1 run of the store that has not finished (pending: distance/alibi/s0)"
+    assert sentence in out and sentence in (store / "report" / "report.md").read_text(), out
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------
+
+#: three runs on two workers, trained long enough (16 epochs) to be stopped mid-run
+SIGINT_ARGS = ["--preset", "smoke", "--roles", "rope,nope,alibi", "--tasks", "distance",
+               "--seeds", "1", "--no-theory", "--set", "epochs=16", "--workers", "2"]
+#: fields of a run's JSON files that time it (and a resumed run's record of its resumption)
+TIMING = {"seconds", "phase_seconds", "epoch_seconds", "created", "resumed"}
+
+
+def _untimed(data):
+    if isinstance(data, dict):
+        return {k: _untimed(v) for k, v in data.items() if k not in TIMING}
+    if isinstance(data, list):
+        return [_untimed(v) for v in data]
+    return data
+
+
+def _run_files(root):
+    """Run id -> file name -> content (JSON files without their timing fields)."""
+    import json
+    runs = {}
+    for folder in sorted((root / "runs").iterdir()):
+        files = {}
+        for path in sorted(folder.iterdir()):
+            files[path.name] = _untimed(json.loads(path.read_text())) \
+                if path.suffix == ".json" else path.read_bytes()
+        runs[folder.name] = files
+    return runs
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_stops_a_two_worker_sweep_and_the_resumed_store_equals_an_uninterrupted_one(tmp_path):
+    """Before, SIGINT to the process group stopped the two runs in flight and started two queued
+    ones in their place, a second one changed nothing, and nothing was printed."""
+    import json
+    import shlex
+    ref = tmp_path / "ref"
+    proc = cli("reproduce", *SIGINT_ARGS, "--out", ref)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "int"
+    proc = subprocess.Popen([sys.executable, "-m", "posenc", "reproduce", *SIGINT_ARGS, "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        # both workers are training, each past its first checkpoint
+        while len(list((out / "staging").glob("*/checkpoint.pt"))) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        in_flight = sorted(p.name.partition(".")[0] for p in (out / "staging").iterdir())
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C does
+        stdout, stderr = proc.communicate(timeout=60)
+        seconds = time.monotonic() - t0
+        print(f"SIGINT to exit: {seconds:.2f} s")
+        assert proc.returncode == 130, (stdout, stderr)
+        assert seconds < 10, seconds
+        assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+        assert stderr.startswith("posenc: interrupted: 0 of 3 runs finished in ") and \
+            "2 stopped mid-run" in stderr, stderr
+        deadline = time.monotonic() + 30
+        while _session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _session(proc.pid) == [], "a worker lived on"
+        # no queued run started: the two in flight alone have folders, neither one committed
+        assert sorted(p.name.partition(".")[0] for p in (out / "staging").iterdir()) == in_flight
+        assert list((out / "runs").iterdir()) == []
+    finally:
+        for pid in _session(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    words = shlex.split(stderr.split("resume with: ", 1)[1])
+    assert words[0] == "posenc"
+    again = subprocess.run([sys.executable, "-m", *words], capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "ran 3 (2 resumed from the checkpoint of a sweep that ended mid-run)" in again.stdout
+    resumed = [json.loads((out / "runs" / rid / "result.json").read_text())["summary"]
+               for rid in in_flight]
+    assert all(s["resumed"]["from_epoch"] >= 1 for s in resumed)  # trained on, not from scratch
+    assert _run_files(out) == _run_files(ref)  # the same runs, the same files, the same numbers
+    assert (out / "report" / "report.md").read_text() == (ref / "report" / "report.md").read_text()

@@ -10,6 +10,7 @@ same numbers.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -19,6 +20,17 @@ from typing import Any, Callable, Optional
 REDRAW_S = 1.0
 #: the longest list of runs in flight the bar names (more: their count)
 IN_FLIGHT_CHARS = 60
+#: the (columns, rows) the bar assumes on a terminal that reports no size
+FALLBACK_SIZE = (100, 24)
+
+
+def terminal_size() -> tuple[int, int]:
+    """(columns, rows) of the terminal on stdout ((0, 0): none, or one that reports no size)."""
+    try:
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return (0, 0)
+    return (size.columns, size.lines)
 
 
 def clock(seconds: float) -> str:
@@ -63,8 +75,13 @@ class SweepProgress:
         if not self.use_bar or self.total == self.skipped:
             return
         from tqdm import tqdm
+        # a terminal that reports no size (as `script` makes one) would hide the bar: tqdm takes
+        # 0 rows for a screen too short to show it
+        sized = min(terminal_size()) > 0
         self.bar = tqdm(total=self.total, initial=self.skipped, unit="run", desc="runs",
-                        smoothing=0, file=sys.stdout, dynamic_ncols=True, mininterval=0.2)
+                        smoothing=0, file=sys.stdout, dynamic_ncols=sized,
+                        ncols=None if sized else FALLBACK_SIZE[0],
+                        nrows=None if sized else FALLBACK_SIZE[1], mininterval=0.2)
         self._ticker = threading.Thread(target=self._redraw, name="posenc-progress", daemon=True)
         self._ticker.start()
 
@@ -79,8 +96,8 @@ class SweepProgress:
         line = f"  {job.label:<28} {state}"
         if self.bar is not None:
             self.bar.write(line, file=sys.stdout)
+            self.bar.set_postfix_str(self.in_flight_text(), refresh=False)
             self.bar.update(1)
-            self._postfix()
         else:
             self.log(f"{line}   {self.status()}")
 
@@ -115,5 +132,5 @@ class SweepProgress:
     def _redraw(self) -> None:
         while not self._stop.wait(REDRAW_S):
             bar = self.bar
-            if bar is not None:
+            if bar is not None and self.skipped + self.finished < self.total:  # (none once done)
                 bar.refresh()

@@ -6,6 +6,7 @@ import io
 import sys
 import types
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -101,3 +102,45 @@ def test_a_bar_only_for_print_on_a_terminal(monkeypatch):
     assert prog.want_bar(print) and not prog.want_bar(lambda s: None)
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     assert not prog.want_bar(print)
+
+
+BAR_ON_A_PTY = """
+import types
+from posenc.report.progress import SweepProgress
+job = types.SimpleNamespace(label="distance/rope/s0")
+p = SweepProgress(print, bar=True)
+p.plan(types.SimpleNamespace(total=4, skipped=1))
+p.start("a", job)
+p.done("a", job, {"summary": {"test_acc": 0.5}})
+p.close()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
+def test_the_bar_shows_on_a_terminal_that_reports_no_size():
+    """A pseudo-terminal of 0 x 0 (as ``script`` makes one without a terminal above it): tqdm
+    would take it as a screen too small for the bar and draw nothing."""
+    import os
+    import pty
+    import subprocess
+    from pathlib import Path
+    master, slave = pty.openpty()  # its size is 0 x 0 until someone sets one
+    assert os.get_terminal_size(slave) == (0, 0)
+    root = str(Path(__file__).parents[2])
+    proc = subprocess.Popen([sys.executable, "-c", BAR_ON_A_PTY], stdout=slave, stderr=slave,
+                            env={**os.environ, "PYTHONPATH": root})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0, b"".join(chunks)
+    text = b"".join(chunks).decode(errors="replace")
+    assert "  distance/rope/s0             50.0%" in text, text
+    assert "2/4" in text and "runs:" in text, text  # the bar itself, after the run's line

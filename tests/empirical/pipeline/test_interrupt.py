@@ -24,12 +24,14 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 def endless_worker(config, folder, threads):
     """Marks its start in ``config["marks"]``, then runs until stopped (``stubborn``: with SIGTERM
-    blocked, as a run stuck in native code would be); ``quick`` jobs finish at once."""
+    ignored, as a run stuck in native code would be -- ignored process-wide, since a signal
+    blocked in the main thread alone reaches the worker's parent-watching thread and stops the
+    run anyway); ``quick`` jobs finish at once."""
     Path(config["marks"], f"started-{config['x']}").write_text("")
     if config.get("quick"):
         return {"summary": {"x": config["x"]}}
     if config.get("stubborn"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         Path(folder, "progress").write_text(str(time.time()))
         time.sleep(0.02)
