@@ -1,4 +1,4 @@
-"""Claim 8 of the design: the catalogue's declared family of each PE is the family theory derives.
+"""The catalogue's declared family of each PE is the family theory derives.
 
 Gu et al. (arXiv 2505.13027) sort PEs into additive (position added to the input, or a bias
 added to the logits) and multiplicative (position multiplies the content interaction).  The
@@ -100,7 +100,6 @@ CLAIMS = (
         variants=(Variant("the positional part depends on position", _position_free, check=_family,
                           note="custom g constant or all frequencies 0"),),
         describe=lambda spec: spec.to_string(),
-        design_number="8",
         layers=("theory", "numerics"),
     ),
 )
