@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from posenc.cli import main
-from posenc.encodings import PRESETS, REGISTRY
+from posenc.encodings import NAMED_SPECS, REGISTRY
 
 PER_CALL_S = 20
 # A real sweep (one smoke run, its report and spectral table) takes ~13 s on an idle core and
@@ -116,7 +116,7 @@ def _fields(name: str) -> list[str]:
 def spec_text(draw) -> str:
     kind = draw(st.sampled_from(["catalogue", "catalogue", "kernel", "preset", "garbage"]))
     if kind == "preset":
-        return draw(st.sampled_from(sorted(PRESETS)))
+        return draw(st.sampled_from(sorted(NAMED_SPECS)))
     if kind == "kernel":
         return f"custom:kernel={draw(kernel_text())}"
     if kind == "garbage":

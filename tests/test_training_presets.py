@@ -1,6 +1,7 @@
-"""The training presets (posenc.training_presets) are one list: every command's --preset help,
-``posenc encodings`` and the config layer name the same presets, and the ``paper-small`` preset
-is what its calibration froze (scripts/regime_calibration.py)."""
+"""The training presets (posenc.training_presets) are one list of records: every command's
+--preset help, ``posenc encodings`` and the config layer name the same presets, one lookup refuses
+any other name (the same line from every entry point), a bad record is refused when it is made,
+and the ``paper-small`` preset is what its calibration froze (scripts/regime_calibration.py)."""
 
 import json
 import subprocess
@@ -8,7 +9,8 @@ import sys
 
 import pytest
 
-from posenc.training_presets import PAPER_CODE_PRESETS, PRESET_NAMES, TRAINING_PRESETS
+from posenc.errors import PosencError
+from posenc.training_presets import PAPER_CODE_PRESETS, PRESET_NAMES, TRAINING_PRESETS, TrainingPreset
 from tests.script_loader import load_script
 
 
@@ -27,19 +29,20 @@ def test_every_command_lists_every_preset(command):
 def test_encodings_describes_every_training_preset():
     proc = subprocess.run([sys.executable, "-m", "posenc", "encodings", "--json"],
                           capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout)["training_presets"] == TRAINING_PRESETS
+    listed = json.loads(proc.stdout)
+    assert listed["training_presets"] == {n: p.summary for n, p in TRAINING_PRESETS.items()}
+    assert listed["training_preset_notes"] == {n: p.notes for n, p in TRAINING_PRESETS.items()
+                                               if p.notes}
     assert set(PAPER_CODE_PRESETS) <= set(PRESET_NAMES)
 
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
 @pytest.mark.parametrize("task", ["distance", "count"])
 def test_the_config_layer_builds_every_preset(name, task):
-    from posenc.api.experiments import PRESETS
     from posenc.empirical.config import preset
-    from posenc.empirical.pipeline.reproduction import DEFAULT_SEEDS
 
     assert preset(name, task, "rope", 0).preset == name
-    assert set(DEFAULT_SEEDS) == set(PRESETS) == set(PRESET_NAMES)
+    assert set(TRAINING_PRESETS) == set(PRESET_NAMES)
 
 
 def test_paper_small_runs_the_paper_codes_distance_task_by_default():
@@ -72,10 +75,11 @@ def test_paper_small_gives_mla_the_codes_budget_ratios():
     import math
 
     from posenc.empirical.config import preset
-    from posenc.empirical.paper_specs import PAPER_BUDGETS, paper_budget
+    from posenc.empirical.paper_specs import paper_budget
 
     base, paper = preset("paper-small"), preset("paper")
-    code = PAPER_BUDGETS["mla"]
+    code = paper_budget("paper", "mla")
+    assert code == {"epochs": 150, "batch_size": 1024}  # dis_gen/mla.py
     want = math.ceil(base.epochs * code["epochs"] / paper.epochs)
     assert paper_budget("paper-small", "mla") == {
         "epochs": want, "batch_size": base.batch_size * code["batch_size"] // paper.batch_size,
@@ -87,7 +91,7 @@ def test_paper_small_gives_mla_the_codes_budget_ratios():
 def test_paper_small_is_the_frozen_calibration_candidate(monkeypatch, role):
     """The preset holds the candidate its calibration froze (on seeds 1000+, before the report's
     seeds ran): the same config field for field, bar the preset's name and the thread count."""
-    from posenc.empirical.config import PAPER_SMALL_CANDIDATE, apply_overrides
+    from posenc.empirical.config import apply_overrides
     from posenc.empirical.paper_specs import paper_budget
     from posenc.empirical.pipeline.reproduction import ReproductionPlan
 
@@ -96,7 +100,7 @@ def test_paper_small_is_the_frozen_calibration_candidate(monkeypatch, role):
                                    first_seed=1000)
     ours = plan.experiments()[0].train.to_dict()
     # (MLA on the code's MLA budget at this scale: the calibration docs/reproduction.md names)
-    frozen = apply_overrides(cal.candidate_config(PAPER_SMALL_CANDIDATE, 1000, role),
+    frozen = apply_overrides(cal.candidate_config(TRAINING_PRESETS["paper-small"].candidate, 1000, role),
                              paper_budget("paper-small", role)).to_dict()
     for d in (ours, frozen):
         d.pop("preset"), d.pop("num_threads")
@@ -117,13 +121,12 @@ def test_paper_small_notes_state_the_presets_own_numbers():
     """The notes cannot go stale: each number they give for paper-small is the preset's."""
     from posenc.empirical.config import preset
     from posenc.empirical.paper_specs import paper_budget
-    from posenc.training_presets import PRESET_NOTES
 
     c = preset("paper-small", "distance", "rope", 0)
     t, m = c.task, c.model
     n_train = round(t.n_samples * t.train_frac)
     n_val = round(n_train * c.val_frac)
-    note = PRESET_NOTES["paper-small"]
+    note = TRAINING_PRESETS["paper-small"].notes
 
     def rate(x: float) -> str:          # as the note writes a small rate: 3e-3, 1e-5
         return f"{x:.0e}".replace("e-0", "e-")
@@ -158,3 +161,65 @@ def test_paper_small_dynamics_are_sized_for_the_store():
     every, n = records("paper-small")
     assert every == 100 and 110 <= n <= 125, (every, n)
     assert records("quick")[0] == DynamicsConfig().every == 25
+
+
+def _entry_points():
+    """Every place a preset name enters, each called with ``name``."""
+    from posenc.api import experiments as api
+    from posenc.empirical.config import preset
+    from posenc.empirical.paper_specs import paper_budget
+    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+
+    return {
+        "config": lambda name: preset(name),
+        "plan": lambda name: ReproductionPlan(preset=name),
+        "plan for the command": lambda name: ReproductionPlan.for_command(name),
+        "plan of some tasks": lambda name: ReproductionPlan.select(name, 1),
+        "budget": lambda name: paper_budget(name, "mla"),
+        "api.train": lambda name: api.train(preset=name),
+        "api.reproduce": lambda name: api.reproduce(preset=name),
+        "api.import_checkpoint": lambda name: api.import_checkpoint("x.pt", "rope", "distance",
+                                                                    "out", preset=name),
+    }
+
+
+@pytest.mark.parametrize("where", sorted(_entry_points()))
+@pytest.mark.parametrize("name", ["quik", "paper_small", "", ["quick"]])
+def test_an_unknown_preset_is_one_line_from_every_entry_point(where, name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, here least of all
+    with pytest.raises(PosencError) as info:
+        _entry_points()[where](name)
+    assert str(info.value) == f"unknown preset {name!r}; known: {', '.join(PRESET_NAMES)}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _record(**changes):
+    fields = dict(name="x", summary="a preset", task={"distance": {}, "count": {}}, model={},
+                  train={}, seeds=1, ablation_examples=1, probe_examples=1)
+    return TrainingPreset(**{**fields, **changes})
+
+
+@pytest.mark.parametrize("changes,match", [
+    ({"task": {"distance": {}}}, "task fields for exactly"),
+    ({"tasks": ("distance", "copy")}, "tasks within"),
+    ({"tasks": ()}, "tasks within"),
+    ({"seeds": 0}, "seeds >= 1"),
+    ({"probe_examples": True}, "probe_examples >= 1"),
+    ({"dynamics_every": 0}, "dynamics_every >= 1"),
+    ({"train": {"seed": 3}}, "name no task, model, seed or preset"),
+    ({"model": {"pe": "rope"}}, "the PE and the task name"),
+    ({"task": {"distance": {"name": "count"}, "count": {}}}, "the PE and the task name"),
+    ({"summary": " "}, "a summary"),
+])
+def test_a_bad_record_is_refused_when_it_is_made(changes, match):
+    assert _record().seeds == 1
+    with pytest.raises(ValueError, match=match):
+        _record(**changes)
+
+
+def test_a_record_is_read_only():
+    record = TRAINING_PRESETS["quick"]
+    with pytest.raises(TypeError):
+        record.train["epochs"] = 1  # type: ignore[index]
+    with pytest.raises(TypeError):
+        record.task["distance"]["n_samples"] = 1  # type: ignore[index]

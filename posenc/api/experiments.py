@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, overload
 
 from ..errors import PosencError
 from ..limits import check_int
-from ..training_presets import PRESET_NAMES
+from ..training_presets import training_preset
 from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.pretrained.result import PretrainedAblation
     from ..empirical.training.runs import Run
 
-PRESETS = PRESET_NAMES
 BACKENDS = ("local", "ray")
 #: Keyword options that ablate() passes on to posenc.empirical.analysis.ablation.ablate.
 ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
@@ -56,8 +55,7 @@ def train(task: str = "distance", pe: Any = "rope", *, preset: str = "quick", se
     if config is not None:
         cfg = config if isinstance(config, TrainConfig) else load_config(str(arg.path("config", config)))
     else:
-        if preset not in PRESETS:
-            raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        training_preset(preset)
         cfg = make_preset(preset, task=task, pe=arg.spec(pe), seed=seed)  # a PESpec as it is
     epochs, samples = _positive("epochs", epochs), _positive("samples", samples)
     threads = _positive("threads", threads)
@@ -105,8 +103,7 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path, *,
     :class:`~posenc.empirical.training.runs.Run`; nothing is written on a PosencError."""
     from ..empirical.training.paper_import import import_checkpoint as run_import
 
-    if preset not in PRESETS:
-        raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    training_preset(preset)
     if not isinstance(pe, str) or not isinstance(task, str):
         raise PosencError(f"pe and task must be strings; got {pe!r}, {task!r}")
     heads = check_int("heads", heads, 4096)
@@ -248,8 +245,7 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     """
     from ..report import reproduce as run_reproduction
 
-    if preset not in PRESETS:
-        raise PosencError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    training_preset(preset)
     if backend not in BACKENDS:
         raise PosencError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     out = arg.path("out", out, optional=True)

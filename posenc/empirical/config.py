@@ -3,17 +3,11 @@
 A :class:`TrainConfig` is everything that determines a training run (task,
 model, optimiser, seed); it is written as ``train_config.json`` into every run folder
 and read back with :func:`config_from_dict`, which rejects unknown keys with a
-:class:`~posenc.errors.PosencError`.  :func:`preset` gives the three sizes:
-
-* ``smoke`` -- seconds on a CPU, for tests and CI;
-* ``quick`` -- minutes on two CPU cores, sized (see the team's CALIBRATION
-  notes) so that the effects of Gu et al. (arXiv 2505.13027) can still appear;
-* ``paper`` -- the sizes and optimiser of the paper's code (d_model 256, d_ff
-  512, 16 heads, 6 layers, dropout 0.1, AdamW lr 1e-4, weight decay 1e-5,
-  betas (0.98, 0.9), batch 512, 100 epochs, 6% warm-up then cosine; distance
-  G = 70, L = R = 25; count 30 triggers, k = 0..100, length 120; 100,000
-  samples split 70/30).  Values the paper does not state (vocabulary size,
-  gradient clipping, activation) are our choices and say so in ``posenc.training_presets.PRESET_NOTES``.
+:class:`~posenc.errors.PosencError`.  :func:`preset` builds the config of a training preset
+(``smoke``, ``quick``, ``paper``, ``paper-small``) from its record in
+:mod:`posenc.training_presets`, which holds each preset's values, what the paper's code has and
+where the preset differs from it (values the paper does not state -- vocabulary size, gradient
+clipping, activation -- are our choices and its notes say so).
 """
 
 from __future__ import annotations
@@ -26,10 +20,10 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any, Optional
 
 from ..coerce import coerce, field_hints, is_int
-from ..encodings import PRESETS, PESpec, parse_spec
+from ..encodings import NAMED_SPECS, PESpec, parse_spec
 from ..errors import PosencError
 from ..limits import MAX_HEADS, MAX_WIDTH
-from ..training_presets import PAPER_CODE_PRESETS, PRESET_NAMES  # noqa: F401
+from ..training_presets import PAPER_CODE_PRESETS, PRESET_NAMES, training_preset  # noqa: F401
 from .paper_specs import CODES, check_paper_config, paper_code_task_fields
 
 TASKS = ("distance", "count")
@@ -187,7 +181,7 @@ class ModelConfig:
     ``pe`` is the PE: a catalogue spec string (``posenc encodings``) or a catalogue
     :class:`~posenc.encodings.PESpec`.  The config stores it as a string (the config dict and the
     run id hold that string) and holds its parse as :attr:`spec`: a string is parsed here, once;
-    a PESpec is kept as it is and stored as its ``to_string()``.  A ``paper-*`` preset name is
+    a PESpec is kept as it is and stored as its ``to_string()``.  A named spec (``paper-*``) is
     stored as its spec's string, so a run config records the spec it trained, not a name whose
     meaning may change.  ``parsed``: the parse of a string ``pe`` that the caller already holds
     (:func:`apply_overrides` passes the config's own), which is then not parsed again.
@@ -227,7 +221,7 @@ class ModelConfig:
             spec, text = self.pe, self.pe.to_string()
         elif isinstance(self.pe, str):
             spec = parsed if parsed is not None else parse_spec(self.pe)
-            text = spec.to_string() if self.pe.strip() in PRESETS else self.pe
+            text = spec.to_string() if self.pe.strip() in NAMED_SPECS else self.pe
         else:
             raise PosencError(f"model.pe must be a PE spec string or PESpec; got {self.pe!r}")
         object.__setattr__(self, "pe", text)
@@ -377,86 +371,17 @@ _LEFT_OUT_AT_DEFAULT = {"precision": "float32", "patience": None, "val_frac": 0.
                         "stop_on": "accuracy"}
 
 
-
-#: the calibration candidate (scripts/regime_calibration.py) the ``paper-small`` preset froze
-PAPER_SMALL_CANDIDATE = "b16_lr3e3_n20k_e15"
-
-
 def preset(name: str, task: str = "distance", pe: str | PESpec = "rope", seed: int = 0,
            **overrides: Any) -> TrainConfig:
-    """The configuration of training preset ``name`` (:data:`PRESET_NAMES`) for a task and PE (a
-    spec string or a catalogue PESpec: :class:`ModelConfig`)."""
-    if name not in PRESET_NAMES:
-        raise PosencError(f"unknown preset {name!r}; known: {', '.join(PRESET_NAMES)}")
+    """The configuration of training preset ``name`` (its record:
+    :func:`posenc.training_presets.training_preset`) for a task and PE (a spec string or a
+    catalogue PESpec: :class:`ModelConfig`)."""
+    record = training_preset(name)
     if task not in TASKS:
         raise PosencError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
-    if name == "smoke":
-        t = TaskConfig(name=task, n_samples=3000, vocab_size=16, max_left=3, max_gap=8, max_right=3,
-                       n_triggers=4, max_count=10, seq_len=None if task == "distance" else 16)
-        m = ModelConfig(pe=pe, d_model=32, n_heads=4, n_layers=2, d_ff=64)
-        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=8, batch_size=64, lr=3e-3,
-                          warmup_frac=0.06, num_threads=1, preset=name)
-    elif name == "quick":
-        # Trained to plateau (docs/reproduction.md, "The stopping rule, recalibrated"; chosen
-        # on calibration seeds 1000-1011 and frozen before the report's seeds ran): early
-        # stopping on a validation split carved from the training data, at most 60 epochs of
-        # batch 16 (lr 1e-3, 6% warm-up then cosine over the maximum), stopping once 8 epochs
-        # have raised neither the best validation accuracy nor lowered the best validation loss
-        # (stop_on accuracy_or_loss).  The earlier rule, patience 5 on accuracy alone (candidate
-        # E), stopped 10 of 32 full-length calibration runs more than 10 points below what they
-        # reached (5 of 6 ALiBi distance seeds; 2 of 12 relative-table seeds at the length-only
-        # level); this one stopped none, at 1.5x the epochs (scripts/stopping_rules.py).  The
-        # distance task has gaps 1..40 in 42-58 tokens (chance 1/40), 3,000 examples; the count
-        # task k = 0..30 of 32 tokens (the paper: 0..100 of 120), 3,000 examples.  Candidate D
-        # (9,000 / 7,500 examples, patience 3, at most 30 epochs) put five distance PEs at the
-        # ceiling and cost ~3x the time budget; the paper's gaps 1..70 kept RoPE at the ceiling
-        # too (>= 99.5% on seed 1000 with 2,000-3,000 examples) at 2-4x the cost per run.
-        if task == "distance":
-            t = TaskConfig(name=task, n_samples=3000, vocab_size=32, max_left=8, max_gap=40,
-                           max_right=8)
-        else:
-            t = TaskConfig(name=task, n_samples=3000, vocab_size=32, n_triggers=10, max_count=30,
-                           seq_len=32)
-        m = ModelConfig(pe=pe, d_model=64, n_heads=8, n_layers=4, d_ff=128)
-        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=60, batch_size=16, lr=1e-3,
-                          warmup_frac=0.06, patience=8, stop_on="accuracy_or_loss", preset=name)
-    elif name == "paper-small":
-        # The paper code's own distance task and models at two CPU cores' size (issue 36; the
-        # calibration on seeds 1000+, scripts/regime_calibration.py, is in docs/reproduction.md,
-        # and PAPER_SMALL_CANDIDATE names the candidate frozen here; a test holds the two
-        # equal).  The task: dis_gen's sampler at vocabulary 574, sides 1..25, gaps 1..70,
-        # every example padded to 128 tokens; paper-code mode (the sweep's default at this
-        # preset) builds the code's models.  Scaled down: quick's width and depth, 20,000
-        # examples (12,600 to train, 1,400 to validate, 6,000 to test), 15 epochs of batch 16
-        # (11,820 steps), quick's optimiser at a peak rate of 3e-3 (at 1e-3 RoPE's jump came too
-        # late for the schedule); every epoch runs (a patience of the maximum: the best
-        # validation epoch's weights are kept).  Refrozen from 5 to 15 epochs (candidate
-        # b16_lr3e3_n20k_e5 -> b16_lr3e3_n20k_e15): at 5, sinusoidal, ALiBi, MLA, partial RoPE
-        # and the relative table still gained 4-15 points in their last epoch; at 15 every role
-        # but MLA had flattened (full curves, seed 1000).  PRESET_NOTES["paper-small"] lists
-        # each difference from the code.
-        if task == "distance":
-            t = TaskConfig(name=task, n_samples=20000, vocab_size=574, max_left=25, max_gap=70,
-                           max_right=25, seq_len=128, sampler="paper")
-        else:  # the code's count task (k = 0..100 of 120 tokens, padded to 128): not calibrated
-            t = TaskConfig(name=task, n_samples=20000, vocab_size=128, n_triggers=30,
-                           max_count=100, seq_len=120, pad_to=128)
-        m = ModelConfig(pe=pe, d_model=64, n_heads=8, n_layers=4, d_ff=128)
-        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=15, batch_size=16, lr=3e-3,
-                          warmup_frac=0.06, patience=15, stop_on="accuracy_or_loss", preset=name)
-    else:
-        # the code's sizes: distance vocab_size 574 (dis_gen/trans.py) and 100,000 examples,
-        # count 50,000 examples; count: 101 classes (k = 0..100) need a vocabulary of >= 101
-        # tokens in paper-code mode, which classifies over the vocabulary (the paper's count
-        # data come from a trained tokenizer of up to 5,000 tokens)
-        t = TaskConfig(name=task, n_samples=100000 if task == "distance" else 50000,
-                       vocab_size=574 if task == "distance" else 128,
-                       max_left=25, max_gap=70,
-                       max_right=25, n_triggers=30, max_count=100,
-                       seq_len=None if task == "distance" else 120)
-        m = ModelConfig(pe=pe, d_model=256, n_heads=16, n_layers=6, d_ff=512, dropout=0.1)
-        cfg = TrainConfig(task=t, model=m, seed=seed, epochs=100, batch_size=512, lr=1e-4,
-                          weight_decay=1e-5, betas=(0.98, 0.9), warmup_frac=0.06, preset=name)
+    cfg = TrainConfig(task=TaskConfig(name=task, **record.task[task]),
+                      model=ModelConfig(pe=pe, **record.model), seed=seed, preset=name,
+                      **record.train)
     return apply_overrides(cfg, overrides) if overrides else cfg
 
 
@@ -508,9 +433,9 @@ def _from_dict(data: Any, spec: Optional[PESpec]) -> TrainConfig:
     return TrainConfig(**kwargs)
 
 
-#: ``paper-*`` preset names whose meaning changed in presets version 2 (issue 14): a stored run
+#: Named specs (``paper-*``) whose meaning changed in named specs version 2: a stored run
 #: config that holds one of these bare names was trained under the old meaning.
-CHANGED_PRESETS = {
+CHANGED_NAMED_SPECS = {
     "paper-rope": "rope:add_absolute=true", "paper-absolute-rope": "hybrid:additive=sinusoidal",
     "paper-alibi": "alibi:slopes=exp", "paper-relative": "relative_bias:mode=table",
     "paper-mla": "mla:absolute=learned",
@@ -520,16 +445,16 @@ CHANGED_PRESETS = {
 def stored_config(data: Any, where: str) -> TrainConfig:
     """:func:`config_from_dict` for a config read back from a run folder or a store.
 
-    New configs record the resolved spec of a ``paper-*`` preset; a stored config that holds a
-    bare preset name whose meaning has changed since (:data:`CHANGED_PRESETS`) was trained under
+    New configs record the resolved spec of a named spec (``paper-*``); a stored config that
+    holds a bare name whose meaning has changed since (:data:`CHANGED_NAMED_SPECS`) was trained under
     the old meaning, and is refused rather than loaded as the new model."""
     pe = data.get("model", {}).get("pe") if isinstance(data, dict) and \
         isinstance(data.get("model"), dict) else None
-    if isinstance(pe, str) and pe.strip() in CHANGED_PRESETS:
-        old = CHANGED_PRESETS[pe.strip()]
-        raise PosencError(f"{where} was made with PE preset {pe!r} before posenc's paper-* "
-                          f"presets were corrected to the paper's code (presets version 2); it "
-                          f"meant {old!r} then, and the preset is another model now: retrain it, "
+    if isinstance(pe, str) and pe.strip() in CHANGED_NAMED_SPECS:
+        old = CHANGED_NAMED_SPECS[pe.strip()]
+        raise PosencError(f"{where} was made with named spec {pe!r} before posenc's paper-* "
+                          f"specs were corrected to the paper's code (named specs version 2); it "
+                          f"meant {old!r} then, and the name is another model now: retrain it, "
                           f"or edit its model.pe to {old!r} in both config and checkpoint")
     return config_from_dict(data)
 

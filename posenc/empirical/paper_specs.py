@@ -22,7 +22,7 @@ from typing import Any
 
 from ..encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
 from ..errors import PosencError
-from ..training_presets import PAPER_CODE_PRESETS
+from ..training_presets import PAPER_CODE_PRESETS, training_preset
 
 CODES = ("posenc", "paper")
 
@@ -55,7 +55,7 @@ def paper_code_problem(spec: PESpec) -> str | None:
                                 "(hybrid:additive=sinusoidal,additive.layout=half) to plain rope")
     if isinstance(spec, MLA):
         return None if spec.rope == "paper_code" and spec.absolute == "learned" else \
-            "its MLA is mla:rope=paper_code,absolute=learned (preset paper-mla)"
+            "its MLA is mla:rope=paper_code,absolute=learned (named spec paper-mla)"
     return "it has no such model"
 
 
@@ -91,23 +91,12 @@ def check_paper_config(model: Any) -> None:
 #: the padding changes the function.
 PAPER_CODE_LENGTH = 128
 
-#: Training budgets the paper's code gives a role differently from the rest: dis_gen/mla.py
-#: trains 150 epochs at batch 1024 (trans.py: 100 at 512).  The ``paper`` preset follows them.
-PAPER_BUDGETS = {"mla": {"epochs": 150, "batch_size": 1024}}
-#: The same budgets at ``paper-small``'s scale (its 15 epochs of batch 16): the code's ratios,
-#: 1.5x the epochs at twice the batch -- 23 epochs of batch 32, 1.53x the examples in 0.767x
-#: the steps (the code: 1.5x in 0.755x) -- and a patience of the maximum, as the preset's.
-#: Adopted by a calibration on seeds 1000-1001 under a rule registered before it ran
-#: (docs/reproduction.md, "MLA's budget at paper-small").
-PAPER_SMALL_BUDGETS = {"mla": {"epochs": 23, "batch_size": 32, "patience": 23}}
-
-
 def paper_budget(preset: str, role: str) -> dict[str, Any]:
-    """The training fields (dotted keys) of ``role``'s budget at ``preset``: the paper code's own
-    for the ``paper`` preset (:data:`PAPER_BUDGETS`), their ratios at ``paper-small``
-    (:data:`PAPER_SMALL_BUDGETS`), else none (the preset's)."""
-    table = {"paper": PAPER_BUDGETS, "paper-small": PAPER_SMALL_BUDGETS}.get(preset, {})
-    return dict(table.get(role, {}))
+    """The training fields (dotted keys) of ``role``'s budget at ``preset``: the record's
+    ``budgets`` (:mod:`posenc.training_presets`: the paper code's own MLA budget at ``paper``,
+    dis_gen/mla.py's 150 epochs at batch 1024; their ratios at ``paper-small``), else none (the
+    preset's)."""
+    return dict(training_preset(preset).budgets.get(role, {}))
 
 
 def paper_code_task_fields(preset: str, task: Any) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Modules by purpose: :mod:`.base` (``PESpec``, validation, ``NoPE``), :mod:`.additive`
 (absolute embeddings and attention biases), :mod:`.rotary` (RoPE, MLA, xPos),
-:mod:`.composite` (hybrid, custom), :mod:`.registry` (``REGISTRY``, ``PRESETS``); parsing
+:mod:`.composite` (hybrid, custom), :mod:`.registry` (``REGISTRY``, ``NAMED_SPECS``); parsing
 is :mod:`posenc.encodings.spec_parsing`.  Every public name is importable from ``posenc.encodings``.
 
 One frozen dataclass per PE family holds that family's parameters with their
@@ -62,6 +62,6 @@ from .additive import (ADDITIVE_NAMES, ALiBi, KerpleLog, LearnedAbsolute,  # noq
                        RelativeBias, Sinusoidal)
 from .base import FAMILIES, NoPE, PESpec, _format_value  # noqa: F401
 from .composite import Custom, Hybrid  # noqa: F401
-from .registry import OLD_PRESET_NAMES, PRESETS, PRESETS_VERSION, REGISTRY  # noqa: F401
+from .registry import NAMED_SPECS, NAMED_SPECS_VERSION, REGISTRY  # noqa: F401
 from .rotary import MLA, RoPE, XPos  # noqa: F401
 from .spec_parsing import all_entries, as_spec, derivable_entries, parse_spec, spec_from_dict  # noqa: F401

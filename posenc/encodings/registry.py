@@ -1,5 +1,5 @@
 """The catalogue by name (:data:`REGISTRY`) and the paper code's settings by name
-(:data:`PRESETS`)."""
+(:data:`NAMED_SPECS`: ``paper-rope``, ...)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ REGISTRY: dict[str, type[PESpec]] = {
 #: The exact conventions of the paper's public code (Qihuai27/Deposit-Pattern-Research), by
 #: name: ``dis_gen/trans.py`` (nope, absolute, alibi, relative, random, rope -- its ``rope``
 #: adds a cat[sin, cos] table to the input), ``count_gen/partialrope.py`` (RoPE on the first k
-#: heads, nothing added to the input) and ``dis_gen/mla.py``.  A preset name is resolved to its
+#: heads, nothing added to the input) and ``dis_gen/mla.py``.  A named spec is resolved to its
 #: spec when a run config is made (:class:`posenc.empirical.config.ModelConfig`), so a run
-#: records what it trained; :data:`PRESETS_VERSION` counts the times their meaning changed.
-PRESETS: dict[str, PESpec] = {
+#: records what it trained; :data:`NAMED_SPECS_VERSION` counts the times their meaning changed.
+NAMED_SPECS: dict[str, PESpec] = {
     "paper-nope": NoPE(),
     "paper-absolute": Sinusoidal(),
     "paper-random": LearnedAbsolute(max_len=128),
@@ -30,22 +30,20 @@ PRESETS: dict[str, PESpec] = {
     "paper-mla": MLA(rope="paper_code", kv_latent=128, q_latent=128, absolute="learned"),
     "paper-absolute-rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE()),
 }
-#: 2: the presets follow the paper code exactly (issue 14); before, paper-alibi had slopes
+#: 2: the named specs follow the paper code exactly; before, paper-alibi had slopes
 #: exp(-h/H) for h = 1..H, paper-rope and paper-absolute-rope an interleaved sin/cos table,
 #: paper-relative 257 offsets and paper-mla a true rotation.
-PRESETS_VERSION = 2
-#: Preset names a run config may hold only if it was written before :data:`PRESETS_VERSION` 2.
-OLD_PRESET_NAMES = tuple(PRESETS)
+NAMED_SPECS_VERSION = 2
 
 
 def kinds() -> dict[str, str]:
-    """kind -> role of every part the catalogue's entries (at their defaults and presets, and
+    """kind -> role of every part the catalogue's entries (at their defaults and named specs, and
     every value of a parameter that changes the kind) are made of."""
     specs = [cls() for name, cls in REGISTRY.items() if name != "custom"]
     specs += [Custom(kernel="k"), Custom(frequencies=(1.0,)), RelativeBias(mode="table"),
               RoPE(add_absolute=True), MLA(absolute="learned"), MLA(absolute="sinusoidal"),
               MLA(rope="paper_code")]
     out = {}
-    for spec in specs + list(PRESETS.values()):
+    for spec in specs + list(NAMED_SPECS.values()):
         out.update({p.kind: p.role for p in structure(spec).parts})
     return out

@@ -6,7 +6,7 @@ values are separated by ``;`` (``custom:frequencies=1;0.5;0.25``); booleans
 are ``true``/``false``; ``none`` gives ``None`` for optional parameters.
 ``hybrid`` takes the additive PE's name as ``additive=NAME``, its parameters
 as ``additive.KEY=VALUE`` and RoPE's parameters unprefixed.  NAME may also be
-a preset such as ``paper-rope`` (no parameters allowed then).
+a named spec such as ``paper-rope`` (no parameters allowed then).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .additive import ADDITIVE_NAMES, Sinusoidal
 from .base import PESpec
 from .composite import Custom, Hybrid
 from .expression import Expr
-from .registry import PRESETS, REGISTRY
+from .registry import NAMED_SPECS, REGISTRY
 from .rotary import RoPE
 
 
@@ -53,13 +53,13 @@ def _split_params(text: str, body: str) -> list[tuple[str, str]]:
 
 
 def _build(name: str, params: dict[str, Any], text: str) -> PESpec:
-    if name in PRESETS:
+    if name in NAMED_SPECS:
         if params:
-            raise PosencError(f"preset {name!r} takes no parameters; use the family "
-                              f"{PRESETS[name].name!r} to set them")
-        return PRESETS[name]
+            raise PosencError(f"named spec {name!r} takes no parameters; use the family "
+                              f"{NAMED_SPECS[name].name!r} to set them")
+        return NAMED_SPECS[name]
     if name not in REGISTRY:
-        known = sorted(REGISTRY) + sorted(PRESETS)
+        known = sorted(REGISTRY) + sorted(NAMED_SPECS)
         raise PosencError(f"unknown positional encoding {name!r}{_did_you_mean(name, known)}; "
                           f"known: {', '.join(known)}")
     cls = REGISTRY[name]
@@ -137,11 +137,11 @@ def derivable_entries() -> Iterator[tuple[str, PESpec]]:
 
 
 def all_entries() -> Iterator[tuple[str, PESpec]]:
-    """Every catalogue family at its defaults, then every named preset."""
+    """Every catalogue family at its defaults, then every named spec."""
     for name, cls in REGISTRY.items():
         if name == "custom":
             yield "custom:kernel", Custom(kernel=Expr("-0.1*abs(k)"))
             yield "custom:frequencies", Custom(frequencies=(1.0, 0.1, 0.01))
         else:
             yield name, cls()
-    yield from PRESETS.items()
+    yield from NAMED_SPECS.items()

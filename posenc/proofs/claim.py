@@ -15,7 +15,7 @@ A claim of Gu et al. (arXiv 2505.13027) -- or a precise version of it that posen
 * ``reports``: optional measurements shown beside the verdict (e.g. float32 drift of RoPE tables);
 * ``empirical``: reserved for claims about trained models -- a callable ``evaluate(store)`` that
   returns a verdict from stored runs.  No registered claim sets it and the runner does not call
-  it yet (the empirical claims 10-15 are judged by :mod:`posenc.verdicts.accuracy_deposit`).
+  it yet (the paper's empirical claims are judged on stored runs by :mod:`posenc.verdicts`).
 
 Claims are plain data; :mod:`posenc.proofs.runner` runs them and :mod:`posenc.proofs.registry`
 lists them.
@@ -100,7 +100,6 @@ class Claim:
     describe: Callable[[Any], str] = repr             # one input -> readable text (counterexamples)
     reports: Optional[Callable[[], dict]] = None      # extra measurements, JSON-serialisable
     empirical: Optional[Callable[[Any], dict]] = None  # evaluate(store) -> verdict (future)
-    design_number: str = ""                           # the claim's number in DESIGN.md's list
     layers: tuple[str, ...] = field(default=("numerics",))  # layers the claim exercises
 
     def __post_init__(self) -> None:

@@ -31,8 +31,7 @@ def _cell(text: Optional[str]) -> str:
 
 def render_claim(claim, result: dict) -> str:
     lines = [f"### `{claim.id}` — {claim.title}", ""]
-    design = f" (design claim {claim.design_number})" if claim.design_number else ""
-    lines += [f"**Statement**{design}. {claim.statement}", "", f"$${claim.latex}$$", "",
+    lines += [f"**Statement**. {claim.statement}", "", f"$${claim.latex}$$", "",
               f"**Source.** {claim.source}. **Layers.** {', '.join(claim.layers)}.", "",
               "**Assumptions.**", ""]
     lines += [f"- {a}" for a in claim.assumptions]

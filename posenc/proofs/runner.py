@@ -94,7 +94,7 @@ def _error_text(exc: BaseException) -> str:
 def run_claim(claim: Claim, examples: Optional[int] = None, profile: str = "ci") -> dict:
     """Run ``claim`` and return its JSON-serialisable result.
 
-    Keys: claim, title, source, design_number, symbolic {status, detail}, examples,
+    Keys: claim, title, source, symbolic {status, detail}, examples,
     holds (bool), counterexample (text|None, on the claim's own strategy), variants
     [{drops, kind, expected, found, minimal, message, examples}], reports, error (text|None),
     ok (the claim behaved as stated: holds, and every expected counterexample found and no
@@ -103,7 +103,7 @@ def run_claim(claim: Claim, examples: Optional[int] = None, profile: str = "ci")
     hyp_settings = _settings(profile, examples)
     start = time.perf_counter()
     out: dict[str, Any] = {"claim": claim.id, "title": claim.title, "source": claim.source,
-                           "design_number": claim.design_number, "error": None}
+                           "error": None}
     try:
         sym = claim.symbolic() if claim.symbolic else SymbolicResult(NOT_APPLICABLE, "no symbolic proof")
     except Exception as exc:  # a bug in the proof code is a failed proof, shown as such

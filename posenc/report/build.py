@@ -3,7 +3,8 @@
 :func:`build_report` reads only the stored results -- no model is loaded, so a store whose
 checkpoints were dropped reports as one that kept them, and a finished run that lacks a file a
 finished run keeps (:mod:`posenc.empirical.pipeline.kept_files`) is refused in one line -- asks
-:mod:`posenc.proofs` for the verdicts and writes ``STORE/report/report.md``
+:mod:`posenc.verdicts` for the verdicts on them (and :mod:`posenc.proofs`, through
+:mod:`.theory_tables`, for the theory claims it shows) and writes ``STORE/report/report.md``
 (:mod:`.markdown`), ``report.json``, ``runs.csv`` and the figures (:mod:`.figures`,
 :mod:`.dynamics`).  The report holds no wall-clock times, so a sweep interrupted and resumed
 writes the same report as an uninterrupted one (training is deterministic for a seed); timings

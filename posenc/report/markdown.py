@@ -1,9 +1,9 @@
 """The report's markdown: one function per section over one frozen :class:`ReportInputs`.
 
-:func:`render` lays the sections out in :data:`SECTIONS` order; the numbers come from the
-proofs (verdicts, accuracy and deposit tables), the runs (ablation strips, probes), the dynamics
-and measured sections (:mod:`.dynamics`, :mod:`.measured`, given as ready lines), the theory
-claims and the spectral table (:mod:`.theory_tables`).
+:func:`render` lays the sections out in :data:`SECTIONS` order; the numbers come from
+:mod:`posenc.verdicts` (verdicts, accuracy and deposit tables), the runs (ablation strips,
+probes), the dynamics and measured sections (:mod:`.dynamics`, :mod:`.measured`, given as ready
+lines), the theory claims and the spectral table (:mod:`.theory_tables`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ catalogue's documented formulas (ALiBi B_ij = -slope |i - j|; RoPE K(k) = (2/d) 
 cos(theta_m k), theta_m = base^(-2m/d); content A = X X^T from the test's own generator),
 takes its spectrum with numpy, decides "holds" by comparing that value with the row's bound,
 and requires posenc's column to agree.  A second test drops Schur's assumption (K PSD with
-unit diagonal) so that the bound must fail, and requires "holds" to say so: forcing
-``holds = True`` in ``numerics/summary.py`` fails both.
+unit diagonal) so that the bound must fail, and requires "holds" to say so.  In
+``posenc/numerics/bound_table.py`` (``_row``), forcing ``holds = True`` fails the second test and
+forcing ``holds = False`` the others.
 """
 
 from __future__ import annotations

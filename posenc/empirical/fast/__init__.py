@@ -11,7 +11,7 @@ module it does not know, info for the by-design cases):
 
 * a device other than the CPU (packing was measured on a CPU only; on a GPU it costs host
   synchronisations);
-* a hook attached (hook points or torch module hooks see the padded layouts);
+* a hook attached (hook points or torch module hooks see the padded layouts: :mod:`.watchers`);
 * a PE part kind not in :data:`COVERED_PART_KINDS` (a new PE: parity with the reference not yet
   shown), or an attention module type not in :data:`COVERED_ATTENTION_TYPES`.
 
@@ -31,6 +31,7 @@ from ..model.attention import Attention
 from ..model.mla import MLAAttention
 from ..model.transformer import Transformer
 from .packed import merges_rows, packed_forward
+from .watchers import watcher
 
 __all__ = ["forward", "why_not", "merges_rows", "COVERED_PART_KINDS", "COVERED_ATTENTION_TYPES", "log"]
 
@@ -63,8 +64,9 @@ def why_not(model: torch.nn.Module, tokens: torch.Tensor) -> Optional[tuple[int,
         return logging.WARNING, f"attention module(s) {', '.join(odd)} have no packed forward"
     if tokens.device.type != "cpu":
         return logging.INFO, f"packing is measured on a CPU only; {tokens.device.type} runs the reference"
-    if model.hooked():
-        return logging.INFO, "a hook is attached: hooks see the reference's padded layouts"
+    watching = watcher(model)
+    if watching is not None:
+        return logging.INFO, f"{watching} is attached: hooks see the reference's padded layouts"
     return None
 
 

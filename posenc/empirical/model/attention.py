@@ -173,7 +173,7 @@ def run_head_hook(point: HookPoint, x: torch.Tensor) -> torch.Tensor:
     return heads_last(run_hook(point, heads_last(x))) if point.fns else x
 
 
-def hooked(point: HookPoint, x: torch.Tensor, watch_edits: bool) -> tuple[torch.Tensor, bool]:
+def run_hook_seeing_edits(point: HookPoint, x: torch.Tensor, watch_edits: bool) -> tuple[torch.Tensor, bool]:
     """``point(x)`` and, with ``watch_edits``, whether a hook edited: returned another tensor or
     wrote into ``x`` (compared with a copy: inference tensors keep no version counter)."""
     if not point.fns:
@@ -252,9 +252,10 @@ class AttentionBase(nn.Module):
             scores = scores + bias
         if mask is not None:
             scores = scores + mask
-        scores, edited = hooked(self.hook_attn_scores, scores, watch_edits=z is not None)
+        scores, edited = run_hook_seeing_edits(self.hook_attn_scores, scores, watch_edits=z is not None)
         pattern = scores.softmax(dim=-1)
-        pattern, edited_pattern = hooked(self.hook_pattern, pattern, watch_edits=z is not None)
+        pattern, edited_pattern = run_hook_seeing_edits(self.hook_pattern, pattern,
+                                                        watch_edits=z is not None)
         if z is not None and not (edited or edited_pattern):
             return z  # only looked at: SDPA's output stands
         return torch.matmul(F.dropout(pattern, dropout) if dropout else pattern, v)

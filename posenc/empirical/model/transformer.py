@@ -130,9 +130,6 @@ class Transformer(Hooked):
         if self.pos_embed is not None:
             self.hook_pos_embed = HookPoint()
         self.name_hooks()
-        self._points = list(self.hook_points().values())
-        # the modules a torch hook could sit on (the hook points have their own .fns)
-        self._modules_no_points = [m for m in self.modules() if not isinstance(m, HookPoint)]
 
     def input_embedding(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x0 = token embedding + absolute PE of positions offset.. : (B, T, D)."""
@@ -175,23 +172,6 @@ class Transformer(Hooked):
             w = keep.to(h.dtype)[:, :, None]  # (B, T, 1)
             pooled = (h * w).sum(dim=1) / w.sum(dim=1).clamp(min=1)
         return self.classifier(run_hook(self.hook_pooled, pooled))
-
-    def hooked(self) -> bool:
-        """Whether anything could watch a forward: a hook point with a hook, or a torch module
-        hook (global, or on any submodule but the hook points)."""
-        return any(p.fns for p in self._points) or self._torch_hooked()
-
-    def _torch_hooked(self) -> bool:
-        """Whether a torch module hook (global, or on any submodule but the hook points) is
-        registered."""
-        g = nn.modules.module
-        if (g._global_forward_hooks or g._global_forward_pre_hooks or g._global_backward_hooks
-                or g._global_backward_pre_hooks):
-            return True
-        for m in self._modules_no_points:
-            if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
-                return True
-        return False
 
     @property
     def n_params(self) -> int:

@@ -38,8 +38,9 @@ from ...encodings import MLA, PESpec, parse_spec
 from ...errors import PosencError
 from ...limits import MAX_SEED, MAX_SEEDS, check_int
 from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from ..config import PAPER_CODE_PRESETS, PRESET_NAMES, apply_overrides, check_overrides, \
-    paper_code_task_fields_for, preset as train_preset
+from ...training_presets import training_preset
+from ..config import apply_overrides, check_overrides, paper_code_task_fields_for, \
+    preset as train_preset
 from ..paper_specs import paper_budget, paper_code_fields
 from .experiment import LATENT_MODE, ExperimentConfig
 from .sweep import Job
@@ -53,20 +54,6 @@ DISTANCE_ROLES = default_roles(DISTANCE)
 COUNT_ROLES = default_roles(COUNT)
 #: distance-task roles whose runs record training dynamics (Prop. 6.1 / 6.2, Thm. 6.1)
 DYNAMICS_ROLES = DYNAMICS
-#: Optimiser steps between dynamics records, where a preset's differs from
-#: ``DynamicsConfig().every`` (25): ``paper-small``'s 11,820 steps at 100 keep 120 records (the
-#: early window, 10% of training, 12 of them).  At 75 (158 records) seed 0's nine runs measured
-#: 878 KB committed, two dynamics files of 368 KB among them: 5.3 MB a seed set, over item 3's
-#: 5 MB; at 100 about 4.2 MB (issue 36, item 3).
-DYNAMICS_EVERY = {"paper-small": 100}
-
-#: Default seeds per preset (the quick default is sized to finish in 30 minutes on 2 cores).
-#: The one place these numbers live: the plan, ``posenc reproduce`` and its help read them here.
-DEFAULT_SEEDS = {"smoke": 2, "quick": 6, "paper": 3, "paper-small": 6}
-#: Default tasks per preset (a preset not named runs both): ``paper-small`` is sized for the
-#: distance task (its count task runs when asked for, ``--tasks count``; docs/reproduction.md
-#: says what it would cost)
-DEFAULT_TASKS = {"paper-small": ("distance",)}
 
 
 def _check_seeds(flag: str, n: Any) -> None:
@@ -76,7 +63,7 @@ def _check_seeds(flag: str, n: Any) -> None:
 @dataclass(frozen=True)
 class ReproductionPlan:
     preset: str = "quick"
-    seeds: int = DEFAULT_SEEDS["quick"]
+    seeds: int = training_preset("quick").seeds
     distance_roles: tuple[str, ...] = DISTANCE_ROLES
     count_roles: tuple[str, ...] = COUNT_ROLES
     ablation_modes: tuple[str, ...] = ("zero",)
@@ -97,8 +84,7 @@ class ReproductionPlan:
         for role in self.distance_roles + self.count_roles:
             if role not in CLEAN_PES:
                 raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")
-        if self.preset not in PRESET_NAMES:
-            raise PosencError(f"unknown preset {self.preset!r}; known: {', '.join(PRESET_NAMES)}")
+        training_preset(self.preset)
         _check_seeds("--seeds", self.seeds)
         if self.count_seeds is not None:
             _check_seeds("--count-seeds", self.count_seeds)
@@ -116,7 +102,7 @@ class ReproductionPlan:
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
                tasks: Optional[list[str]] = None, **kwargs: Any) -> "ReproductionPlan":
         """A plan restricted to some roles and/or tasks (all by default)."""
-        tasks = list(tasks) if tasks else list(DEFAULT_TASKS.get(preset, ("distance", "count")))
+        tasks = list(tasks) if tasks else list(training_preset(preset).tasks)
         for t in tasks:
             if t not in ("distance", "count"):
                 raise PosencError(f"unknown task {t!r}; known: distance, count")
@@ -135,10 +121,9 @@ class ReproductionPlan:
     def for_command(cls, preset: str, seeds: Optional[int] = None,
                     count_seeds: Optional[int] = None, **kwargs: Any) -> "ReproductionPlan":
         """The plan of ``posenc reproduce``: ``seeds`` per (task, PE) (default: the preset's,
-        :data:`DEFAULT_SEEDS`), and ``count_seeds`` for the count task alone (default: ``seeds``)."""
-        if preset not in DEFAULT_SEEDS:
-            raise PosencError(f"unknown preset {preset!r}; known: {', '.join(DEFAULT_SEEDS)}")
-        return cls.select(preset, DEFAULT_SEEDS[preset] if seeds is None else seeds,
+        its record's ``seeds``), and ``count_seeds`` for the count task alone (default: ``seeds``)."""
+        record = training_preset(preset)
+        return cls.select(preset, record.seeds if seeds is None else seeds,
                           count_seeds=count_seeds, **kwargs)
 
     @property
@@ -163,7 +148,9 @@ class ReproductionPlan:
     @property
     def in_paper_code(self) -> bool:
         """Whether the sweep runs the paper code's models (the ``paper`` preset's default)."""
-        return self.preset in PAPER_CODE_PRESETS if self.paper_code is None else bool(self.paper_code)
+        if self.paper_code is None:
+            return training_preset(self.preset).paper_code
+        return bool(self.paper_code)
 
     @property
     def mode(self) -> str:
@@ -187,26 +174,22 @@ class ReproductionPlan:
     def experiments(self) -> list[ExperimentConfig]:
         from ..analysis.dynamics import DynamicsConfig
         out = []
-        # test examples of each run's head ablation (every head of every layer, one at a time):
-        # at the quick size 300 (binomial SE <= 2.9 points per accuracy, and a head's drop is
-        # paired on the same examples) keeps the ablation near a fifth of a run's cost
-        # (paper-small: 500 test examples, SE <= 2.2 points, about 30 s of a run's ~1,400 s)
-        size = {"smoke": 400, "quick": 300, "paper": 3000, "paper-small": 500}[self.preset]
-        # examples of the position probe
-        probe_size = {"smoke": 400, "quick": 600, "paper": 600, "paper-small": 600}[self.preset]
+        record = training_preset(self.preset)
+        # test examples of each run's head ablation (every head of every layer, one at a time)
+        size = record.ablation_examples
         counts = self.seed_counts()
-        dynamics = DynamicsConfig(every=DYNAMICS_EVERY.get(self.preset, DynamicsConfig.every)).to_dict()
+        dynamics = DynamicsConfig(every=record.dynamics_every or DynamicsConfig.every).to_dict()
+        # paper-code mode ablates over the whole data set, as the code's *vis.py do, unless the
+        # preset says otherwise (then on ``size`` test examples)
+        whole = self.in_paper_code and record.paper_code_ablates_whole_set
         # each role's spec string parsed once; a config stores it as spec.to_string(), which is
-        # the role's string (the catalogue's strings and resolved presets are canonical: tested)
+        # the role's string (the catalogue's strings and resolved named specs are canonical: tested)
         specs = {role: parse_spec(self.pes[role])
                  for role in dict.fromkeys(self.distance_roles + self.count_roles)}  # each once
         for task, roles in (("distance", self.distance_roles), ("count", self.count_roles)):
             for role in roles:
                 for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
                     cfg = self._config(task, role, specs[role], seed)
-                    # paper-code mode ablates over the whole data set, as the code's *vis.py do
-                    # (paper-small: on ``size`` test examples; the whole set would cost 60x more)
-                    whole = self.in_paper_code and self.preset != "paper-small"
                     # the latent-columns ablation only where there is a latent: MLA
                     modes = tuple(m for m in self.ablation_modes
                                   if m != LATENT_MODE or isinstance(specs[role], MLA))
@@ -214,7 +197,7 @@ class ReproductionPlan:
                         train=cfg, ablation_modes=modes,
                         ablation_examples=cfg.task.n_samples if whole else size,
                         ablation_data="all" if whole else "test",
-                        probe=True, probe_examples=probe_size, tags={"role": role},
+                        probe=True, probe_examples=record.probe_examples, tags={"role": role},
                         dynamics=dynamics if task == "distance"
                         and role in self.dynamics_roles and "zero" in self.ablation_modes
                         else None))

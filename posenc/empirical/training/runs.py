@@ -93,7 +93,7 @@ def check_checkpoint(ckpt: dict[str, Any], path: str | Path, config: TrainConfig
     try:
         own = stored_config(data, str(path))
     except PosencError as exc:
-        if "presets version" in str(exc):
+        if "named specs version" in str(exc):
             raise
 
         raise PosencError(f"checkpoint {path} does not record a valid config, so it cannot be "

@@ -1,4 +1,4 @@
-"""Claim 5 of the design: the additive expansion L = A + B (Weyl) and the growth of ‖B‖₂ with n.
+"""The additive expansion L = A + B (Weyl) and the growth of ‖B‖₂ with n.
 
 Gu et al. (arXiv 2505.13027) write an additive PE's logit as a content term A plus a Toeplitz
 bias B.  posenc checks, with B taken from :func:`posenc.numerics.kernels.kernel`:
@@ -85,7 +85,6 @@ WEYL = Claim(
     variants=(Variant("B = Bᵀ", lambda: _weyl_inputs(CAUSAL_BIASES), check=_weyl,
                       note="causal ALiBi: B is nilpotent, eig(B) = {0}"),),
     describe=_describe,
-    design_number="5",
     layers=("numerics",),
 )
 
@@ -179,7 +178,6 @@ GROWTH = Claim(
                       note="causal ALiBi keeps only the lower triangle"),),
     describe=_growth_describe,
     reports=_growth_report,
-    design_number="5",
     layers=("numerics", "sympy"),
 )
 

@@ -1,4 +1,4 @@
-"""Design claim 15 (second half): layer-wise amplification of the head margin, Gu et al. Thm. 6.1.
+"""Layer-wise amplification of the head margin, Gu et al. Thm. 6.1.
 
 The paper (arXiv 2505.13027): under Jacobian-stability assumptions the margin between the
 dominant head and the runner-up grows geometrically from deep to shallow layers,
@@ -187,7 +187,6 @@ CLAIMS = (
             Variant("top-row dominance", lambda: inputs(dominant=False)),
             Variant("s_L ≥ 0 (signed signals)", lambda: inputs(signs=True)),
         ),
-        design_number="15",
         layers=("sympy",),
     ),
 )

@@ -1,4 +1,4 @@
-"""Design claim 15 (first half): the gradient seed of Gu et al. (arXiv 2505.13027), Prop. 6.1 / 6.2.
+"""The gradient seed of Gu et al. (arXiv 2505.13027), Prop. 6.1 / 6.2.
 
 The paper: under RoPE the positional part of the gradient has a non-vanishing *seed* (Prop. 6.1);
 under an additive bias such as ALiBi the per-example positional signals cancel over a batch
@@ -266,7 +266,6 @@ ADDITIVE = Claim(
         Variant("the additive seed of a σ-closed batch is 0 at first order in ε too", inputs,
                 check=_additive_first_order_zero, kind="stronger conclusion"),
     ),
-    design_number="15",
     layers=("numpy", "sympy"),
 )
 
@@ -404,7 +403,6 @@ ROPE = Claim(
                 _nondegenerate_inputs, check=_nonzero, kind="stronger conclusion",
                 note="e.g. a repeated token: every key the same content"),
     ),
-    design_number="15",
     layers=("numpy", "sympy"),
 )
 

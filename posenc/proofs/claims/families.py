@@ -1,4 +1,4 @@
-"""Claim 8 of the design: the catalogue's declared family of each PE is the family theory derives.
+"""The catalogue's declared family of each PE is the family theory derives.
 
 Gu et al. (arXiv 2505.13027) sort PEs into additive (position added to the input, or a bias
 added to the logits) and multiplicative (position multiplies the content interaction).  The
@@ -8,7 +8,7 @@ depending on i−j, and which other terms carry position).  The numeric layer's 
 coupling (none / additive / multiplicative / hybrid) that must match too.
 
 Drawn inputs: custom kernels g(k) and frequencies that depend on position; every check also
-runs every catalogue entry and preset.  Variant: a custom kernel or frequency list that does not depend on
+runs every catalogue entry and named spec.  Variant: a custom kernel or frequency list that does not depend on
 position (g constant, all frequencies 0) is declared additive-bias / multiplicative by the
 catalogue but is derived ``none`` -- posenc finds that disagreement and shrinks it.
 """
@@ -48,7 +48,7 @@ def _position_free():
 
 
 def _family_and_catalogue(spec) -> None:
-    # the drawn custom spec, then every catalogue entry and preset (derivations are cached)
+    # the drawn custom spec, then every catalogue entry and named spec (derivations are cached)
     _family(spec)
     for _, entry in derivable_entries():
         _family(entry)
@@ -77,7 +77,7 @@ def _symbolic() -> SymbolicResult:
             bad.append(f"{name}: declared {spec.family}, derived {form.family}")
     if bad:
         return SymbolicResult(FAILED, "; ".join(bad))
-    return SymbolicResult(PROVED, f"all {count} catalogue entries and presets with a Toeplitz form (not "
+    return SymbolicResult(PROVED, f"all {count} catalogue entries and named specs with a Toeplitz form (not "
                           "mla:rope=paper_code): the family derived from the proved logit form "
                           "equals the declared one")
 
@@ -100,7 +100,6 @@ CLAIMS = (
         variants=(Variant("the positional part depends on position", _position_free, check=_family,
                           note="custom g constant or all frequencies 0"),),
         describe=lambda spec: spec.to_string(),
-        design_number="8",
         layers=("theory", "numerics"),
     ),
 )

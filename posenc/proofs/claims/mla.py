@@ -1,4 +1,4 @@
-"""Claim 7 of the design: MLA = a position-free content path + a RoPE path on the decoupled dims.
+"""MLA = a position-free content path + a RoPE path on the decoupled dims.
 
 Multi-head latent attention (DeepSeek-V2, 2024) as analysed by Gu et al. (arXiv 2505.13027):
 queries and keys are a content part from the latents, q^C = W_uq W_dq x, k^C = W_uk W_dkv x,
@@ -133,7 +133,6 @@ CLAIMS = (
         check=_decomposition,
         symbolic=_symbolic,
         describe=lambda ex: ", ".join(f"{k}={fmt(v)}" for k, v in ex.items()),
-        design_number="7",
         layers=("theory", "numerics"),
     ),
 )

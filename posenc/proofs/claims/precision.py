@@ -106,7 +106,6 @@ CLAIMS = (
                           note="float32 θ and p·θ, as torch code with .float() tables"),),
         describe=lambda ex: f"p={ex['p']}, plane m={ex['m']}, base={ex['base']:g}",
         reports=_report,
-        design_number="",
         layers=("numerics", "mpmath"),
     ),
 )

@@ -1,4 +1,4 @@
-"""Claims 1 and 2 of the design: RoPE's relative identity and the Hadamard–Toeplitz logit form.
+"""RoPE's relative identity and the Hadamard–Toeplitz logit form.
 
 RoPE (Su et al. 2021) as analysed by Gu et al. (arXiv 2505.13027):
 
@@ -159,7 +159,6 @@ IDENTITY = Claim(
                       note="complexify with the other pairing"),),
     describe=_describe,
     reports=_rotation_report,
-    design_number="1",
     layers=("theory", "numerics", "empirical"),
 )
 
@@ -240,7 +239,6 @@ HADAMARD = Claim(
                       note="keys use the next plane's frequency"),),
     describe=lambda ex: (f"n={ex['n']}, d={ex['d']}, plane m={ex['m']}, base={ex['base']:g}, "
                          f"pairing={ex['pairing']}"),
-    design_number="2",
     layers=("theory", "numerics"),
 )
 

@@ -1,4 +1,4 @@
-"""Claim 6 of the design: what does *not* hold for RoPE's logit norm, and what does.
+"""What does *not* hold for RoPE's logit norm, and what does.
 
 Gu et al. (arXiv 2505.13027) compare the multiplicative logit L_RoPE = Re Σ_m G_m ∘ E_m with the
 content-only logit L_NoPE = Q Kᵀ = Re Σ_m G_m (G_m = Q̃_m K̃_m^*, the content Gram of plane m).
@@ -89,7 +89,6 @@ CLAIMS = (
         variants=(Variant("‖L_RoPE‖₂ ≤ ‖L_NoPE‖₂", lambda: inputs(min_n=2), check=nope_bound,
                           kind="stronger conclusion"),),
         describe=describe,
-        design_number="6",
         layers=("numerics",),
     ),
 )

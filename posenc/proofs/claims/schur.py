@@ -1,4 +1,4 @@
-"""Claim 4 of the design: Schur containment and the Schur multiplier norm.
+"""Schur containment and the Schur multiplier norm.
 
 Gu et al. (arXiv 2505.13027, Sec. 3, the multiplicative case) bound the spectrum of a RoPE logit
 matrix through the Hadamard product A∘K of a content Gram matrix A with a positional kernel K
@@ -143,7 +143,6 @@ CONTAINMENT = Claim(
         Variant("K ⪰ 0", lambda: _pairs(psd_from_factor, _unit_diag_symmetric)),
         Variant("K_ii = 1", lambda: _pairs(psd_from_factor, psd_from_factor)),
     ),
-    design_number="4",
     layers=("numpy",),
 )
 
@@ -201,7 +200,6 @@ MULTIPLIER = Claim(
         Variant("‖A∘K‖₂ ≤ ‖A‖₂ without K_ii = 1", lambda: _general_pairs(psd_from_factor),
                 check=lambda ex: multiplier_norm(ex, scaled=False), kind="stronger conclusion"),
     ),
-    design_number="4",
     layers=("numpy",),
 )
 

@@ -1,4 +1,4 @@
-"""Claim 3 of the design: which PEs put a Toeplitz matrix into the logits, and which do not.
+"""Which PEs put a Toeplitz matrix into the logits, and which do not.
 
 Gu et al. (arXiv 2505.13027) describe every PE by the Toeplitz matrices it adds or multiplies
 into the attention logits.  posenc states it per catalogue entry:
@@ -204,7 +204,6 @@ CLAIMS = (
                   Variant("the PE is relative", _learned_inputs, check=_variant,
                           note="learned absolute table P, matrix P Pᵀ")),
         describe=_describe,
-        design_number="3",
         layers=("theory", "numerics"),
     ),
 )

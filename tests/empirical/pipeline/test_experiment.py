@@ -8,7 +8,8 @@ import pytest
 from posenc.empirical.config import preset
 from posenc.empirical.analysis.dynamics import DynamicsConfig, dynamics_file, read_dynamics_file
 from posenc.empirical.pipeline.experiment import ExperimentConfig, experiment_worker
-from posenc.empirical.pipeline.reproduction import DEFAULT_SEEDS, DYNAMICS_ROLES, ReproductionPlan
+from posenc.empirical.pipeline.reproduction import DYNAMICS_ROLES, ReproductionPlan
+from posenc.training_presets import training_preset
 from posenc.empirical.training.runs import RESULT
 from posenc.empirical.pipeline.store import run_id
 from posenc.errors import PosencError
@@ -36,7 +37,7 @@ def test_reproduce_plan_seeds_per_task():
         for e in plan.experiments():
             out.setdefault(e.train.task.name, set()).add(e.train.seed)
         return out
-    n = DEFAULT_SEEDS["quick"]
+    n = training_preset("quick").seeds
     assert seeds(ReproductionPlan.for_command("quick")) == {"distance": set(range(n)),
                                                              "count": set(range(n))}
     plan = ReproductionPlan.for_command("quick")

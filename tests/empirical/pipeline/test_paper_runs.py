@@ -21,15 +21,15 @@ def test_a_preset_name_is_recorded_as_its_spec():
 
 
 @pytest.mark.parametrize("name", ["paper-alibi", "paper-rope", "paper-mla", "paper-relative"])
-def test_a_run_made_under_an_old_preset_meaning_is_refused(tmp_path, name):
+def test_a_run_made_under_an_old_named_spec_meaning_is_refused(tmp_path, name):
     data = preset("smoke", pe="nope").to_dict()
     data["model"]["pe"] = name  # what a run folder written before the correction holds
     (tmp_path / "train_config.json").write_text(json.dumps(data))
-    with pytest.raises(PosencError, match="presets version 2"):
+    with pytest.raises(PosencError, match="named specs version 2"):
         read_config(tmp_path)
 
 
-def test_an_unchanged_preset_name_still_loads(tmp_path):
+def test_an_unchanged_named_spec_still_loads(tmp_path):
     data = preset("smoke", pe="nope").to_dict()
     data["model"]["pe"] = "paper-nope"
     (tmp_path / "train_config.json").write_text(json.dumps(data))

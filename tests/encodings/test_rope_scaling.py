@@ -109,7 +109,8 @@ def test_unscaled_drops_every_scaling_field():
 
 @pytest.mark.parametrize("text,match", [
     ("rope:scaling=ntk2", "rope: scaling must be one of none, linear, ntk, dynamic, yarn, llama3, longrope"),
-    ("rope:scaling=linear,factor=0", r"rope: factor must be a positive number at least 1e-06 and at most 1e\+06; got 0"),
+    ("rope:scaling=linear,factor=0",
+     r"rope: factor must be a positive number at least 1e-06 and at most 1e\+06; got 0"),
     ("rope:scaling=yarn,factor=2,attention_factor=1e200", "rope: attention_factor must be .* at most"),
     ("rope:scaling=yarn,factor=-2", "rope: factor must be a positive number"),
     ("rope:scaling=linear,factor=inf", "rope: factor must be a positive number"),

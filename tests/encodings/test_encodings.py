@@ -5,7 +5,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from posenc.encodings import (MLA, PRESETS, REGISTRY, ALiBi, Custom, Hybrid, RelativeBias, RoPE,
+from posenc.encodings import (MLA, NAMED_SPECS, REGISTRY, ALiBi, Custom, Hybrid, RelativeBias, RoPE,
                               Sinusoidal, all_entries,
                               parse_spec, spec_from_dict)
 from posenc.errors import PosencError
@@ -26,13 +26,13 @@ def test_every_family_is_declared():
 def test_paper_presets_match_the_papers_code():
     """Issue 14: trans.py's rope adds cat[sin, cos] (half layout), its alibi slopes start at
     h = 0, its relative table has 2 * 128 - 1 offsets, mla.py's "RoPE" is not a rotation."""
-    assert PRESETS["paper-rope"] == Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE())
-    assert PRESETS["paper-alibi"].slopes == "exp0"
-    assert PRESETS["paper-relative"] == RelativeBias(mode="table", max_distance=127)
-    assert PRESETS["paper-mla"] == MLA(rope="paper_code", kv_latent=128, q_latent=128,
+    assert NAMED_SPECS["paper-rope"] == Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE())
+    assert NAMED_SPECS["paper-alibi"].slopes == "exp0"
+    assert NAMED_SPECS["paper-relative"] == RelativeBias(mode="table", max_distance=127)
+    assert NAMED_SPECS["paper-mla"] == MLA(rope="paper_code", kv_latent=128, q_latent=128,
                                        absolute="learned")
-    assert PRESETS["paper-mla"].resolved_rope_dim(16) == 16
-    assert PRESETS["paper-absolute-rope"] == PRESETS["paper-rope"]
+    assert NAMED_SPECS["paper-mla"].resolved_rope_dim(16) == 16
+    assert NAMED_SPECS["paper-absolute-rope"] == NAMED_SPECS["paper-rope"]
 
 
 @given(base=st.floats(1.5, 1e7), fraction=st.sampled_from([0.25, 0.5, 1.0]),

@@ -16,7 +16,7 @@ import torch
 
 from posenc.encodings import parts as P
 from posenc.encodings.registry import kinds as part_kinds
-from posenc.encodings import PRESETS, REGISTRY, ALiBi, Custom, PESpec, RelativeBias
+from posenc.encodings import NAMED_SPECS, REGISTRY, ALiBi, Custom, PESpec, RelativeBias
 from posenc.errors import PosencError
 from posenc.empirical.model.pe import bias as ebias
 from posenc.empirical.model.pe import plan as eplan
@@ -32,7 +32,7 @@ from posenc.theory.derive import _derive, derive
 def _entries() -> list[PESpec]:
     out = [cls() for name, cls in REGISTRY.items() if name != "custom"]
     out += [Custom(kernel="exp(-abs(k))"), Custom(frequencies=(1.0, 0.5))]
-    return out + list(PRESETS.values())
+    return out + list(NAMED_SPECS.values())
 
 
 @pytest.mark.parametrize("spec", _entries(), ids=lambda s: s.to_string())
