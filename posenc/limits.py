@@ -33,6 +33,15 @@ Bounds (the reason each is where it is):
   Llama 3's frequency factors, LongRoPE's per-plane factors): real models use at most a few
   hundred; the attention factor s multiplies the logits by s², which overflowed float64 in
   ``posenc bound`` for s = 1e200.
+* :data:`MIN_SCALE` -- the lower bound of the same numbers, 1/MAX_SCALE: a factor f and 1/f are
+  as far from unscaled; below it a linear factor of 1e-300 made the frequencies theta_m / f of
+  ~1e300 (``posenc bound`` printed a spectrum of cos(p * 1e300)).
+* :data:`MIN_BASE` -- a RoPE base (``rope``, ``mla``, ``xpos``, ``sinusoidal``: ``base``;
+  ``--from-hf``: ``rope_theta`` and its kin) is > MIN_BASE = 1, exclusive: only then do the
+  frequencies base^(-2m/r) fall from plane to plane (at 1 every plane turns at 1 radian per
+  position and YaRN's ln(base) is 0; below it they rise to ~1/base: ``rope_theta`` 1e-300 trained
+  a model on angles of ~1e300 radians).  The upper bound is the largest float (the catalogue) and
+  ``MAX_THETA`` = 1e15 (``--from-hf``, :mod:`posenc.encodings.hf_rope`).
 * :data:`MAX_POSITIONS` -- a position count a model config states (``max_position_embeddings``
   and its kin): read by ``--from-hf``; the lengths actually computed with stay under
   :data:`MAX_SEQ_LEN`.
@@ -63,6 +72,8 @@ MAX_SEED = 2**31 - 1
 MAX_LENGTHS = 64
 DENSE_LIMIT = 8192
 MAX_SCALE = 1e6
+MIN_SCALE = 1 / MAX_SCALE
+MIN_BASE = 1.0
 MAX_POSITIONS = 10**9
 
 #: Refuse when an estimate exceeds this fraction of the memory the OS reports as available.

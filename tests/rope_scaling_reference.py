@@ -37,7 +37,7 @@ def frequencies(spec, r: int) -> list[float]:
             wavelen = 2 * math.pi / theta
             if wavelen > L / spec.low_freq_factor:
                 theta = theta / f
-            elif wavelen >= L / spec.high_freq_factor:
+            elif wavelen >= L / spec.high_freq_factor and spec.high_freq_factor > spec.low_freq_factor:
                 smooth = (L / wavelen - spec.low_freq_factor) / (
                     spec.high_freq_factor - spec.low_freq_factor)
                 theta = (1 - smooth) * theta / f + smooth * theta

@@ -64,7 +64,7 @@ def test_kernel_expression_with_commas():
     ("rope:bse=10", "unknown parameter 'bse'"),
     ("rope:fraction=0", "fraction must be in (0, 1]"),
     ("rope:fraction=1.5", "fraction must be in (0, 1]"),
-    ("rope:base=-1", "base must be a positive number"),
+    ("rope:base=-1", "base must be a number > 1"),
     ("rope:base=nan", "base must be float"),
     ("rope:base", "expected KEY=VALUE"),
     ("rope:", "nothing after ':'"),

@@ -44,7 +44,8 @@ def scaled(draw, planes=None):
         kw["attention_factor"] = draw(st.sampled_from([None, 0.7, 1.5]))
     if kind == "llama3":
         low = draw(st.sampled_from([0.5, 1.0, 2.0]))
-        kw.update(low_freq_factor=low, high_freq_factor=low * draw(st.sampled_from([1.5, 4.0])))
+        # 1: no band between the two (Llama 4's low_freq_factor = high_freq_factor = 1)
+        kw.update(low_freq_factor=low, high_freq_factor=low * draw(st.sampled_from([1, 1.5, 4.0])))
     if kind == "longrope":
         fs = st.lists(st.floats(0.5, 50.0), min_size=head_dim // 2, max_size=head_dim // 2)
         kw.update(short_factor=tuple(draw(fs)), long_factor=tuple(draw(fs)))
@@ -54,7 +55,8 @@ def scaled(draw, planes=None):
 @pytest.mark.parametrize("text", ref.scaled_specs(planes=4) + [
     "rope:scaling=yarn,factor=32,original=4096",                # default attention factor
     "rope:scaling=longrope,factor=8,original=64,seq_len=64,short_factor=1;2;3;4,long_factor=5;6;7;8",
-    "rope:base=500000,scaling=llama3,factor=8,original=8192"])
+    "rope:base=500000,scaling=llama3,factor=8,original=8192",
+    "rope:base=500000,scaling=llama3,factor=16,original=8192,low_freq_factor=1,high_freq_factor=1"])
 def test_the_layers_agree_on_every_kind(text):
     spec = parse_spec(text)
     rope = dataclasses.replace(spec.rope if spec.name == "hybrid" else spec, keep=1.0)  # no mask
@@ -107,7 +109,7 @@ def test_unscaled_drops_every_scaling_field():
 
 @pytest.mark.parametrize("text,match", [
     ("rope:scaling=ntk2", "rope: scaling must be one of none, linear, ntk, dynamic, yarn, llama3, longrope"),
-    ("rope:scaling=linear,factor=0", r"rope: factor must be a positive number at most 1e\+06; got 0"),
+    ("rope:scaling=linear,factor=0", r"rope: factor must be a positive number at least 1e-06 and at most 1e\+06; got 0"),
     ("rope:scaling=yarn,factor=2,attention_factor=1e200", "rope: attention_factor must be .* at most"),
     ("rope:scaling=yarn,factor=-2", "rope: factor must be a positive number"),
     ("rope:scaling=linear,factor=inf", "rope: factor must be a positive number"),
@@ -119,7 +121,7 @@ def test_unscaled_drops_every_scaling_field():
     ("rope:scaling=yarn,factor=2,original=100000000", "rope: original=100000000 exceeds the limit"),
     ("rope:scaling=yarn,factor=2,beta_fast=1,beta_slow=2", "rope: yarn needs beta_fast > beta_slow"),
     ("rope:scaling=yarn,factor=2,attention_factor=0", "rope: attention_factor must be a positive"),
-    ("rope:scaling=llama3,factor=8,low_freq_factor=4", "rope: llama3 needs high_freq_factor > low"),
+    ("rope:scaling=llama3,factor=8,low_freq_factor=5", "rope: llama3 needs high_freq_factor >= low"),
     ("rope:scaling=longrope,factor=2,short_factor=1;1", "rope: scaling=longrope needs long_factor"),
     ("rope:scaling=longrope,short_factor=1;1,long_factor=1", "rope: short_factor and long_factor must"),
     ("rope:scaling=longrope,short_factor=1;nan,long_factor=1;1", "rope: short_factor must be positive"),

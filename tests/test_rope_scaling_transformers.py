@@ -89,8 +89,8 @@ def configs(draw):
     if kind in ("yarn", "longrope"):
         kw["attention_factor"] = draw(st.sampled_from([None, 1.25]))
     if kind == "llama3":
-        kw.update(low_freq_factor=draw(st.sampled_from([1.0, 2.0])),
-                  high_freq_factor=draw(st.sampled_from([4.0, 8.0])))
+        low = draw(st.sampled_from([1.0, 2.0]))       # high = low: Llama 4 (transformers warns)
+        kw.update(low_freq_factor=low, high_freq_factor=draw(st.sampled_from([low, 4.0, 8.0])))
     if kind == "longrope":
         r = 2 * int(kw["fraction"] * d / 2)
         fs = st.lists(st.floats(1.0, 64.0), min_size=r // 2, max_size=r // 2).map(tuple)
@@ -121,6 +121,8 @@ def test_ntk_needs_four_rotary_dims(kind):
 #: the settings of released models: Llama 3.1 (8B), YaRN as in the issue, Phi-3-style LongRoPE
 MODELS = [
     "rope:base=500000,scaling=llama3,factor=8,original=8192",
+    # Llama 4 Scout: low_freq_factor = high_freq_factor = 1 (no band between the two)
+    "rope:base=500000,scaling=llama3,factor=16,original=8192,low_freq_factor=1,high_freq_factor=1",
     "rope:scaling=yarn,factor=4",
     "rope:base=1000000,scaling=yarn,factor=4,original=32768",
     "rope:scaling=linear,factor=4",

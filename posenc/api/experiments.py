@@ -18,6 +18,7 @@ from . import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.analysis.ablation import AblationTable as AblationResult
+    from ..empirical.pretrained.result import PretrainedAblation
     from ..empirical.training.runs import Run
 
 PRESETS = PRESET_NAMES
@@ -132,12 +133,13 @@ def ablate(run: Run, mode: Optional[str] = None, *, examples: Optional[int] = No
 
 @overload
 def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,
-           device: Optional[str] = None, save: bool = False, **options: Any) -> Any: ...
+           device: Optional[str] = None, save: bool = False,
+           **options: Any) -> AblationResult | PretrainedAblation: ...
 
 
 def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = None,
            device: Optional[str] = None, save: bool = False,
-           **options: Any) -> Any:
+           **options: Any) -> AblationResult | PretrainedAblation:
     """Ablate every attention head of ``run`` (a Run or a run folder) one at a time.
 
     ``run`` may also be a real pretrained model -- a transformers model, a local model folder

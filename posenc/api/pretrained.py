@@ -4,11 +4,14 @@ or a GGUF file (offline; :mod:`posenc.empirical.pretrained`)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..encodings.hf_local import LocalModel, local_model
 from ..errors import PosencError
 from ..limits import check_int
+
+if TYPE_CHECKING:  # torch is imported only when a function runs
+    from ..empirical.pretrained.result import PretrainedAblation
 
 PRETRAINED_OPTIONS = frozenset({"unit", "probe", "examples", "length", "seed", "text", "layers",
                                 "rows_per_pass", "patterns", "tokenizer", "progress", "log"})
@@ -49,7 +52,7 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
                       layers: Optional[Sequence[int]] = None, rows_per_pass: Optional[int] = None,
                       patterns: bool = True, tokenizer: Any = None,
                       progress: Optional[Callable[[int, int], None]] = None,
-                      log: Optional[Callable[[str], None]] = None) -> Any:
+                      log: Optional[Callable[[str], None]] = None) -> PretrainedAblation:
     """Ablate every head (``unit="head"``) or key/value group (``"kv-group"``) of every layer of
     a real model, one at a time, on a probe that needs position.
 

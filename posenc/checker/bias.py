@@ -243,6 +243,8 @@ def _slip_hint(recovered: dict[int, np.ndarray]) -> str:
                 if H != pow2_below(H) else [],
         }
         slips.update({
+            "in reverse head order (the steepest slope on the last head: slopes[::-1])":
+                lambda H, f=f, name=name: [alibi_slopes(H, name)[::-1]] if H > 1 else [],
             "with head index h−1 (an off-by-one: h = 0..H−1)":
                 lambda H, f=f: [f(np.arange(H), H)],
             "with head index h+1 (an off-by-one: h = 2..H+1)":

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..encodings import RoPE, rope_scaling
 from ..errors import PosencError
-from .entries import same, slope_rtol
+from .entries import UNIT_ROUNDOFF, same, slope_rtol
 from .report import FAIL, PASS, Property, fmt
 
 ROPE_KEYS = ("base", "pairing", "fraction")
@@ -159,10 +159,18 @@ def parse_expect(expect, kind: Optional[str] = None) -> Optional[dict]:
 
 def _scaling(items: dict) -> dict:
     """The scaling keys, read and validated by the catalogue's own spec parser (so --expect takes
-    what ``rope:scaling=...`` takes); lists (short_factor, long_factor) as JSON lists."""
+    what ``rope:scaling=...`` takes); lists (short_factor, long_factor) as JSON lists.
+
+    ``scaling=dynamic`` without ``seq_len`` states the frequencies of lengths up to ``original``
+    (``seq_len=original``: the trained ones, which transformers uses there, as ``--from-hf``
+    states them); the ``dynamic scaling`` property probes the longer calls itself."""
     if not items:
         return {}
+    from ..encodings.rope_scaling import DEFAULTS
     from ..encodings.spec_parsing import parse_spec
+
+    if items.get("scaling") == "dynamic" and "seq_len" not in items:
+        items = {**items, "seq_len": items.get("original", str(DEFAULTS["original"]))}
 
     text = ",".join(f"{k}={v.replace(':', ';') if k.endswith('_factor') else v}"
                     for k, v in items.items())
@@ -307,6 +315,26 @@ def _reference_bias(slopes: np.ndarray, n: int, direction: str) -> np.ndarray:
     return -slopes[:, None, None] * dist[None]
 
 
+def _dtype_hint(biases: dict, refs: dict) -> str:
+    """With no ``dtype`` stated: the words suggesting ``--expect dtype=..`` when the bias equals
+    the reference at float16 (else bfloat16) precision -- entries within 4u of each head's
+    largest (:func:`.entries.same` under :func:`.entries.stored_as`) -- though not at float32's:
+    the evidence of a bias computed in that precision (Falcon's ALiBi is bfloat16); else ""."""
+    from .entries import roundoff, stored_as
+    from .half import FORMATS
+
+    if roundoff() is not None or not refs:
+        return ""
+    for dtype in reversed(FORMATS):           # the tighter one first: float16, then bfloat16
+        with stored_as(dtype):
+            if all(np.all(same(biases[H], ref)) for H, ref in refs.items()):
+                return (f"the bias differs from it by {dtype} rounding alone (every entry within "
+                        f"4u of its head's largest, u = 2^{int(np.log2(UNIT_ROUNDOFF[dtype]))}): "
+                        f"pass --expect dtype={dtype} if it is computed in {dtype} on purpose (as "
+                        f"Falcon's ALiBi is)")
+    return ""
+
+
 def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Property:
     """``biases``: H -> (H, n, n) softmax-normalised biases (see bias.py), compared entry by entry
     with :func:`.entries.same`."""
@@ -325,6 +353,7 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
         tests = {H: alibi_slopes(H, slopes) for H in biases}
     label = f"{slopes} slopes" if isinstance(slopes, str) else "the given slopes"
     recovered = summary.get("slopes", {})
+    refs = {}
     for H, ref_s in tests.items():
         B = biases.get(H)
         if B is None:
@@ -333,6 +362,11 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
         if direction == "causal":                  # above the diagonal: masked, any constant
             iu = np.triu_indices(B.shape[1], 1)
             ref[:, iu[0], iu[1]] = B[:, iu[0], iu[1]]
+        refs[H] = ref
+    for H, ref_s in tests.items():
+        B, ref = biases.get(H), refs.get(H)
+        if B is None or ref is None:
+            continue
         bad = np.argwhere(~same(B, ref))
         if bad.size:
             h, i, j = (int(v) for v in bad[0])
@@ -349,6 +383,9 @@ def check_bias_expectation(biases: dict, expected: dict, summary: dict) -> Prope
                                     f"that is meant")
             elif got is None:
                 problems.append("the bias is not −slope·distance (not ALiBi)")
+            hint = _dtype_hint(biases, refs)
+            if hint:
+                problems = [hint]          # the rounding explains every difference
             return Property("expected", FAIL, f"not ALiBi with {label}, {direction}: "
                             + "; ".join(problems or ["the entries differ"]),
                             f"n_heads={H}, head {h}: B[{i},{j}] = {fmt(B[h, i, j])}, the "

@@ -23,10 +23,11 @@ import numpy as np
 
 from ..encodings import RoPE
 from ..errors import PosencError
+from ..limits import MIN_BASE
 from .report import FAIL, NA, PASS, Property, fmt
 from .positions import floored_factor
 from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
-from .rope_scaled_frequency import FREQ_TOL, fit_scaled, name_scaling, nice_bases
+from .rope_scaled_frequency import FREQ_TOL, fit_scaled, name_scaling, nice_bases, reversed_order
 
 
 def _plane_index(pairing: str, a: int) -> int:
@@ -80,14 +81,29 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
                         "(a cos + b sin, −a sin + b cos), i.e. θ_m < 0",
                         f"x = e_{a}, position 1: f(x,1)_{b} = {fmt(M[1, b, a])} (catalogue: "
                         f"+sin θ_0 > 0)")
+    flipped = reversed_order(m, theta, r)
+    if flipped is not None:
+        k = int(np.argmax(m))
+        a, b = planes[k]
+        return Property("frequencies", FAIL, f"the frequencies are in reverse plane order: θ_m = "
+                        f"base^(−2(r/2−1−m)/r) with base {fmt(flipped)}, the slowest plane first "
+                        f"(inv_freq reversed, e.g. .flip(0))",
+                        f"plane m = {m[k]} (dims {a}, {b}): θ = {fmt(theta[k])}; RoPE's fastest "
+                        f"plane is m = 0 (θ_0 = 1)")
     if expected and expected.get("scaling", "none") != "none":
         return _check_scaled(M, m, theta, planes, pairing, r, dim, summary, expected)
     base = _fit_base(m, theta, r)
+    if not base > MIN_BASE:           # θ_m rise with m: no RoPE base gives them
+        k = int(np.argmax(theta))
+        a, b = planes[k]
+        return Property("frequencies", FAIL, f"θ_m ≠ base^(−2m/r) for any base > 1: the "
+                        f"frequencies rise with m (best fit base {fmt(base)})",
+                        f"plane m = {m[k]} (dims {a}, {b}): θ = {fmt(theta[k])}")
     # Prefer a round base (10000, 500000) when it explains θ as well as the exact fit does --
     # within 4x of the fit's own error: float32 tables put both at ~1e-7; a float64
     # implementation with base 44.444... gives the exact fit ~1e-15 and 44.4444 ~1e-7.
     cands = []
-    for cand in nice_bases(base):
+    for cand in [b for b in nice_bases(base) if b > MIN_BASE]:     # 1.0004 rounds to 1.00
         ref = _reference_theta(cand, r, pairing)[m]
         cands.append((cand, ref, np.abs(theta - ref) / np.abs(ref)))
     fit_err = float(np.max(cands[-1][2]))

@@ -79,6 +79,12 @@ def _same_rotation(Mq: np.ndarray, Mk: np.ndarray, dim: int, summary: dict) -> P
                             f"{side} is rotated by R_p R_p = R_2p (the angle doubled, 2p·θ_m) "
                             f"and {'k' if side == 'q' else 'q'} by R_p -- rotated once in the "
                             f"model and again here", cex)
+    for side, A, other in (("k", Mk, Mq), ("q", Mq, Mk)):
+        if not np.abs(A - np.swapaxes(other, 1, 2)).max() > TOL:      # R_p^T = R_(−p)
+            return Property("same rotation for q and k", FAIL, f"{side} rotates the other way: "
+                            f"{side} is rotated by R_(−p) = R_pᵀ and "
+                            f"{'q' if side == 'k' else 'k'} by R_p -- the sign of sin (or of "
+                            f"rotate_half) flipped on one side only", cex)
     q, k = _conventions(Mq, dim), _conventions(Mk, dim)
     words = []
     if q.get("pairing") and k.get("pairing") and q["pairing"] != k["pairing"]:

@@ -41,6 +41,27 @@ def _shown(v: float) -> str:
     return str(n) if n >= 1 and abs(v / n - 1) < 1e-4 else fmt(v, 4)
 
 
+def _times(k: int) -> str:
+    return {2: "twice", 3: "three times"}.get(k, f"{k} times")
+
+
+def reversed_order(m: np.ndarray, theta: np.ndarray, r: int) -> Optional[float]:
+    """The base when θ_m = base^(−2(r/2−1−m)/r) (a base > 1): the planes' frequencies in reverse
+    order (``inv_freq.flip(0)``), the slowest plane first; None otherwise."""
+    if len(m) < 3 or sorted(m.tolist()) != list(range(r // 2)) or not np.all(theta > 0):
+        return None
+    flipped = r // 2 - 1 - m
+    use = flipped > 0
+    x = 2.0 * flipped[use] / r
+    base = math.exp(-np.dot(x, np.log(theta[use])) / np.dot(x, x))
+    if not base > 1.0:
+        return None
+
+    def ok(b: float) -> bool:
+        return bool(np.max(np.abs(b ** (-2.0 * flipped / r) / theta - 1)) <= FREQ_TOL)
+    return _round_base(base, ok) if ok(base) else None
+
+
 def uniform_factor(m: np.ndarray, theta: np.ndarray, r: int) -> Optional[tuple[float, float]]:
     """(base, F) when θ_m = base^(−2m/r) / F to FREQ_TOL with F ≠ 1, from the least-squares fit
     of log θ_m = a + b·m (base = e^(−b r/2), F = e^(−a)); None otherwise."""
@@ -92,6 +113,12 @@ def name_scaling(m: np.ndarray, theta: np.ndarray, r: int) -> str:
     uniform = uniform_factor(m, theta, r)
     if uniform:
         base, factor = uniform
+        times = round(1 / factor)
+        if times >= 2 and abs(times * factor - 1) <= FREQ_TOL:     # θ_0 = k: every angle ×k
+            return (f"every angle is multiplied by {times}: θ_m = {times}·base^(−2m/r) with base "
+                    f"{fmt(base)} (θ_0 = {times}, where RoPE has 1 for any base) -- the positions "
+                    f"multiplied by {times}: RoPE applied {_times(times)}, or a linear factor "
+                    f"{times} applied as p·{times} instead of p/{times}")
         return (f"frequencies are base^(−2m/r)/{_shown(factor)} with base {fmt(base)}: linear "
                 f"scaling ×{_shown(factor)} (position interpolation)?")
     band = per_band_factor(m, theta, r)

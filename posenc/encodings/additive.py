@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ..limits import MAX_BUCKETS, MAX_SEQ_LEN
 from .parts import BUCKET_RULES, DIRECTIONS, SINUSOIDAL_LAYOUTS, SLOPE_SCHEDULES, Part
-from .base import PESpec, _check, _choice, _positive, _positive_int
+from .base import PESpec, _base, _check, _choice, _positive, _positive_int
 
 @dataclass(frozen=True)
 class Sinusoidal(PESpec):
@@ -20,7 +20,7 @@ class Sinusoidal(PESpec):
     layout: str = "interleaved"
 
     def __post_init__(self) -> None:
-        _positive(self.name, "base", self.base)
+        _base(self.name, "base", self.base)
         _choice(self.name, "layout", self.layout, tuple(SINUSOIDAL_LAYOUTS))
 
     @property

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..coerce import is_int, is_number, shown
 from ..errors import PosencError
+from ..limits import MIN_BASE
 from .expression import Expr
 from .parts import NOT_TOEPLITZ, Part
 
@@ -29,6 +30,15 @@ def _positive(pe: str, param: str, value: Any) -> None:
     """A positive finite number (a huge int is compared, never converted: no OverflowError)."""
     _check(is_number(value) and 0 < value <= sys.float_info.max,
            f"{pe}: {param} must be a positive number; got {shown(value)}")
+
+
+def _base(pe: str, param: str, value: Any) -> None:
+    """A base of frequencies base^(-2m/r): a finite number > MIN_BASE = 1
+    (:data:`posenc.limits.MIN_BASE`: only then do the frequencies fall from plane to plane; a base
+    of 1e-300 gave angles of 1e300 radians)."""
+    _check(is_number(value) and MIN_BASE < value <= sys.float_info.max,
+           f"{pe}: {param} must be a number > {MIN_BASE:g} (the frequencies {param}^(-2m/r) fall "
+           f"from plane to plane only then); got {shown(value)}")
 
 
 def _positive_int(pe: str, param: str, value: Any, limit: int) -> None:

@@ -1,6 +1,8 @@
 """Reading a local Hugging Face ``config.json`` safely (``--from-hf``): only a regular file of a
 bounded size, UTF-8, JSON nested a bounded depth; a dict given to the API is depth-checked too.
-Every failure is one :class:`PosencError` line."""
+Every failure is one :class:`PosencError` line.  :func:`read_regular` and :func:`text_depth` are
+the bounded reader every other file a user names goes through too (``ablate --text``, ``report
+--beside``)."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def read_hf_config(source: Any) -> tuple[dict, str]:
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
     text = read_regular(path)
-    depth = _text_depth(text)
+    depth = text_depth(text)
     if depth > MAX_CONFIG_DEPTH:
         raise PosencError(f"--from-hf: {path} nests {depth} levels deep; a config.json nests a "
                           f"few (the limit is {MAX_CONFIG_DEPTH})")
@@ -83,7 +85,7 @@ def read_regular(path: str, what: str = "--from-hf", limit: int = MAX_CONFIG_BYT
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def _text_depth(text: str) -> int:
+def text_depth(text: str) -> int:
     """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out (vectorised: a
     16 MiB text takes milliseconds, and no parser recursion is involved)."""
     import numpy as np
@@ -96,7 +98,7 @@ def _text_depth(text: str) -> int:
 def _check_depth(data: Any, where: str) -> None:
     """A dict given to the API nests at most MAX_CONFIG_DEPTH levels (walked without
     recursion)."""
-    level = [data]  # the nodes at depth 1, 2, ... (the config itself is depth 1, as _text_depth counts)
+    level = [data]  # the nodes at depth 1, 2, ... (the config itself is depth 1, as text_depth counts)
     for _ in range(MAX_CONFIG_DEPTH):
         level = list({id(v): v for x in level for v in (x.values() if isinstance(x, dict) else x)
                       if isinstance(v, (dict, list, tuple))}.values())     # shared ones once

@@ -11,7 +11,8 @@ from typing import Any, Optional
 
 from ..coerce import is_int, is_number, shown
 from ..errors import PosencError
-from ..limits import MAX_BUCKETS, MAX_HEADS, MAX_POSITIONS, MAX_SCALE, MAX_SEQ_LEN, MAX_WIDTH
+from ..limits import (MAX_BUCKETS, MAX_HEADS, MAX_POSITIONS, MAX_SCALE, MAX_SEQ_LEN, MAX_WIDTH,
+                      MIN_BASE, MIN_SCALE)
 from .base import PESpec
 from .rotary import RoPE
 
@@ -38,9 +39,9 @@ DEFAULT_THETA = 10000.0
 
 #: The largest RoPE base read (real models use at most ~1e8).
 MAX_THETA = 1e15
-#: key -> the largest value it may have; a number read is in (0, bound], an integer in [1, bound].
-#: Keys not listed: numbers up to MAX_SCALE (scaling factors), integers up to MAX_POSITIONS
-#: (lengths).
+#: key -> the largest value it may have: a number read is at most the bound (its lower end:
+#: LOWER), an integer in [1, bound].  Keys not listed: numbers up to MAX_SCALE (scaling factors),
+#: integers up to MAX_POSITIONS (lengths).
 UPPER: dict[str, float] = {
     "rope_theta": MAX_THETA, "partial_rotary_factor": 1.0,
     **dict.fromkeys(("head_dim", "d_kv", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim"),
@@ -48,6 +49,14 @@ UPPER: dict[str, float] = {
     **dict.fromkeys(("hidden_size", "n_embd", "d_model"), MAX_WIDTH * MAX_HEADS),
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads"), MAX_HEADS),
     "relative_attention_num_buckets": MAX_BUCKETS, "relative_attention_max_distance": MAX_SEQ_LEN,
+}
+
+
+#: key -> (the smallest value a number read may have, whether that value itself is refused).
+#: Keys not listed: MIN_SCALE, inclusive (scaling factors: 1/MAX_SCALE, as far below 1 as the
+#: upper bound is above it).  A RoPE base must exceed 1 (:data:`posenc.limits.MIN_BASE`).
+LOWER: dict[str, tuple[float, bool]] = {
+    "rope_theta": (MIN_BASE, True), "partial_rotary_factor": (0.0, True),
 }
 
 
@@ -86,11 +95,16 @@ class HFConfig:
                               f"read {'it' if len(keys) == 1 else 'them'}")
 
     def number(self, key: str, value: Any) -> float:
-        """A number in (0, UPPER[key]] (default MAX_SCALE); a huge int is compared, never
-        converted (no OverflowError), and NaN fails every comparison."""
+        """A number in [LOWER[key], UPPER[key]] (default [MIN_SCALE, MAX_SCALE]; the lower end
+        open where LOWER says so); a huge int is compared, never converted (no OverflowError),
+        and NaN fails every comparison."""
         hi = UPPER.get(key, MAX_SCALE)
-        if not (is_number(value) and 0 < value <= hi):
-            raise self.refuse(key, f"must be a positive number at most {hi:g}; got {shown(value)}")
+        lo, open_lo = LOWER.get(key, (MIN_SCALE, False))
+        if not (is_number(value) and (lo < value if open_lo else lo <= value) and value <= hi):
+            what = (f"a number above {lo:g} and at most {hi:g} (a RoPE base)" if key == "rope_theta"
+                    else f"a positive number at most {hi:g}" if open_lo
+                    else f"a positive number at least {lo:g} and at most {hi:g}")
+            raise self.refuse(key, f"must be {what}; got {shown(value)}")
         return float(value)
 
     def integer(self, key: str, value: Any) -> int:

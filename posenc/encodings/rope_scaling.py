@@ -23,6 +23,9 @@ context the model was trained for; ``s`` the attention factor):
               ``w_m < L / high_freq_factor``, ``theta_m / f`` where ``w_m > L / low_freq_factor``,
               and between them ``(1 - a) theta_m / f + a theta_m`` with
               ``a = (L / w_m - low_freq_factor) / (high_freq_factor - low_freq_factor)``; s = 1.
+              ``low_freq_factor == high_freq_factor`` (Llama 4: both 1) has no band between:
+              ``theta_m / f`` where ``w_m > L / low_freq_factor``, else ``theta_m`` (transformers
+              warns and computes the same, its 0/0 falling only on ``w_m`` exactly that).
 ``longrope``  (Ding et al. 2024; Phi-3): ``theta'_m = theta_m / e_m`` with ``e = long_factor`` when
               ``seq_len > L``, else ``short_factor`` (one entry per plane, r/2 of them);
               ``s = attention_factor``, by default ``sqrt(1 + ln f / ln L)`` (1 for f <= 1).
@@ -40,7 +43,7 @@ from typing import Any
 
 from ..coerce import is_int, is_number, shown
 from ..errors import PosencError
-from ..limits import MAX_SCALE, MAX_SEQ_LEN
+from ..limits import MAX_SCALE, MAX_SEQ_LEN, MIN_SCALE
 
 #: scaling kind -> what it does to the frequencies (``posenc encodings`` prints it).
 SCALINGS: dict[str, str] = {
@@ -85,10 +88,21 @@ def _fail(msg: str) -> None:
     raise PosencError(f"rope: {msg}")
 
 
+#: what a scaling number must be, for messages
+SCALE_RANGE = f"a positive number at least {MIN_SCALE:g} and at most {MAX_SCALE:g}"
+
+
+def in_scale_range(value: Any) -> bool:
+    """A number in [MIN_SCALE, MAX_SCALE] (compared as is: a huge int never meets float(); NaN
+    fails every comparison)."""
+    return is_number(value) and MIN_SCALE <= value <= MAX_SCALE
+
+
 def _positive(name: str, value: Any) -> None:
-    """A positive number at most MAX_SCALE (compared as is: a huge int never meets float())."""
-    if not (is_number(value) and 0 < value <= MAX_SCALE):
-        _fail(f"{name} must be a positive number at most {MAX_SCALE:g}; got {shown(value)}")
+    """A number in [MIN_SCALE, MAX_SCALE] (:data:`posenc.limits.MIN_SCALE`: a factor of 1e-300
+    made frequencies of 1e300)."""
+    if not in_scale_range(value):
+        _fail(f"{name} must be {SCALE_RANGE}; got {shown(value)}")
 
 
 def _length(name: str, value: Any) -> None:
@@ -138,8 +152,8 @@ def validate(spec: Any) -> None:
     if kind == "llama3":
         _positive("low_freq_factor", spec.low_freq_factor)
         _positive("high_freq_factor", spec.high_freq_factor)
-        if not spec.high_freq_factor > spec.low_freq_factor:
-            _fail(f"llama3 needs high_freq_factor > low_freq_factor; got {spec.high_freq_factor} "
+        if not spec.high_freq_factor >= spec.low_freq_factor:
+            _fail(f"llama3 needs high_freq_factor >= low_freq_factor; got {spec.high_freq_factor} "
                   f"and {spec.low_freq_factor}")
     if kind == "longrope":
         for name in ("short_factor", "long_factor"):
@@ -147,10 +161,11 @@ def validate(spec: Any) -> None:
             if value is None:
                 _fail(f"scaling=longrope needs {name}=F0;F1;... (one factor per rotary plane)")
             if not (isinstance(value, tuple) and value
-                    and all(is_number(v) and 0 < v <= MAX_SCALE for v in value)):
+                    and all(in_scale_range(v) for v in value)):
                 text = ";".join(shown(v, 20) for v in value) if isinstance(value, tuple) \
                     else shown(value)
-                _fail(f"{name} must be positive numbers F0;F1;...; got {text}")
+                _fail(f"{name} must be positive numbers F0;F1;... each at least {MIN_SCALE:g} and "
+                      f"at most {MAX_SCALE:g}; got {text}")
         if spec.original < 2 and spec.attention_factor is None and spec.factor > 1:
             _fail("longrope's default attention factor sqrt(1 + ln factor / ln original) needs "
                   "original >= 2 (or give attention_factor)")

@@ -11,7 +11,7 @@ from ..coerce import is_number
 from ..limits import MAX_HEADS, MAX_WIDTH
 from .parts import ABSOLUTES, MLA_ROPES, PAIRINGS, Part, not_toeplitz
 from .additive import Sinusoidal
-from .base import PESpec, _check, _choice, _positive, _positive_int
+from .base import PESpec, _base, _check, _choice, _positive, _positive_int
 from . import rope_scaling
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class RoPE(PESpec):
     long_factor: Optional[tuple[float, ...]] = None
 
     def __post_init__(self) -> None:
-        _positive(self.name, "base", self.base)
+        _base(self.name, "base", self.base)
         _check(is_number(self.fraction)
                and 0 < self.fraction <= 1,
                f"{self.name}: fraction must be in (0, 1]; got {self.fraction!r}")
@@ -121,7 +121,7 @@ class MLA(PESpec):
         if self.rope_dim is not None:
             _positive_int(self.name, "rope_dim", self.rope_dim, MAX_WIDTH)
             _check(self.rope_dim % 2 == 0, f"mla: rope_dim must be even; got {self.rope_dim}")
-        _positive(self.name, "base", self.base)
+        _base(self.name, "base", self.base)
         _check(isinstance(self.shared_rope_key, bool), "mla: shared_rope_key must be true or false")
         _choice(self.name, "absolute", self.absolute, ABSOLUTES)
         _choice(self.name, "rope", self.rope, tuple(MLA_ROPES))
@@ -167,7 +167,7 @@ class XPos(PESpec):
     scale_base: float = 512.0
 
     def __post_init__(self) -> None:
-        _positive(self.name, "base", self.base)
+        _base(self.name, "base", self.base)
         _positive(self.name, "gamma", self.gamma)
         _positive(self.name, "scale_base", self.scale_base)
 

@@ -37,6 +37,8 @@ def _yarn(spec: RoPE, theta: np.ndarray, r: int) -> np.ndarray:
 def _llama3(spec: RoPE, theta: np.ndarray) -> np.ndarray:
     lo, hi, f, L = spec.low_freq_factor, spec.high_freq_factor, spec.factor, spec.original
     wavelength = 2 * np.pi / theta
+    if hi == lo:            # Llama 4: no band between (rope_scaling's docstring)
+        return np.where(wavelength > L / lo, theta / f, theta)
     smooth = (L / wavelength - lo) / (hi - lo)
     mid = (1 - smooth) * theta / f + smooth * theta
     return np.where(wavelength < L / hi, theta, np.where(wavelength > L / lo, theta / f, mid))

@@ -19,9 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..coerce import shown
 from ..errors import PosencError
 from .report_json import read_report_json, verdict_decision
-from .table import md_row
+from .table import md_code, md_text, md_text_row
 
 SECTION = "## Beside the other model code"
 SECTION_PRESET = "## Beside another preset"
@@ -33,8 +34,10 @@ def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
     """The other report's payload, checked: a ``report.json`` of a single model code (one of
     :data:`MODES`) that is not of this report's ``preset`` and model code ``mode`` -- the same
     preset with the other model code, or another preset with either -- of a format this posenc
-    reads (:func:`~.report_json.read_report_json`), with a list of verdicts each naming its claim,
-    verdict and measurement.  Anything else is a PosencError that says what it found."""
+    reads (:func:`~.report_json.read_report_json`: a bounded read), with a list of verdicts each
+    naming its claim, verdict and measurement, each claim once (a claim given twice alike is
+    kept once; twice with different verdicts, measurements or seeds is refused: which one would
+    the section show?).  Anything else is a PosencError that says what it found."""
     path, payload = read_report_json(path, "--beside")
     if mode not in MODES:
         raise PosencError(f"this report's runs are of mixed model code; {_ONE_CODE_EACH}")
@@ -49,16 +52,24 @@ def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
                           f"code {mode!r}; --beside needs the other model code than this "
                           f"report's {mode!r} or another preset (a second seed set of the same "
                           "plan is --replica's)")
+    kept: dict[str, dict[str, Any]] = {}
     for v in payload["verdicts"]:
         if not (isinstance(v, dict) and all(isinstance(v.get(k), str)
                                             for k in ("claim", "verdict", "measured"))):
             raise PosencError(f"{path} holds a verdict without its claim, verdict and "
-                              f"measurement: {str(v)[:80]}")
+                              f"measurement: {shown(v, 80)}")
         if "decision" not in v:  # formats 1-2: the verdict is the decision; show it with its regime
             from ..verdicts.words import verdict_word
-            v["decision"] = verdict_decision(v)
+            v = dict(v, decision=verdict_decision(v))
             v["verdict"] = verdict_word(v["decision"], other_preset)
-    return payload
+        first = kept.setdefault(v["claim"], v)
+        if first is not v and first != v:
+            said = (f"verdicts {shown(first['verdict'], 30)} and {shown(v['verdict'], 30)}"
+                    if first["verdict"] != v["verdict"] else "the same verdict but another "
+                    "measurement or seeds")
+            raise PosencError(f"{path} holds claim {shown(v['claim'], 40)} twice, with {said}; "
+                              "a report.json holds each claim once")
+    return dict(payload, verdicts=list(kept.values()))   # a claim given twice alike, once
 
 
 def verdict_seeds(verdict: dict[str, Any]) -> list[int]:
@@ -126,17 +137,20 @@ def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, othe
     """The section's lines.  With the same preset (or none given) the two sides are named by
     model code alone ("Beside the other model code"); with another preset, by preset and model
     code ("Beside another preset"), and a difference is one of the whole regime (the model codes
-    named in it only where they differ)."""
-    differs = [r["claim"] for r in rows if r["compare"] == "differs"]
+    named in it only where they differ).  The other report's text (its claims, verdicts,
+    measurements, preset, and the path it was named by) is foreign: written with
+    :func:`~.table.md_text` / :func:`~.table.md_code`, so that no HTML or markup of it renders."""
+    differs = [md_text(r["claim"]) for r in rows if r["compare"] == "differs"]
     same_seeds = sorted(seeds) == sorted(other_seeds)
     regime = other_preset is not None and other_preset != preset
-    here, there = (f"{preset}, {mode}", f"{other_preset}, {other_mode}") if regime \
-        else (mode, other_mode)
+    here, there = (f"{md_text(preset)}, {md_text(mode)}",
+                   f"{md_text(other_preset)}, {md_text(other_mode)}") if regime \
+        else (md_text(mode), md_text(other_mode))
     cause = ("of the two regimes -- everything the two presets set differently"
              + (" and the two model codes" if mode != other_mode else "")
              + " together, not any one of them --") if regime else "of the two model codes"
     lines = ["", SECTION_PRESET if regime else SECTION, "",
-             f"This report ({here}, seeds {_span(seeds)}) beside `{other_path}` ({there}, "
+             f"This report ({here}, seeds {_span(seeds)}) beside {md_code(other_path)} ({there}, "
              f"seeds {_span(other_seeds)}{'' if same_seeds else ': not the same seeds'}). "
              f"{len(differs)} of {sum(r['compare'] in ('same', 'differs') for r in rows)} claims "
              "judged on runs in both have a different verdict"
@@ -145,7 +159,8 @@ def beside_markdown(rows: list[dict[str, Any]], mode: str, other_mode: str, othe
              "inconclusive side says the seeds could not tell.", "",
              f"| claim | {here}: measured | verdict | {there}: measured | verdict | |",
              "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(md_row([r["claim"], r["here_measured"], r["here"], r["there_measured"],
-                             r["there"], f"**{r['compare']}**"]))
+    for r in rows:   # the other report's text is foreign: every cell shown as it is (md_text)
+        lines.append(md_text_row([md_text(r[k]) for k in ("claim", "here_measured", "here",
+                                                          "there_measured", "there")]
+                                 + [f"**{md_text(r['compare'])}**"]))
     return lines

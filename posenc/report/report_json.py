@@ -23,10 +23,12 @@ Units: every accuracy in report.json is in percent (``accuracy_unit``), as in re
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from ..coerce import is_int
+from ..coerce import is_int, shown
+from ..encodings.hf_read import read_regular, text_depth
 from ..errors import PosencError
 
 #: the format report.json is written in; 1 is a report.json without the key
@@ -59,20 +61,36 @@ def report_format(payload: dict[str, Any], where: str | Path) -> int:
     return fmt
 
 
+#: The largest report.json read and its deepest nesting: a real one is about 150 KB and nests 8
+#: levels (verdict -> parts -> seeds); past these it is no report posenc wrote.
+MAX_REPORT_BYTES = 16 * 2**20
+MAX_REPORT_DEPTH = 32
+
+
 def read_report_json(path: str | Path, flag: str = "--beside") -> tuple[Path, dict[str, Any]]:
     """(the file's path, its checked payload) of a ``report.json`` or a report folder holding
     one; a missing, unreadable or unknown-format file is a PosencError (``flag``: the option
-    that named it, for the message)."""
+    that named it, for the message).
+
+    Read through the bounded reader of ``--from-hf`` (:func:`~posenc.encodings.hf_read.
+    read_regular`): only a regular file of at most MAX_REPORT_BYTES, opened without blocking (a
+    FIFO or a device such as /dev/urandom is refused before any read); its JSON nests at most
+    MAX_REPORT_DEPTH levels, counted before it is parsed (no RecursionError)."""
     path = Path(path)
     if path.is_dir():
         path = path / "report.json"
-    try:
-        payload = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise PosencError(f"no report at {path} ({flag} takes a report's report.json "
-                          "or its folder)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PosencError(f"{path} is not a readable report.json: {exc}") from None
+                          "or its folder)")
+    text = read_regular(str(path), flag, MAX_REPORT_BYTES, "a report.json is under 1 MB")
+    depth = text_depth(text)
+    if depth > MAX_REPORT_DEPTH:
+        raise PosencError(f"{flag}: {path} nests {depth} levels deep; a report.json nests "
+                          f"{MAX_REPORT_DEPTH} at most (one posenc writes, 8)")
+    try:
+        payload = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise PosencError(f"{path} is not a readable report.json: {shown(str(exc), 160)}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("verdicts"), list):
         raise PosencError(f"{path} is not a posenc report.json (it has no verdict list)")
     report_format(payload, path)

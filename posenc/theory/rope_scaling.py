@@ -63,6 +63,8 @@ def scaled_angles(spec: RoPE, r: int) -> list[sp.Expr]:
                 out.append(t)
             elif _below(L / lo, wave):
                 out.append(t / f)
+            elif hi == lo:          # Llama 4: no band between (w = L / lo exactly: kept)
+                out.append(t)
             else:
                 a = (L / wave - lo) / (hi - lo)
                 out.append((1 - a) * t / f + a * t)

@@ -245,6 +245,17 @@ CASES = [
     Case("transformers T5 transposed", hf_t5_transposed, "t5", "i and j are swapped", needs=TF),
     Case("learned bias over T5 buckets, off by one", R.t5_learned_off_by_one, "bias",
          "T5 buckets off by one"),
+    # --- the second bug set's shapes: flagged before, now named -----------------------------
+    Case("frequencies in reverse plane order (inv_freq.flip)", R.rope_reversed_freqs, "rope",
+         "the frequencies are in reverse plane order"),
+    Case("RoPE applied twice (f(x, p) = R_p R_p x)", R.rope_applied_twice, "rope",
+         "RoPE applied twice", absent="linear scaling ×0.5"),
+    Case("linear factor applied as p·F, --expect scaling=linear,factor=2", R.linear_inverted,
+         "rope", "applied as p·2 instead of p/2", options={"expect": "scaling=linear,factor=2"}),
+    Case("k rotated the other way (sin sign on k only)", R.qk_key_reversed, "rope-qk",
+         "k rotates the other way"),
+    Case("ALiBi slopes in reverse head order", R.alibi_reversed_slopes, "bias",
+         "in reverse head order"),
 ]
 
 DIM = 32

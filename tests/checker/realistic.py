@@ -456,3 +456,35 @@ def t5_learned_transposed(H, n):
 
 def t5_learned_off_by_one(H, n):
     return t5_learned(H, n, shift=1)
+
+
+# --- the second bug set's shapes ----------------------------------------------------------------
+
+def rope_reversed_freqs(x, positions):            # inv_freq.flip(0): the slowest plane first
+    d = x.shape[-1]
+    ang = positions.float()[:, None] * inv_freq(d).flip(0)[None]
+    emb = torch.cat((ang, ang), dim=-1)
+    return x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype)
+
+
+def rope_applied_twice(x, positions):             # once in the layer, once more in the block
+    return neox(neox(x, positions), positions)
+
+
+def rope_periodic(x, positions, period=64):       # positions % period: a ring buffer's slot ids
+    return neox(x, positions % period)
+
+
+def linear_inverted(x, positions, factor=2.0):    # position interpolation as p * F, not p / F
+    d = x.shape[-1]
+    ang = (positions.float() * factor)[:, None] * inv_freq(d)[None]
+    emb = torch.cat((ang, ang), dim=-1)
+    return x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype)
+
+
+def qk_key_reversed(q, k, positions):             # k rotated by −p: sin's sign flipped on k only
+    return neox(q, positions), neox(k, positions, sign=-1.0)
+
+
+def alibi_reversed_slopes(H, n):                  # slopes[::-1]: the steepest slope on the last head
+    return bloom_style(H, n, slopes=lambda h: get_slopes(h)[::-1])

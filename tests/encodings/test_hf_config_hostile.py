@@ -102,10 +102,10 @@ LLAMA = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
 @pytest.mark.parametrize("config, words", [
     ({**LLAMA, "head_dim": 10**400}, "head_dim: must be an integer in [1, 65536]; got an integer of"),
     ({**LLAMA, "hidden_size": 10**5000}, "hidden_size"),
-    ({**LLAMA, "rope_theta": 10**400}, "rope_theta: must be a positive number at most 1e+15"),
+    ({**LLAMA, "rope_theta": 10**400}, "rope_theta: must be a number above 1 and at most 1e+15"),
     ({**LLAMA, "rope_scaling": {"rope_type": ["yarn"], "factor": 2.0}}, "rope_type: must be a string"),
     ({**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "attention_factor": 1e200}},
-     "attention_factor: must be a positive number at most 1e+06"),
+     "attention_factor: must be a positive number at least 1e-06 and at most 1e+06"),
     ({**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": float("nan")}}, "factor"),
     ({**LLAMA, "max_position_embeddings": 2.5, "rope_scaling": {"type": "dynamic", "factor": 2}},
      "max_position_embeddings"),

@@ -81,7 +81,7 @@ def test_head_dim_and_heads_options(derive_out):
     (["rope", "--head-dim", "7"], "even head dimension"),
     (["rope:fraction=1.5"], "fraction must be in (0, 1]"),
     (["rope:fraction=0"], "fraction must be in (0, 1]"),
-    (["rope:base=-10"], "base must be a positive number"),
+    (["rope:base=-10"], "base must be a number > 1"),
     (["rope:base"], "malformed spec"),
     (["rope:"], "malformed spec"),
     (["rope", "--head-dim", "0"], "head dim must be a positive integer"),

@@ -47,7 +47,8 @@ def scaled_frequencies(spec: RoPE, r: int) -> torch.Tensor:
     elif kind == "llama3":
         wave = 2 * math.pi / theta
         lo_wave, hi_wave = spec.original / spec.low_freq_factor, spec.original / spec.high_freq_factor
-        a = (spec.original / wave - spec.low_freq_factor) / (spec.high_freq_factor - spec.low_freq_factor)
+        span = spec.high_freq_factor - spec.low_freq_factor   # 0 (Llama 4): no band between
+        a = (spec.original / wave - spec.low_freq_factor) / span if span else torch.ones_like(wave)
         middle = (1 - a) * theta / f + a * theta
         theta = torch.where(wave > lo_wave, theta / f, torch.where(wave < hi_wave, theta, middle))
     elif kind == "longrope":
