@@ -17,7 +17,7 @@ TRAINING_PRESETS = {
     "paper-small": "the paper code's own distance task (sampler and vocabulary 574, gaps 1..70, "
                    "padded to 128) and models (paper-code mode), scaled down to two CPU cores: "
                    "quick's width and depth, fewer examples and epochs (calibrated on seeds "
-                   "1000+, docs/reproduction.md)",
+                   "1000+, docs/methods.md)",
 }
 PRESET_NAMES = tuple(TRAINING_PRESETS)
 

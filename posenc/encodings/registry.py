@@ -30,7 +30,7 @@ PRESETS: dict[str, PESpec] = {
     "paper-mla": MLA(rope="paper_code", kv_latent=128, q_latent=128, absolute="learned"),
     "paper-absolute-rope": Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE()),
 }
-#: 2: the presets follow the paper code exactly (issue 14); before, paper-alibi had slopes
+#: 2: the presets follow the paper code exactly; before, paper-alibi had slopes
 #: exp(-h/H) for h = 1..H, paper-rope and paper-absolute-rope an interleaved sin/cos table,
 #: paper-relative 257 offsets and paper-mla a true rotation.
 PRESETS_VERSION = 2

@@ -76,7 +76,7 @@ def report_mode(results: list[ExperimentResult]) -> str:
 MODE_TEXT = {
     "paper-code": "**Model code: paper-code.** Every run is the model of the paper's public code "
                   "(Qihuai27/Deposit-Pattern-Research), its architecture exactly, quirks included "
-                  "(docs/reproduction.md, \"Paper-code mode\"); its sizes, dropout and training "
+                  "(docs/methods.md, \"Paper-code mode\"); its sizes, dropout and training "
                   "are the preset's (`posenc encodings` lists where a preset differs from the "
                   "code).",
     "standard": "**Model code: standard.** posenc's own model (pre-LN, keys and values from the "
@@ -166,7 +166,7 @@ def multiplicity_text(verdicts: list[Any]) -> str:
     return ("**Multiplicity: one primary statistic per claim** (fixed in posenc.verdicts; chosen after "
             "the quick preset's seeds 0-5 had been seen and before its replication on seeds "
             "2000-2005 ran, so at the quick preset only its replication tests the choice: "
-            "docs/reproduction.md). Each claim's "
+            "docs/methods.md). Each claim's "
             "verdict is that of its primary part alone; its other parts "
             f"({shown} in this report) are shown, marked *[shown, not judged]*, and never enter "
             f"a verdict. {tested} primary tests had two or more seeds, each at 95% (a decision "
@@ -289,7 +289,7 @@ def _training(inp: ReportInputs) -> list[str]:
                              _span(row["best"]), _span(row["max_epochs"]), _span(row["batch"]),
                              at_max, diverged]))
     lines += ["", "The trained criterion (say nothing about which claim comes out; "
-              "docs/reproduction.md, \"The stopping rule, recalibrated\"):", "",
+              "docs/methods.md, \"The stopping rule\"):", "",
               "| part | rule | measured | met |", "|---|---|---|---|"]
     for c in trained_criterion(inp.results):
         met = "n/a" if c.met is None else "yes" if c.met else "**no**"

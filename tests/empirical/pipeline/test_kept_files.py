@@ -1,4 +1,4 @@
-"""Stores that travel (posenc.empirical.pipeline.kept_files, issue 36 item 3): the sweep drops a
+"""Stores that travel (posenc.empirical.pipeline.kept_files): the sweep drops a
 run's checkpoint and trace at its commit, skips a finished run stored without them, redoes an
 incomplete run that still has its checkpoint and refuses, in one line and before anything runs,
 one that has not; a kept file counts in its plain or its compressed form; with a stand-in
