@@ -1,10 +1,10 @@
 """Side by side: ``posenc check`` of a rotary function at a real head size (Gemma's 256), this
-tree against an older revision of the checker (default: 8d86089, before issue 25).
+tree against an older revision of the checker (default: 8d86089, before the block-wise logit check).
 
 Each side runs in its own Python process pinned to one core (``sched_setaffinity``, one BLAS /
 torch thread), imports posenc from its own tree, and times ``check_callable`` on two Gemma-style
 RoPEs (rotate_half, base 10000): numpy float64 and torch with float32 tables (what transformers
-does).  Prints seconds per side and the ratio old / new.  Target (issue 25): new < 10 s on one
+does).  Prints seconds per side and the ratio old / new.  Target: new < 10 s on one
 idle core.  Run from the repository root:
 
     python benchmarks/check_head_dim.py [--dim 256] [--old-rev 8d86089] [--repeat 1]

@@ -1,4 +1,4 @@
-"""Interleaved A/B of the training step's optimiser (issue: measure before keeping): the two
+"""Interleaved A/B of the training step's optimiser (measured before keeping): the two
 AdamWs training makes (``posenc.empirical.training.train.make_optimizer``) -- torch's fused
 kernel (``AdamW(fused=True)``, what ``step='fast'`` takes) against its default implementation
 (what ``step='reference'`` takes) -- in the quick preset's full training step (the fast forward,

@@ -28,6 +28,7 @@ COMMANDS = (
     "ablate",
     "reproduce",
     "report",
+    "results",
     "runs",
     "dynamics",
 )

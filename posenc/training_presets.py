@@ -96,7 +96,7 @@ _PRESETS = (
         # 300 test examples: binomial SE <= 2.9 points per accuracy, and a head's drop is paired
         # on the same examples; the ablation stays near a fifth of a run's cost
         seeds=6, ablation_examples=300, probe_examples=600,
-        calibration="Trained to plateau (docs/reproduction.md, \"The stopping rule, recalibrated\"; "
+        calibration="Trained to plateau (docs/methods.md, \"The stopping rule\"; "
                     "chosen on calibration seeds 1000-1011 and frozen before the report's seeds "
                     "ran): at most 60 epochs, stopping once 8 epochs have raised neither the best "
                     "validation accuracy nor lowered the best validation loss.  The earlier rule, "
@@ -136,7 +136,7 @@ _PRESETS = (
         summary="the paper code's own distance task (sampler and vocabulary 574, gaps 1..70, "
                 "padded to 128) and models (paper-code mode), scaled down to two CPU cores: "
                 "quick's width and depth, fewer examples and epochs (calibrated on seeds "
-                "1000+, docs/reproduction.md)",
+                "1000+, docs/methods.md)",
         task={"distance": {"n_samples": 20000, "vocab_size": 574, "max_left": 25, "max_gap": 70,
                            "max_right": 25, "seq_len": 128, "sampler": "paper"},
               # the code's count task (k = 0..100 of 120 tokens, padded to 128): not calibrated
@@ -153,11 +153,11 @@ _PRESETS = (
         # at 75 a seed set's committed files measured 5.3 MB, at 100 about 4.2 MB
         dynamics_every=100,
         # the code's MLA budget ratios, 1.5x the epochs at twice the batch (23 epochs of batch
-        # 32), and a patience of the maximum, as the preset's (docs/reproduction.md, "MLA's
+        # 32), and a patience of the maximum, as the preset's (docs/methods.md, "MLA's
         # budget at paper-small")
         budgets={"mla": {"epochs": 23, "batch_size": 32, "patience": 23}},
         candidate="b16_lr3e3_n20k_e15",
-        calibration="Calibrated on seeds 1000+ (scripts/regime_calibration.py; docs/reproduction.md); "
+        calibration="Calibrated on seeds 1000+ (scripts/regime_calibration.py; docs/methods.md); "
                     "candidate names the one frozen here (a test holds the two equal).  Quick's "
                     "optimiser at a peak rate of 3e-3 (at 1e-3 RoPE's jump came too late for the "
                     "schedule); every epoch runs (a patience of the maximum keeps the best "

@@ -9,10 +9,10 @@ by side for each (task, PE, seed) found in both roots:
     python scripts/compare_max_epochs.py FULL60_DIR RULE_DIR [--patience 8]
 
 FULL60_DIR holds run folders trained to 60 epochs with a patience that never fires
-(docs/figures/calibration-stopping); RULE_DIR holds run folders trained with the frozen rule at
-another maximum (docs/figures/calibration-max120), each with ``metrics.jsonl``,
+(docs/figures/calibration-stopping in git history); RULE_DIR holds run folders trained with the
+frozen rule at another maximum (docs/figures/calibration-max120 in git history), each with ``metrics.jsonl``,
 ``train_config.json`` and ``train_summary.json``.  Validation accuracy only: the calibration never
-reads a test accuracy.  Nothing here chooses a preset; docs/reproduction.md records the reading.
+reads a test accuracy.  Nothing here chooses a preset; docs/methods.md records the reading.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The diagnostic grid of the paper's-regime issue: what makes the paper code's models learn or fail.
+"""The diagnostic grid of the paper's regime: what makes the paper code's models learn or fail.
 
 The RoPE role on the quick distance task (gaps 1..40, sides 1..8), the quick optimiser (AdamW
 1e-3, batch 16, 6% warm-up then cosine over 60 epochs, clipping 1.0), calibration seeds the
@@ -31,7 +31,7 @@ Every run goes to ``OUT/<cell>/<run id>`` with its ``metrics.jsonl``, ``train_co
 finished (the grid reads per-epoch curves), and a run whose summary is there is skipped.
 ``--table`` prints one row per run: the last epoch's train and validation accuracy, the best
 validation accuracy and its epoch, and the test accuracy of the kept weights (the data sets'
-Bayes ceilings: ``posenc.empirical.bayes_ceiling``; docs/reproduction.md states them).
+Bayes ceilings: ``posenc.empirical.bayes_ceiling``; docs/methods.md states the rule).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ DATA = {"clean42": {"task.sampler": "clean", "task.vocab_size": 42},
         # the paper code's distance task: sides 1..25, gaps 1..70, padded to 128 (dis_gen)
         "regime": {"task.sampler": "paper", "task.vocab_size": 574, "task.max_left": 25,
                    "task.max_gap": 70, "task.max_right": 25, "task.seq_len": 128}}
-#: rows that separate the optimiser from the architecture (the issue's item 1, second half)
+#: rows that separate the optimiser from the architecture
 EXTRA = {"paperopt": {"lr": 1e-4, "betas": (0.98, 0.9), "weight_decay": 1e-5,
                       "model.dropout": 0.1, "patience": None, "stop_on": "accuracy"},
          "data10x": {"task.n_samples": 30000, "epochs": 6, "patience": 6}}

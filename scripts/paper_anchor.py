@@ -1,8 +1,8 @@
-"""The `paper` preset's anchor on one lent GPU (issue 36, item 5): one distance role of the paper
+"""The `paper` preset's anchor on one lent GPU: one distance role of the paper
 code's models at the paper code's own sizes, data and optimiser, in one prepared command.
 
-A sweep of the `paper` preset needs GPU-hours (docs/reproduction.md, "The paper preset on a
-GPU"); a lent accelerator gives minutes.  This driver runs the roles it is given one after the
+A sweep of the `paper` preset needs GPU-hours (docs/methods.md, "paper (the
+anchor)"); a lent accelerator gives minutes.  This driver runs the roles it is given one after the
 other, each as ``posenc reproduce --preset paper`` would build it (paper-code mode, 100,000
 examples of the paper's sampler at vocabulary 574, d_model 256, 16 heads, 6 layers, dropout 0.1,
 100 epochs of batch 512 at lr 1e-4, betas (0.98, 0.9)), with two stated changes:

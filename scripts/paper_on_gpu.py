@@ -1,4 +1,4 @@
-"""Run the `paper` preset on one GPU within a fixed wall-clock budget (used for docs/reproduction.md).
+"""Run the `paper` preset on one GPU within a fixed wall-clock budget (docs/methods.md).
 
 The paper trains 100 epochs per run; a lent accelerator gives us minutes, not hours.  This
 driver keeps the paper's model, data and optimiser settings and shortens only the number of

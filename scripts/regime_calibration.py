@@ -1,4 +1,4 @@
-"""Calibration of a preset in the paper's regime (issue 36, item 2): candidates on seeds 1000+.
+"""Calibration of a preset in the paper's regime: candidates on seeds 1000+.
 
 Every candidate starts from the diagnostic grid's ``paper/regime`` cell -- the paper code's
 models (paper-code mode) on the paper code's own distance task (the paper's sampler at

@@ -13,7 +13,7 @@ the end, so the calibration never reads a test accuracy).
     python scripts/stopping_rules.py CAL_DIR [CAL_DIR ...] [--miss 10] [--csv OUT]
 
 Nothing here chooses the rule: it prints, per rule, the runs it stops before learning and the
-epochs it costs; docs/reproduction.md records the choice.
+epochs it costs; docs/methods.md records the choice.
 """
 
 from __future__ import annotations

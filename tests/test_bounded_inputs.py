@@ -1,4 +1,4 @@
-"""Bounded work for every input (issue 12, item 5 and the .npy part of item 7).
+"""Bounded work for every input.
 
 Every size a user gives -- sequence lengths, heads, widths, catalogue integers, content rank,
 symbolic dimensions, ``check --head-dim``, the shape in a ``.npy`` header -- is checked against a
@@ -241,7 +241,7 @@ def test_a_memory_error_is_one_line(monkeypatch, capsys):
     assert code == 2 and err.count("\n") == 1 and "out of memory" in err and "Traceback" not in err
 
 
-# -- sizes that are allowed but take long: progress on stderr (issue 27 item 5) ------------------
+# -- sizes that are allowed but take long: progress on stderr ------------------
 
 def test_bound_reports_each_stage_of_a_long_length_on_stderr(monkeypatch, capsys):
     """``bound rope --n 2000000`` ran ~20 minutes without a word; a length from PROGRESS_N on

@@ -1,4 +1,4 @@
-"""``--from-hf CONFIG`` on derive, bound and train (issue 25, item 2; check's is in
+"""``--from-hf CONFIG`` on derive, bound and train (check's is in
 tests/checker/test_check_from_hf.py): the config's spec is used exactly as if it had been given,
 with the config's head dim and heads where the command takes them; a bad file, bad JSON or an
 unsupported field is one line, exit status 2, and nothing is written."""

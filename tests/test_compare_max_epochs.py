@@ -1,6 +1,6 @@
 """scripts/compare_max_epochs.py: the frozen rule replayed on a full 60-epoch curve beside what it
-kept in a run trained at another maximum (docs/reproduction.md, "Criterion (a) at a 120-epoch
-maximum")."""
+kept in a run trained at another maximum (docs/methods.md, "The stopping
+rule")."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""JSON-lines files kept compressed (posenc.compressed, issue 36 item 3): either form reads the
+"""JSON-lines files kept compressed (posenc.compressed): either form reads the
 same, the same rows give the same bytes, and a damaged compressed file is one line."""
 
 import gzip

@@ -1,5 +1,5 @@
 """scripts/diagnostic_grid.py: the cells of the paper's-regime diagnostic grid are the configs
-docs/reproduction.md says they are, and its table reads a run folder's curve end points
+its docstring says they are, and its table reads a run folder's curve end points
 (no training here)."""
 
 import json

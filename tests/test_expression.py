@@ -1,4 +1,4 @@
-"""Kernel expressions (issue 12, item 5): no hang, no traceback, no silently dropped imaginary part.
+"""Kernel expressions: no hang, no traceback, no silently dropped imaginary part.
 
 Constants are folded in floating point when the expression is parsed; a power's exponent is
 bounded (``MAX_EXPONENT``), also when it depends on k (for |k| <= ``EXPONENT_K``), so no backend

@@ -1,7 +1,7 @@
 """Fuzz (Hypothesis) of the CLI's inputs: spec strings, kernel expressions and numeric arguments
-of derive, bound, check, verify and train (issue 12, "what must be shown"); reproduce's --set,
+of derive, bound, check, verify and train ; reproduce's --set,
 --roles, --seeds, --first-seed (up to the plan: the sweep is a stub), import-checkpoint with
-broken files, and the Python API's keyword arguments against the CLI (issue 27).
+broken files, and the Python API's keyword arguments against the CLI.
 
 Every call runs in-process under a per-call alarm (:data:`PER_CALL_S`; a hang fails the
 example) and must end with exit status 0, 1 or 2 -- never an exception escaping ``main``
@@ -210,7 +210,7 @@ def test_the_harness_reports_a_hang(monkeypatch):
         call(["anything"])
 
 
-# -- reproduce: --set, --roles, --seeds, --first-seed (issue 27) --------------------------------
+# -- reproduce: --set, --roles, --seeds, --first-seed --------------------------------
 
 SET_VALID = ["epochs=1", "lr=0.001", "task.n_samples=200", "model.n_layers=1", "grad_clip=null",
              "patience=2", "betas=[0.9, 0.98]", "model.dropout=0.1", "weight_decay=0"]

@@ -1,4 +1,4 @@
-"""The results store end to end with real smoke training (issue 12, items 2, 4, 7 and 8).
+"""The results store end to end with real smoke training.
 
 A deleted, emptied or garbage index heals for ``runs``, ``report`` and ``reproduce``; a SIGKILL of
 ``posenc reproduce`` with two workers leaves no process behind; a run that fails makes
@@ -111,7 +111,7 @@ def _session(sid):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigkill_of_a_two_worker_sweep_leaves_no_process(tmp_path):
-    """Issue 12: the two workers (~380 MB each) and the resource tracker lived on under PID 1."""
+    """The two workers (~380 MB each) and the resource tracker lived on under PID 1."""
     out = tmp_path / "s"
     proc = subprocess.Popen([sys.executable, "-m", "posenc", "reproduce", "--preset", "smoke",
                              "--roles", "rope", "--tasks", "distance", "--seeds", "2",

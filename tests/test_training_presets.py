@@ -99,7 +99,7 @@ def test_paper_small_is_the_frozen_calibration_candidate(monkeypatch, role):
     plan = ReproductionPlan.select("paper-small", 1, roles=[role], tasks=["distance"],
                                    first_seed=1000)
     ours = plan.experiments()[0].train.to_dict()
-    # (MLA on the code's MLA budget at this scale: the calibration docs/reproduction.md names)
+    # (MLA on the code's MLA budget at this scale: the calibration docs/methods.md names)
     frozen = apply_overrides(cal.candidate_config(TRAINING_PRESETS["paper-small"].candidate, 1000, role),
                              paper_budget("paper-small", role)).to_dict()
     for d in (ours, frozen):
@@ -144,7 +144,7 @@ def test_paper_small_notes_state_the_presets_own_numbers():
 
 def test_paper_small_dynamics_are_sized_for_the_store():
     """Refrozen at 3x the steps, paper-small records dynamics every 100 steps (about 120 records),
-    so that a seed set's committed store stays under 5 MB (issue 36 item 3; at 75 it measured 5.3
+    so that a seed set's committed store stays under 5 MB (at 75 it measured 5.3
     MB); quick keeps the recorder's default interval (its run ids unchanged)."""
     import math
 

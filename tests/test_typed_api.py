@@ -1,4 +1,4 @@
-"""The front door as type checkers see it (issue 39): the lazy names are imported under
+"""The front door as type checkers see it: the lazy names are imported under
 TYPE_CHECKING exactly as ``_LAZY`` imports them at run time, ``__all__`` is the literal list of
 them, and docs/examples/typed_api.py -- which .ci/run checks with mypy -- uses every one."""
 

@@ -36,7 +36,7 @@ def register(subs: argparse._SubParsersAction) -> None:
                    help="the paper code's model for --pe, exactly (e.g. --pe paper-alibi): keys/"
                         "values from the raw input embeddings, ReLU, no final LayerNorm, padding "
                         "pooled and unmasked, biased projections, vocabulary-sized classifier "
-                        "(its MLA: mla.py's own conventions); see docs/reproduction.md")
+                        "(its MLA: mla.py's own conventions); see docs/methods.md")
     p.add_argument("--patience", type=int,
                    help="early stopping: stop after N epochs without a better validation accuracy "
                         "(--epochs is then the maximum; default: no early stopping)")

@@ -44,11 +44,24 @@ def zoom_range(rows: list[dict[str, Any]], ceiling: Optional[float] = None) -> O
     top = [r for r in rows if r["mean"] >= ZOOM_FROM]
     if not top:
         return None
-    vals = [v for r in top for v in (*r["values"], r["mean"], r["low"], r["high"])
+    vals = [v for r in top for v in (*r["values"], r["mean"], *_drawn_interval(r))
             if math.isfinite(v)] + ([ceiling] if ceiling is not None else [])
-    low, high = min(vals), min(max(vals), 100.0)
+    low, high = max(min(vals), ZOOM_FROM - 10.0), min(max(vals), 100.0)
     pad = max(0.25, 0.08 * (high - low))
     return max(0.0, low - pad), high + pad
+
+
+#: a PE's seed interval is drawn from this many seeds on: with 2 seeds the 95% Student-t
+#: interval is 12.7 standard errors wide and spans most of the axis, telling nothing
+MIN_INTERVAL_SEEDS = 3
+
+
+def _drawn_interval(row: dict[str, Any]) -> tuple[float, ...]:
+    """(low, high) of the seed interval the figure draws, clipped to 0-100%; () when it draws
+    none (fewer than :data:`MIN_INTERVAL_SEEDS` seeds, or no interval)."""
+    if len(row["values"]) < MIN_INTERVAL_SEEDS or not math.isfinite(row["low"]):
+        return ()
+    return max(row["low"], 0.0), min(row["high"], 100.0)
 
 
 def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path,
@@ -71,10 +84,11 @@ def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path,
         for x, row in enumerate(rows):
             colour = "tab:orange" if "rope" in roles[x] else "tab:blue"
             full.bar(x, row["mean"], color=colour, alpha=0.7)
+            drawn = _drawn_interval(row)
             for ax in (full, zoom) if row["mean"] >= ZOOM_FROM else (full,):
-                if math.isfinite(row["low"]):
-                    ax.errorbar(x, row["mean"], yerr=[[row["mean"] - max(row["low"], 0)],
-                                                      [min(row["high"], 100) - row["mean"]]],
+                if drawn:
+                    ax.errorbar(x, row["mean"], yerr=[[row["mean"] - drawn[0]],
+                                                      [drawn[1] - row["mean"]]],
                                 color="black", capsize=3)
                 ax.scatter([x] * len(row["values"]), row["values"], color="black", s=10, zorder=3)
             if row["mean"] >= ZOOM_FROM:
@@ -89,7 +103,10 @@ def accuracy_figure(table: dict[str, dict[str, dict[str, Any]]], path: Path,
             ax.set_ylabel("test accuracy (%)")
             ax.set_xlim(-0.6, len(roles) - 0.4)
         full.set_ylim(0, 100)
-        full.set_title(f"{task}: mean, 95% seed interval, seeds as dots")
+        few = min(len(r["values"]) for r in rows) < MIN_INTERVAL_SEEDS
+        full.set_title(f"{task}: mean, seeds as dots" + (
+            f" (no interval under {MIN_INTERVAL_SEEDS} seeds)" if few else ", 95% seed interval"),
+            fontsize=10)
         if task in ceiling:
             full.legend(fontsize=7, loc="lower right")
         if span is None:
@@ -140,7 +157,7 @@ def deposit_heatmap(deposits: dict[str, list[list[Optional[float]]]], path: Path
     n_layers = max(len(m) for m in means)
     grid = np.ma.masked_invalid([[np.nan if l >= len(m) or m[l][0] is None else m[l][0]
                                   for l in range(n_layers)] for m in means])
-    fig, ax = plt.subplots(figsize=(1.6 + 0.9 * n_layers, 0.8 + 0.42 * len(roles)))
+    fig, ax = plt.subplots(figsize=(max(4.8, 2.2 + 0.9 * n_layers), 1.2 + 0.42 * len(roles)))
     ax.set_facecolor("0.85")
     im = ax.imshow(grid, vmin=0, vmax=1, cmap="magma", aspect="auto")
     for r in range(len(roles)):
@@ -153,7 +170,8 @@ def deposit_heatmap(deposits: dict[str, list[list[Optional[float]]]], path: Path
     ax.set_yticklabels(roles)
     ax.set_xticks(range(n_layers))
     ax.set_xlabel("layer")
-    ax.set_title("deposit index, distance (mean over seeds where the layer matters)", fontsize=9)
+    ax.set_title("deposit index, distance\n(mean over the seeds where the layer matters)",
+                 fontsize=9)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

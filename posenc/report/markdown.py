@@ -78,7 +78,7 @@ def report_mode(results: list[ExperimentResult]) -> str:
 MODE_TEXT = {
     "paper-code": "**Model code: paper-code.** Every run is the model of the paper's public code "
                   "(Qihuai27/Deposit-Pattern-Research), its architecture exactly, quirks included "
-                  "(docs/reproduction.md, \"Paper-code mode\"); its sizes, dropout and training "
+                  "(docs/methods.md, \"Paper-code mode\"); its sizes, dropout and training "
                   "are the preset's (`posenc encodings` lists where a preset differs from the "
                   "code).",
     "standard": "**Model code: standard.** posenc's own model (pre-LN, keys and values from the "
@@ -108,6 +108,7 @@ def _header(inp: ReportInputs) -> list[str]:
     seeds = sorted({r.seed for r in inp.results})
     mode = report_mode(inp.results)
     return [f"# posenc reproduction report ({inp.preset} preset, {mode})", "",
+            *([smoke_notice(inp.results), ""] if inp.preset == "smoke" else []),
             MODE_TEXT[mode], "",
             "Gu et al., *Deconstructing Positional Information* (arXiv 2505.13027). "
             f"{len(inp.results)} runs, seeds {seeds}. The paper's statements are as we read the "
@@ -168,7 +169,7 @@ def multiplicity_text(verdicts: list[Any]) -> str:
     return ("**Multiplicity: one primary statistic per claim** (fixed in posenc.verdicts; chosen after "
             "the quick preset's seeds 0-5 had been seen and before its replication on seeds "
             "2000-2005 ran, so at the quick preset only its replication tests the choice: "
-            "docs/reproduction.md). Each claim's "
+            "docs/methods.md). Each claim's "
             "verdict is that of its primary part alone; its other parts "
             f"({shown} in this report) are shown, marked *[shown, not judged]*, and never enter "
             f"a verdict. {tested} primary tests had two or more seeds, each at 95% (a decision "
@@ -183,6 +184,34 @@ def multiplicity_text(verdicts: list[Any]) -> str:
             "(the training-dynamics section).")
 
 
+#: a verdict-table cell holds at most about this many characters; the rest goes to a note below
+CELL_CHARS = 120
+
+
+def short_cell(text: Any, claim: str, column: str, notes: list[str]) -> str:
+    """``text`` as a verdict-table cell: itself when it is at most :data:`CELL_CHARS` long, else
+    its first words (cut at a word boundary, "...") and a note number; the whole text is then
+    appended to ``notes`` as the list item ``- [n] claim, column: text``."""
+    text = str(text)
+    if len(text) <= CELL_CHARS:
+        return text
+    n = len(notes) + 1
+    mark = f" ... [{n}]"
+    cut = text[:CELL_CHARS - len(mark)]
+    if " " in cut:
+        cut = cut[:cut.rindex(" ")]
+    notes.append(f"- [{n}] {claim}, {column}: {text}")
+    return cut.rstrip(" ,;:(") + mark
+
+
+def smoke_notice(results: list[Any]) -> str:
+    """The smoke preset's warning: its verdicts mean nothing."""
+    seeds = len({r.seed for r in results})
+    return (f"**A smoke run: its verdicts mean nothing.** A tiny model of {_params(results)} on "
+            f"{seeds} seed(s) and a tiny task, trained for seconds: the report shows every "
+            "stage run and what a report holds, not what posenc found (docs/results.md).")
+
+
 def _verdicts(inp: ReportInputs) -> list[str]:
     """The headline table; with a replication, this seed set's word, the replication's and the
     replicated verdict (decided only where both agree, in bold: the word a reader takes away)."""
@@ -195,17 +224,26 @@ def _verdicts(inp: ReportInputs) -> list[str]:
         head[-1] = f"verdict, seeds {_span(seeds)}"
         head += [f"verdict, seeds {_span(inp.replica_seeds)}", "replicated"]
     lines = [SECTIONS[0], "", *md_header(head)]
+    if inp.preset == "smoke":
+        lines[2:2] = [smoke_notice(inp.results), ""]
     if rows:
         lines[2:2] = ["Each claim's verdict on this report's seeds, on the replication's "
                       "(section *Replication on a second seed set*) and the replicated verdict: "
                       "decided only where both seed sets give the same decided word.", ""]
+    notes: list[str] = []
     for v in inp.verdicts:
-        cells = [v.claim, v.statement, v.statistic, v.paper, v.measured, v.seeds, v.agreement,
-                 v.resolution, exact_cell(v.exact)]
+        cells = [v.claim, *(short_cell(text, v.claim, name, notes) for name, text in (
+                     ("statement", v.statement), ("statistic", v.statistic), ("paper", v.paper),
+                     ("measured", v.measured))),
+                 v.seeds, short_cell(v.agreement, v.claim, "seeds agreeing", notes),
+                 short_cell(v.resolution, v.claim, "resolves", notes), exact_cell(v.exact)]
         r = rows.get(v.claim)
         cells += [f"**{v.word}**"] if not rows else \
             [v.word, r["second"] if r else "missing", f"**{r['replicated'] if r else 'undecided'}**"]
         lines.append(md_row(cells))
+    if notes:
+        lines += ["", "**Notes to the table** (a cell's text past "
+                  f"{CELL_CHARS} characters):", "", *notes]
     if inp.optional_stopping:
         lines += ["", inp.optional_stopping]
     return lines
@@ -291,7 +329,7 @@ def _training(inp: ReportInputs) -> list[str]:
                              _span(row["best"]), _span(row["max_epochs"]), _span(row["batch"]),
                              at_max, diverged]))
     lines += ["", "The trained criterion (say nothing about which claim comes out; "
-              "docs/reproduction.md, \"The stopping rule, recalibrated\"):", "",
+              "docs/methods.md, \"The stopping rule\"):", "",
               "| part | rule | measured | met |", "|---|---|---|---|"]
     for c in trained_criterion(inp.results):
         met = "n/a" if c.met is None else "yes" if c.met else "**no**"

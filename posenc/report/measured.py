@@ -1,4 +1,4 @@
-"""The report's section on the claims measured as the paper states them (issue 14, section 2).
+"""The report's section on the claims measured as the paper states them.
 
 The verdicts EH, NC1-NC3, S, RA, AD, MX, AL1 and AL2 (:mod:`posenc.verdicts.measured`) join
 the verdict table (AD, MX, AL1 and AL2 read the ablation tables and accuracies the other

@@ -1,4 +1,4 @@
-"""The bug set of issue 25: realistic correct PE code and realistic bugs (tests/checker/
+"""The bug set: realistic correct PE code and realistic bugs (tests/checker/
 realistic.py, and real library code through transformers where it is installed), each with the
 words its failure must contain to count as *named* (not only flagged).
 

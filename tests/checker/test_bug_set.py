@@ -1,4 +1,4 @@
-"""Issue 25's bug set (tests/checker/bug_set.py): every correct implementation passes (no false
+"""The bug set (tests/checker/bug_set.py): every correct implementation passes (no false
 alarm), every bug is flagged with a message that names it (no miss, no symptom-only report)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 40: ``check`` probes dynamic NTK scaling past the trained length and after a long call
+"""``check`` probes dynamic NTK scaling past the trained length and after a long call
 (posenc/checker/rope_dynamic.py).  The realistic shapes -- never updates, sized by the chunk
 length, never resets, transformers' own code -- are rows of the bug set (bug_set.py); these are
 the other slips it names and the long-trained-length fallback."""

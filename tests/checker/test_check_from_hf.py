@@ -1,4 +1,4 @@
-"""``posenc check --from-hf config.json`` (issue 25, item 2): transformers' own rotary / ALiBi / T5
+"""``posenc check --from-hf config.json``: transformers' own rotary / ALiBi / T5
 code, built from the config, checked against the spec the config maps to.  It passes for each
 architecture; it fails when the expectation comes from an altered config (another rope_theta,
 rotary_pct, scaling factor, bucket count) or an --expect that says otherwise; bad input is one
@@ -166,7 +166,7 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, words):
 
 
 def test_transformers_dynamic_ntk_is_probed_past_its_length_and_its_boundary_is_the_length():
-    """Issue 40: the dynamic rule is probed past max_position_embeddings (512 here) and after a
+    """The dynamic rule is probed past max_position_embeddings (512 here) and after a
     long call; transformers scales from a call reaching position 512 (max position + 1 > 512),
     and its cache (kept until a short call) must not move that boundary to 511."""
     from posenc.checker import check_callable

@@ -1,4 +1,4 @@
-"""``posenc check`` runs the user's code in a child process with a time limit (issue 12, item 6):
+"""``posenc check`` runs the user's code in a child process with a time limit:
 a function or module that sleeps, exits, raises a BaseException or kills its interpreter is one
 line and exit status 2 -- never a hang, never a silent "pass", never our own process ending."""
 

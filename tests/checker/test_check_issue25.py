@@ -1,4 +1,4 @@
-"""Issue 25, items 3-4: the pieces behind the bug set (test_bug_set.py) checked one by one --
+"""The pieces behind the bug set (test_bug_set.py) checked one by one --
 position tables and call-dependent frequencies (reach.py), the random-content shift check
 (rope.py), half-precision rounding (half.py), the T5 reference (t5.py), the new --expect keys
 and --max-positions, and the command line (one line and exit 2 for bad input)."""
@@ -76,7 +76,7 @@ def test_a_wrapped_table_still_drifts():
 # --- the random-content shift check agrees with the entry-by-entry one --------------------------
 
 def _exact_shift(M):
-    """The check before issue 25: every D×D block, the first failing entry by (i+j, i, a, b)."""
+    """The check before the block-wise one: every D×D block, the first failing entry by (i+j, i, a, b)."""
     G = np.einsum("ida,jdb->ijab", M, M)
     dev = np.abs(G[1:, 1:] - G[:-1, :-1])
     idx = np.argwhere(~(dev <= TOL))

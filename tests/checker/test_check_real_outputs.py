@@ -1,4 +1,4 @@
-"""``posenc check`` takes only real numbers from the user's function (issue 40, item 2): complex
+"""``posenc check`` takes only real numbers from the user's function: complex
 outputs -- whose imaginary part a float conversion drops, so that a rotary function that forgot
 ``.real`` was reported as conforming -- and boolean, string or object outputs are refused in one
 line, for every kind and from every array library (numpy, torch, anything with ``__array__``)."""

@@ -1,4 +1,4 @@
-"""Issue 25, item 3 (scalings): ``posenc check`` knows scaled RoPE (posenc.encodings.rope_scaling).
+"""``posenc check`` knows scaled RoPE (posenc.encodings.rope_scaling).
 
 A correct linear / YaRN / Llama-3 rotary function -- written here like transformers'
 ``ROPE_INIT_FUNCTIONS`` and ``apply_rotary_pos_emb`` (half pairing, cos and sin times the attention

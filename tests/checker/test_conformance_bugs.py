@@ -1,4 +1,4 @@
-"""``posenc check`` on the bugs real PE code has (issue 16): each adapter is written here, in
+"""``posenc check`` on the bugs real PE code has: each adapter is written here, in
 numpy or torch, the way a user would; each bug must be named, each correct variant must pass."""
 
 import re
@@ -334,6 +334,6 @@ def test_front_door_check_takes_a_callable_or_an_impl_string_with_expect():
 
 @pytest.mark.parametrize("dim", [100000, 5, 0])
 def test_head_dim_is_bounded_before_anything_is_allocated(dim):
-    # --dim 100000 used to build 24 rotation matrices of 100000² entries (issue 12, item 5)
+    # --dim 100000 used to build 24 rotation matrices of 100000² entries
     with pytest.raises(PosencError, match="--head-dim must be an even number in"):
         check_callable(make_rope(), "rope", dim=dim)

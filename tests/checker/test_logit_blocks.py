@@ -1,4 +1,4 @@
-"""The logit blocks G_ij = M_iᵀK_j compared without forming all of them (issue 40, item 6: a
+"""The logit blocks G_ij = M_iᵀK_j compared without forming all of them (a
 head-dim-256 check spent most of its CPU forming S²·D³ blocks): the sparse products equal the
 dense ones, and the counterexamples of shift invariance and of an expected RoPE's logits are
 the ones an exhaustive comparison of every block finds."""

@@ -24,7 +24,7 @@ def test_every_family_is_declared():
 
 
 def test_paper_presets_match_the_papers_code():
-    """Issue 14: trans.py's rope adds cat[sin, cos] (half layout), its alibi slopes start at
+    """trans.py's rope adds cat[sin, cos] (half layout), its alibi slopes start at
     h = 0, its relative table has 2 * 128 - 1 offsets, mla.py's "RoPE" is not a rotation."""
     assert NAMED_SPECS["paper-rope"] == Hybrid(additive=Sinusoidal(layout="half"), rope=RoPE())
     assert NAMED_SPECS["paper-alibi"].slopes == "exp0"

@@ -1,6 +1,6 @@
-"""``spec_from_hf_config`` (issue 25, item 2): a local config.json -> the exact catalogue spec,
+"""``spec_from_hf_config``: a local config.json -> the exact catalogue spec,
 per architecture; every position field it cannot state is refused in one line naming it, and a
-position key transformers' code ignores is ignored with a note (issue 40, item 4).
+position key transformers' code ignores is ignored with a note.
 No transformers here (tests/encodings/test_hf_config_transformers.py compares with it)."""
 
 from __future__ import annotations

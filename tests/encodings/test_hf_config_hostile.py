@@ -1,4 +1,4 @@
-"""``--from-hf`` against hostile configs (issue 40, item 4): only regular files are read, with a
+"""``--from-hf`` against hostile configs: only regular files are read, with a
 size cap and a nesting bound; every number is range-checked; whatever the JSON holds, the
 reader returns a spec or raises one PosencError line -- never a traceback, never a hang."""
 

@@ -1,4 +1,4 @@
-"""``spec_from_hf_config`` against transformers itself (issue 25, item 2): for each config of
+"""``spec_from_hf_config`` against transformers itself: for each config of
 tests/encodings/test_hf_config.py, the spec's frequencies and attention factor (posenc.numerics)
 equal those of the model's own rotary embedding built from the same config -- its
 ``inv_freq`` and ``attention_scaling``, i.e. ``ROPE_INIT_FUNCTIONS[rope_type]`` for a scaled one

@@ -1,4 +1,4 @@
-"""``--from-hf`` on one config.json per shipped model type (issue 39, item 2): the fixtures in
+"""``--from-hf`` on one config.json per shipped model type: the fixtures in
 hf_configs/ keep the position fields of the models' published config.json files (Llama 3.1 8B,
 Mistral 7B v0.1, Mixtral 8x7B, Qwen2 7B, Qwen1.5-MoE-A2.7B, Qwen3 8B, Gemma 7B, Gemma 2 9B,
 Gemma 3 1B, Phi-3 128k (its 48 longrope factors per list), OLMo 2 7B, StarCoder2 7B, Pythia 1B,

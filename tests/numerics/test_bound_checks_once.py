@@ -1,4 +1,4 @@
-"""The sequence lengths of ``posenc bound`` are checked once per call path (issue 24):
+"""The sequence lengths of ``posenc bound`` are checked once per call path:
 :func:`posenc.limits.check_lengths` does every check of the list at the edge and returns it typed
 (:class:`~posenc.limits.Lengths`), which ``bound_table`` and the kernel of each length take
 without checking again; ``bound_table`` and ``kernel`` check raw input themselves.  Every error

@@ -22,7 +22,7 @@ from posenc.numerics.bound_table import bound_table
 GOLDEN = Path(__file__).parent / "data" / "bound_rows_before_typing.json"
 
 
-#: Keys added since (issue 26: the content's scale, the additive ratio at other scales, RoPE's
+#: Keys added since (the content's scale, the additive ratio at other scales, RoPE's
 #: per-plane logit); the old keys keep their names, values and order.
 ADDED = {"content_scales", "per_plane_content", "content_norm", "ratio_additive_scaled",
          "balance_scale", "ratio_additive_balanced", "ratio_per_plane"}

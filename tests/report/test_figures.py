@@ -21,10 +21,23 @@ def test_sites_in_layer_order_the_input_first():
 
 
 def test_the_zoom_covers_the_pes_near_the_top_and_the_ceiling():
-    rows = [_row([99.2, 99.6], 98.9, 99.9), _row([99.9, 100.0], 99.8, 100.0), _row([40.0, 42.0])]
+    rows = [_row([99.2, 99.6, 99.4], 98.9, 99.9), _row([99.9, 100.0, 99.95], 99.8, 100.0),
+            _row([40.0, 42.0, 41.0])]
     low, high = zoom_range(rows, ceiling=100.0)
     assert 98.0 < low < 98.9 and 100.0 < high < 100.5  # the 40% PE is left out of the range
     assert high - low < 3  # 98-100% spread over the panel, not a sliver of a 0-100 axis
+
+
+def test_two_seeds_draw_no_interval_and_the_zoom_stays_zoomed():
+    """With 2 seeds the 95% t interval spans most of 0-100% (t = 12.7): it is not drawn, and it
+    does not widen the zoomed panel, which stays on the seeds' own values."""
+    rows = [_row([99.1, 99.9], 0.4, 100.0), _row([93.8, 97.7], 5.0, 100.0)]
+    low, high = zoom_range(rows, ceiling=100.0)
+    assert 93.0 < low < 93.8 and 100.0 < high < 100.8
+    far = [_row([99.0, 99.0, 40.0], 0.0, 100.0)]  # a 3-seed PE averaging 79%: not zoomed
+    assert zoom_range(far) is None
+    wide = [_row([99.0, 99.5, 60.0, 100.0, 99.0, 100.0, 99.0, 100.0, 99.0, 100.0], 80.0, 100.0)]
+    assert zoom_range(wide)[0] >= 80.0 - 0.08 * 20 - 1e-9  # the zoom's floor: 10 points under it
     assert zoom_range([_row([40.0, 42.0])]) is None
     nan = _row([99.0], math.nan, math.nan)  # one seed: no interval
     assert zoom_range([nan], ceiling=96.5)[0] < 96.5

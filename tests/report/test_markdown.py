@@ -123,3 +123,24 @@ def test_the_single_head_table_counts_runs_and_marks_unrecorded_ones():
     assert rows["absolute"] == "| absolute | 2 of 3 | 1 / - / 1,2 |"
     assert rows["rope"] == "| rope | 1 of 1 | 0 / ? |"  # the unrecorded run is not counted
     assert _single_head({}) == []
+
+
+def test_a_long_verdict_cell_is_cut_at_a_word_with_its_whole_text_in_a_note():
+    from posenc.report.markdown import CELL_CHARS, short_cell
+    notes: list[str] = []
+    assert short_cell("short text", "E10", "measured", notes) == "short text" and notes == []
+    long = "word " * 60 + "end"
+    cell = short_cell(long, "AD", "measured", notes)
+    assert len(cell) <= CELL_CHARS and cell.endswith(" ... [1]")
+    assert long.startswith(cell[:-len(" ... [1]")])  # a prefix of the text, cut between words
+    assert notes == [f"- [1] AD, measured: {long}"]
+    assert short_cell("x" * 200, "S", "paper", notes).endswith("[2]") and len(notes) == 2
+
+
+def test_a_smoke_report_says_its_verdicts_mean_nothing():
+    from posenc.report.markdown import smoke_notice
+    from types import SimpleNamespace
+    runs = [SimpleNamespace(seed=s, summary={"n_params": 18_000, "pe": "rope"}) for s in (0, 1, 1)]
+    text = smoke_notice(runs)
+    assert text.startswith("**A smoke run: its verdicts mean nothing.**")
+    assert "2 seed(s)" in text and "18000 parameters (rope)" in text

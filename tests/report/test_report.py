@@ -117,7 +117,7 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, small_store):
     proc.wait()
     before = _finished(store)
     assert 1 <= len(before) < 4, "kill came too late to interrupt the sweep"
-    # a finished run's checkpoint is dropped at its commit (issue 36); one of a run in flight
+    # a finished run's checkpoint is dropped at its commit; one of a run in flight
     # goes too, as it would from a store committed to git at this point
     assert not list((store / "runs").glob("*/checkpoint.pt"))
     for path in store.rglob("checkpoint.pt"):
@@ -195,7 +195,7 @@ def test_sigkill_mid_run_resumes_the_run_from_its_staging_checkpoint(tmp_path, s
 def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same(small_store,
                                                                                small_store_copy,
                                                                                capsys):
-    """Issue 36 item 3: a finished run's folder holds what kept_files lists (its dynamics
+    """A finished run's folder holds what kept_files lists (its dynamics
     compressed), config.json and run.json -- no checkpoint, trace or strip plot -- and the report
     needs nothing else; the same store with its dynamics files plain (as a store written before
     holds them) reports byte for byte as the store it was made from; a dynamics file of another
@@ -237,7 +237,7 @@ def test_a_run_keeps_its_kept_files_alone_and_a_store_of_before_reports_the_same
 
 def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weights(small_store_copy,
                                                                                   capsys):
-    """Issue 36: posenc reproduce drops each run's checkpoint after its analysis; the store still
+    """`posenc reproduce` drops each run's checkpoint after its analysis; the store still
     lists its runs as finished, and whatever needs weights says why it cannot (in process: a
     child's imports cost seconds each)."""
     from posenc.cli import main
@@ -308,7 +308,7 @@ def test_ray_backend_matches_local(tmp_path, small_store):
         b = json.loads((small_store / "runs" / rid / "result.json").read_text())
         assert a["ablation"] == b["ablation"] and a["probe"] == b["probe"]
         assert a["summary"]["test_acc"] == b["summary"]["test_acc"]
-        assert not (store / "runs" / rid / "checkpoint.pt").exists()  # dropped (issue 36)
+        assert not (store / "runs" / rid / "checkpoint.pt").exists()  # dropped
 
 
 @pytest.mark.parametrize("args,fragment", [

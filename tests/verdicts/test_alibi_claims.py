@@ -1,6 +1,6 @@
 """AL1 and AL2 (posenc.verdicts.alibi_claims) on constructed results: AL1 reads "fails" as "did
 not learn" (the report's own criterion), AL2 is an ordering under the ceiling rule; each test
-that guards a change of issue 37 fails when the old statistic is restored."""
+that guards a change of the statistics fails when the old statistic is restored."""
 
 import pytest
 from synthetic_runs import result

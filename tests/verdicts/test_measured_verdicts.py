@@ -307,7 +307,7 @@ def test_nc1_is_not_confirmed_by_its_secondary_part_alone():
 def test_relative_table_change_within_its_run_to_run_noise_is_not_attenuation():
     """Eight seeds whose table shrinks a little (mean A -0.05) against a seed-to-seed sd of 0.05:
     below 0 on a t interval, but not beyond one run-to-run sd (part (c), the primary until
-    issue 37; without a schedule the primary reads not recorded)."""
+    without a schedule the primary reads not recorded)."""
     offsets = [-1.2, 0.9, -0.4, 1.5, 0.1, -1.0, 0.6, -0.5]
     mean, sd = sum(offsets) / 8, (sum((x - sum(offsets) / 8) ** 2 for x in offsets) / 7) ** 0.5
     counts = [-0.05 + 0.05 * (x - mean) / sd for x in offsets]
@@ -322,7 +322,7 @@ def test_relative_table_change_within_its_run_to_run_noise_is_not_attenuation():
     assert judge(counts, 0.0, "below")["verdict"] == "confirmed"  # what comparing with 0 said
 
 
-# --- AD: a claim of the paper that had no verdict row (issue 26, item 13; AL1 and AL2 are in
+# --- AD: a claim of the paper that had no verdict row (AL1 and AL2 are in
 # test_alibi_claims.py) ---
 
 def ablated(seed, drops_by_layer, acc=0.95):

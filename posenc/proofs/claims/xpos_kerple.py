@@ -1,4 +1,4 @@
-"""Claims for the two PEs added through the catalogue's parts (issue 15): xPos and KERPLE-log.
+"""Claims for the two PEs added through the catalogue's parts: xPos and KERPLE-log.
 
 **xPos** (Sun et al. 2022).  Its positional matrix (the head average, as for RoPE) is
 K_ij = Σ_m w_m λ_m^{i−j} cos(θ_m (i−j)), w_m = 2/d, λ_m = ζ_m^{1/scale_base} < 1: Toeplitz with unit

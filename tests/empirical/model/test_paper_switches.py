@@ -66,7 +66,7 @@ def test_paper_presets_differ_from_the_defaults_as_documented():
         assert (rope(tok) - paper_rope(tok)).abs().max() > 1e-3
     press = _model("alibi").blocks[0].attn.bias.slopes.tolist()
     exp = _model("paper-alibi").blocks[0].attn.bias.slopes.tolist()
-    # the paper's code: exp(-h/H) for h = 0..H-1, head 0 has slope 1 (issue 14: was h = 1..H)
+    # the paper's code: exp(-h/H) for h = 0..H-1, head 0 has slope 1 (was h = 1..H)
     assert press == pytest.approx(alibi_slopes(2, "press"))
     assert exp == pytest.approx([1.0, 0.6065306597126334])
     assert exp == pytest.approx(alibi_slopes(2, "exp0")) and exp != pytest.approx(alibi_slopes(2, "exp"))

@@ -1,4 +1,4 @@
-"""The results store heals and has one writer (issue 12, items 2, 3 and 8), with a toy worker.
+"""The results store heals and has one writer, with a toy worker.
 
 The index is derived state: deleted, emptied, garbage, foreign-schema or stale, readers still see
 what the run folders say and the next writer rebuilds it.  A second writer -- a real second

@@ -1,4 +1,4 @@
-"""Safe loading of run folders (issue 12, items 1 and 7): a checkpoint is checked against its
+"""Safe loading of run folders: a checkpoint is checked against its
 folder's config and against the config asked for; every damaged file, a full disk and a
 read-only folder are one line and exit 2, never a traceback, a wrong result or a partial file."""
 
@@ -48,7 +48,7 @@ def _one_line(capsys, argv, match=""):
 
 @pytest.mark.parametrize("other", [["--pe", "alibi"], ["--pe", "rope", "--seed", "1"]])
 def test_checkpoint_of_another_config_is_never_resumed(capsys, run, other):
-    """Issue 12: without train_config.json and train_summary.json, `train --pe alibi` resumed the
+    """Without train_config.json and train_summary.json, `train --pe alibi` resumed the
     RoPE checkpoint and reported its weights as an ALiBi run (exit 0)."""
     (run / CONFIG).unlink()
     (run / RESULT).unlink()
@@ -68,7 +68,7 @@ def test_same_config_still_resumes_after_the_config_file_is_lost(capsys, run):
 
 @pytest.mark.parametrize("edit", [{"pe": "alibi"}, {"n_heads": 2}, {"pe": "alibi", "n_heads": 2}])
 def test_edited_train_config_is_refused_by_ablate_and_train(capsys, run, edit):
-    """Issue 12: editing train_config.json (pe, n_heads) and running `ablate R` exited 0."""
+    """Editing train_config.json (pe, n_heads) and running `ablate R` exited 0."""
     cfg = json.loads((run / CONFIG).read_text())
     cfg["model"].update(edit)
     (run / CONFIG).write_text(json.dumps(cfg))

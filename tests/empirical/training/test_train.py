@@ -144,7 +144,7 @@ def test_load_run_errors(tmp_path):
 
 
 def test_a_finished_run_stored_without_its_checkpoint_is_finished_not_retrained(tmp_path):
-    """Issue 36: posenc reproduce drops a finished run's checkpoint; train() on the folder then
+    """`posenc reproduce` drops a finished run's checkpoint; train() on the folder then
     returns the run as found (metrics from metrics.jsonl) and writes nothing."""
     first = train(tiny(epochs=2), tmp_path / "r")
     (tmp_path / "r" / CHECKPOINT).unlink()
