@@ -303,7 +303,7 @@ def render_page(regs: Sequence[Regime], out_dir: Path, figure_dir: Path) -> str:
         preset = reg.preset.removesuffix(" (anchor)")
         lines += ["", f"## {reg.preset}", ""]
         if preset in TRAINING_PRESETS:
-            lines += [f"The `{preset}` preset: {TRAINING_PRESETS[preset]}.", ""]
+            lines += [f"The `{preset}` preset: {TRAINING_PRESETS[preset].summary}.", ""]
         if reg.anchor is not None:
             lines += _anchor_lines(reg, out_dir, statements)
         else:

@@ -100,7 +100,7 @@ def test_the_verdict_section_carries_the_warning():
     from posenc.report.markdown import _verdicts
     def inputs(warning):  # no verdicts and no replication: the table's header and the warning
         return SimpleNamespace(verdicts=[], optional_stopping=warning, replicated=[],
-                               replica_seeds=[], results=[])
+                               replica_seeds=[], results=[], preset="quick")
     assert _verdicts(inputs("WARN"))[-2:] == ["", "WARN"]
     assert "WARN" not in _verdicts(inputs(None))
 
@@ -193,8 +193,8 @@ def test_until_decided_resumes_after_sigkill_to_the_same_report(tmp_path):
 
 def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypatch):
     """The rounds judge the results run_plan returns: a finished run whose result.json says
-    another seed than its config (a swapped or edited file) is redone by the sweep when its
-    checkpoint is kept (without it, the sweep refuses it: tests/empirical/pipeline/test_kept_files.py),
+    another seed than its config (a swapped or edited file) is refused by the sweep in one line,
+    and redone only with ``retrain_incomplete`` (tests/empirical/pipeline/test_kept_files.py),
     and a result that is still not its config's when it is read is an error, not a number."""
     import json
 
@@ -217,8 +217,10 @@ def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypat
         path.write_text(json.dumps(data))
 
     tamper()
-    (res,) = run_plan(plan, store, workers=1, log=lambda m: None,
-                      keep_checkpoints=True)  # redone, not skipped
+    with pytest.raises(PosencError, match="lacks a readable result.json"):   # refused, not redone
+        run_plan(plan, store, workers=1, log=lambda m: None, keep_checkpoints=True)
+    (res,) = run_plan(plan, store, workers=1, log=lambda m: None, keep_checkpoints=True,
+                      retrain_incomplete=True)  # redone when asked
     assert res.seed == seed and json.loads(path.read_text())["summary"]["seed"] == seed
     tamper()
     monkeypatch.setattr(sweep, "_intact", lambda store, rid, job: True)  # as if it read back

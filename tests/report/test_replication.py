@@ -143,7 +143,7 @@ def test_the_verdict_table_shows_both_words_and_the_replicated_one():
     v = _verdict
     verdicts = [v("E10", "confirmed"), v("AL1", "confirmed")]
     rows = replication_rows(verdicts, [v("E10", "confirmed"), v("AL1", "inconclusive")])
-    runs = [SimpleNamespace(seed=s) for s in (0, 1)]
+    runs = [SimpleNamespace(seed=s, summary={"n_params": 18000, "pe": "rope"}) for s in (0, 1)]
     inp = ReportInputs(preset="smoke", results=runs, verdicts=verdicts, accuracy={}, deposits={},
                        strips=[], probes={}, theory_claims=None, spectra=[], measured_sections=[],
                        replicated=rows, replica_seeds=[2000, 2001])
