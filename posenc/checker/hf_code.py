@@ -60,7 +60,7 @@ def one_torch_thread() -> Iterator[None]:
     """torch on one intra-op thread inside the block (the thread count restored after).  The
     check calls transformers' code hundreds of times on tiny tensors (24 positions × head dim);
     with two threads each sin or cos of them spent ~1 ms of CPU in the thread pool instead of
-    ~0.02 ms, 5 of the 10 s of CPU a head-dim-256 check took (issue 40, item 6).  The values are
+    ~0.02 ms, 5 of the 10 s of CPU a head-dim-256 check took.  The values are
     the same: these element-wise ops do not depend on the thread count."""
     import torch
 

@@ -17,7 +17,7 @@ Statistics, all computed on the same seed (runs of one seed share data):
     RoPE's deposit layer minus that of *each* additive PE that learned the task > 0, one
     contrast per PE, all of them required (:func:`~.conjunction.conjunction`: confirmed when
     every contrast is, refuted when one is at the Bonferroni level); shown: (a) the same for
-    RoPE's largest single-head drop (over all layers).  Until issue 37 the primary was RoPE's
+    RoPE's largest single-head drop (over all layers).  In the earlier formulation the primary was RoPE's
     index minus the *max* over the additive PEs: on noisy per-run indices the max of three
     exceeds each PE's own, a bias against RoPE of about half the resolution.
 13. MLA mitigation on ``distance``: **(a)** ``DI(rope) - DI(mla)`` > 0; shown: (b) the

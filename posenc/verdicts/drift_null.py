@@ -1,5 +1,5 @@
 """RA's drift null: how much a learned relative-bias table that carries no signal grows under
-AdamW in a run's own schedule (issue 37).
+AdamW in a run's own schedule.
 
 A learned table moves under any training: AdamW normalises each entry's gradient by its own
 running RMS, so pure gradient noise moves every entry by about the learning rate per step, and
@@ -33,7 +33,7 @@ expectation -- run-to-run noise that the seeds' spread of ``A - A_null`` carries
 needs neither.  Its Monte-Carlo error is about 0.01 in ``A_null`` (measured: 0.005 between
 seeds of the simulation at 4,096 entries).  On the quick preset's schedule (lr 1e-3, betas
 (0.9, 0.98), weight decay 1e-5, 6% warm-up, cosine over 60 epochs of 119 steps) the null table
-grows from RMS 0.020 to 0.048 after 2,500 steps and 0.055 after 4,800, as issue 37 measured
+grows from RMS 0.020 to 0.048 after 2,500 steps and 0.055 after 4,800, as measured
 independently (0.048-0.054).
 """
 

@@ -54,7 +54,7 @@ statistic's null, not a second statistic: it can only withhold a decision, never
 
 Primary parts (:mod:`.verdict`, *Multiplicity*): Prop. 6.1's is the coherence against the
 sign-flip null, Thm. 6.1's the scale-free G(rope) (the contrasts with ALiBi are shown).  Both
-nulls were replaced after the two 6-seed quick runs had been seen (issue 37; docs/reproduction.md
+nulls were replaced after the two 6-seed quick runs had been seen (docs/methods.md
 says what each statistic gave).
 
 :func:`prediction_table` adds what is not a paper claim but a reviewer's question: how often the

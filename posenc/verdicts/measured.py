@@ -16,7 +16,7 @@ EH   Absolute+RoPE: "the additive positional directions vanish (are completely d
      more stays there.  The tolerance is ours (the paper gives none; "completely" read as "at
      most a tenth"), chosen after the quick runs had been seen (R 0.4-0.6 there: any tolerance
      below R's lower interval end gives the same verdict).  Shown: (b) the comparison with the
-     sinusoidal-only model, the primary until issue 37, ``drop(absolute+rope) - drop(absolute)``
+     sinusoidal-only model, the former primary, ``drop(absolute+rope) - drop(absolute)``
      > 0 with ``drop = share(embed) - after`` (its residual stream also carries x0 forward).
 NC1  No RoPE single-head deposit on the count task: **(a)** ``DI(rope, distance) - DI(rope,
      count)`` > 0; shown: (b) the largest single-head drop, distance minus count, in points
@@ -43,7 +43,7 @@ RA   A relative PE "attenuates its bias toward zero" on the count task.  With ``
      Adam's update does not depend on the gradients' scale).  Its null is the claim's
      negation -- the table shrinks no more than a table of noise would.  Confirmed when the
      interval lies below 0, refuted when above (the table grew beyond drift: it learned
-     something).  Shown: (b) ``A(count) - A(distance)``; (c) the primary until issue 37, ``mean
+     something).  Shown: (b) ``A(count) - A(distance)``; (c) the former primary, ``mean
      A(count) / sd A(count)`` < -1 (:func:`~.verdict.judge_standardized`: the change in
      units of the seeds' spread, which compares it with no drift at all); (d) the functional
      part, the count test accuracy with every head's table replaced by its mean over offsets
@@ -59,7 +59,7 @@ AD   The deposit's size as the paper states it ("ablating the deposit head costs
      any other head, in any layer, < 5 points ("almost nothing": about two binomial standard
      errors of the quick preset's 300-example ablation, 2.5 of ``paper-small``'s 500; "in any
      layer" counts a second layer's own deposit head as another head).  Its null is the
-     claim's negation (one condition fails); until issue 37 only the deposit head's size was
+     claim's negation (one condition fails); formerly only the deposit head's size was
      judged and the other heads were shown.  Both thresholds come from the paper's wording,
      fixed before the runs they judge were trained.
 MX   The deposit is inherent in multiplicative encodings, beyond RoPE and MLA: xPos (the extra
@@ -285,8 +285,8 @@ def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
         "primary (a) A(count) - A_null < 0, A_null the drift null (the same table under AdamW "
         "on i.i.d. noise gradients, the run's own schedule and its steps up to the end of its "
         "kept epoch); shown (b) "
-        "A(count) - A(distance), (c) mean A(count) / its sd over seeds < -1 (the primary until "
-        "issue 37), (d) count accuracy with each head's table replaced by its mean - as "
+        "A(count) - A(distance), (c) mean A(count) / its sd over seeds < -1 (the former primary), "
+        "(d) count accuracy with each head's table replaced by its mean - as "
         "trained (points)",
         "relative bias attenuates on the position-agnostic task",
         [_part("A(count) - A_null(drift)", runs, C, ("relative",),

@@ -52,7 +52,7 @@ above *each* additive PE) has one primary part that joins them
 (:func:`~.conjunction.conjunction`): its null is the claim's negation, some condition failing.
 
 **Run-to-run noise** (:func:`judge_standardized`): where a claim compares a change with the
-noise of the runs rather than with 0 (RA's part (c), its primary until issue 37: the relative
+noise of the runs rather than with 0 (RA's part (c), its primary in the earlier formulation: the relative
 table's log change), the statistic is
 the *standardised mean* ``delta = mean(d) / sd(d)`` -- the mean change in units of its
 spread over seeds, i.e. of how far one run's value falls from another's when the runs differ

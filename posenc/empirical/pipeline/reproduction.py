@@ -204,8 +204,8 @@ class ReproductionPlan:
         return out
 
     def jobs(self, device: Optional[str] = None) -> list[Job]:
-        """One job per experiment, seed-major: a sweep stopped part-way (or one that spans
-        working sessions) holds whole seeds -- every configuration of its first seeds -- rather
+        """One job per experiment, seed-major: a sweep stopped part-way (or one resumed
+        later) holds whole seeds -- every configuration of its first seeds -- rather
         than every seed of its first configurations."""
         jobs = []
         for exp in sorted(self.experiments(), key=lambda e: e.train.seed):  # (stable)

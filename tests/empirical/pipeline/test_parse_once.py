@@ -1,4 +1,4 @@
-"""Specs travel parsed (issues 24 and 38): a spec string is parsed where it enters -- a preset, a
+"""Specs travel parsed: a spec string is parsed where it enters -- a preset, a
 config dict read back -- and the parsed :class:`~posenc.encodings.PESpec` is passed down from
 there: overrides keep the config's parse, a reproduction plan parses each role's string once, and
 the API and paper-code mode hand the spec on instead of a string to parse again.  No parse is
