@@ -3,6 +3,7 @@ serially (pyproject.toml's addopts once forced ``-n auto``, which pytest alone r
 "unrecognized arguments"); with it, tests/conftest.py sets ``-n auto --dist loadgroup``
 (tests/test_xdist_groups.py holds the groups)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _pytest(*args):
+    # a fresh pytest: not one that inherits this process's xdist worker variables (under -n,
+    # PYTEST_XDIST_WORKER would make the child believe it is a worker)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT"))}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_a_plain_pytest_runs_without_xdist():
