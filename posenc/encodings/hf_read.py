@@ -36,15 +36,7 @@ def read_hf_config(source: Any) -> tuple[dict, str]:
     path = os.fspath(source)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
-    text = read_regular(path)
-    depth = text_depth(text)
-    if depth > MAX_CONFIG_DEPTH:
-        raise PosencError(f"--from-hf: {path} nests {depth} levels deep; a config.json nests a "
-                          f"few (the limit is {MAX_CONFIG_DEPTH})")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise PosencError(f"--from-hf: {path} is not valid JSON ({shown(str(exc), 160)})") from None
+    data = parse_bounded_json(read_regular(path), path, "--from-hf", MAX_CONFIG_DEPTH, "config.json")
     if not isinstance(data, dict):
         raise PosencError(f"--from-hf: {path} holds a JSON {type(data).__name__}, not an object")
     return data, path
@@ -83,6 +75,21 @@ def read_regular(path: str, what: str = "--from-hf", limit: int = MAX_CONFIG_BYT
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def parse_bounded_json(text: str, path: str, what: str, max_depth: int, kind: str) -> Any:
+    """``text`` (read by :func:`read_regular`) parsed as JSON after a check that it nests at
+    most ``max_depth`` levels (so the parser cannot recurse without end); one PosencError line,
+    naming ``what`` (the option) and ``kind`` (the file it should be), otherwise."""
+    depth = text_depth(text)
+    if depth > max_depth:
+        raise PosencError(f"{what}: {path} nests {depth} levels deep; the limit is {max_depth} "
+                          f"(a {kind} nests a few levels)")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise PosencError(f"{what}: {path} is not a readable {kind} (not valid JSON: "
+                          f"{shown(str(exc), 160)})") from None
 
 
 def text_depth(text: str) -> int:

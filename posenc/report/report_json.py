@@ -22,13 +22,12 @@ Units: every accuracy in report.json is in percent (``accuracy_unit``), as in re
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from ..coerce import is_int, shown
-from ..encodings.hf_read import read_regular, text_depth
+from ..coerce import is_int
+from ..encodings.hf_read import parse_bounded_json, read_regular
 from ..errors import PosencError
 
 #: the format report.json is written in; 1 is a report.json without the key
@@ -83,14 +82,7 @@ def read_report_json(path: str | Path, flag: str = "--beside") -> tuple[Path, di
         raise PosencError(f"no report at {path} ({flag} takes a report's report.json "
                           "or its folder)")
     text = read_regular(str(path), flag, MAX_REPORT_BYTES, "a report.json is under 1 MB")
-    depth = text_depth(text)
-    if depth > MAX_REPORT_DEPTH:
-        raise PosencError(f"{flag}: {path} nests {depth} levels deep; a report.json nests "
-                          f"{MAX_REPORT_DEPTH} at most (one posenc writes, 8)")
-    try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise PosencError(f"{path} is not a readable report.json: {shown(str(exc), 160)}") from None
+    payload = parse_bounded_json(text, str(path), flag, MAX_REPORT_DEPTH, "report.json")
     if not isinstance(payload, dict) or not isinstance(payload.get("verdicts"), list):
         raise PosencError(f"{path} is not a posenc report.json (it has no verdict list)")
     report_format(payload, path)
