@@ -8,7 +8,7 @@
   (:class:`SeedRuns`), a per-seed statistic on the seeds they share (:func:`judge_part`);
 * :mod:`.accuracy_runs` -- runs read as accuracies and deposits (:class:`Runs`), and the parts
   judged on them, shared by the claims below;
-* :mod:`.accuracy_deposit` -- claims 10-14 of the design, the accuracy and deposit tables;
+* :mod:`.accuracy_deposit` -- claims E10-E14, the accuracy and deposit tables;
 * :mod:`.mla_latent` -- E13 read both ways: MLA's deposit from its heads (``zero``) and from
   the paper code's latent columns (``latent-columns``), descriptive;
 * :mod:`.conjunction` -- a claim of several conditions judged as one primary part (AD, E12, MX);

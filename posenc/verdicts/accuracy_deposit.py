@@ -1,4 +1,4 @@
-"""Empirical claims 10-14 of the design (and those of :mod:`.measured`), judged on stored runs.
+"""The empirical claims E10-E14 (and those of :mod:`.measured`), judged on stored runs.
 
 Each claim is evaluated on the results of a reproduction sweep (one result per
 task x role x seed, see :mod:`posenc.empirical.pipeline.reproduction`): a per-seed

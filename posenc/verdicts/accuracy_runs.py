@@ -4,7 +4,7 @@
 reads a run's test accuracy, its task's chance rate and floor, whether the PE learned the task and the
 deposit of its ablation table; :func:`judged_part` is :func:`~.runs.judge_part` with the ceiling
 rule for an ordering of accuracies (:func:`ordering_at_ceiling`), and :func:`learned_part` refuses
-a deposit statistic whose models did not learn.  Shared by the claims 10-14
+a deposit statistic whose models did not learn.  Shared by the claims E10-E14
 (:mod:`.accuracy_deposit`), the claims measured as the paper states them (:mod:`.measured`) and
 the trained criterion (:mod:`.trained`).
 """

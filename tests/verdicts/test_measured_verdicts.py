@@ -395,7 +395,7 @@ def test_mx_xpos_deposit_against_the_additive_pes(xpos_index, expected):
     assert [c["part"] for c in conds] == ["xpos - absolute", "xpos - relative", "xpos - alibi"]
     for c in conds:
         assert c["values"] == pytest.approx([xpos_index - 0.4 - 0.01 * s for s in range(4)])
-    # an additive PE at its floor leaves the contrasts (as in claim 12) instead of voiding the
+    # an additive PE at its floor leaves the contrasts (as in E12) instead of voiding the
     # row: ALiBi at 12% with the quick distance size's length-only rate 14.7%, its index extreme
     for r in results:
         r.summary["length_rate"] = 0.147
