@@ -65,7 +65,7 @@ AD   The deposit's size as the paper states it ("ablating the deposit head costs
 MX   The deposit is inherent in multiplicative encodings, beyond RoPE and MLA: xPos (the extra
      role ``xpos``, ``posenc reproduce --roles ...,xpos``) concentrates like RoPE, ``DI(xpos) -
      DI(PE)`` > 0 on distance for each additive PE that learned the task, all required (as
-     claim 12: one contrast per PE, an additive PE that did not learn is left out); without
+     E12: one contrast per PE, an additive PE that did not learn is left out); without
      xPos runs (the default sweep) the row says so.
 AL1, AL2  ALiBi's accuracy claims: :mod:`.alibi_claims`.
 """
