@@ -33,6 +33,8 @@ class PretrainedAblation:
     seconds: dict[str, float]
     single_head_layers: Optional[tuple[int, ...]] = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: per layer, per unit: the 95% half-width of the drop over the probe's examples (or None)
+    drop_half_width: tuple[tuple[Optional[float], ...], ...] = ()
 
     @property
     def mode(self) -> str:
@@ -41,8 +43,11 @@ class PretrainedAblation:
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "probe": self.probe, "mode": self.mode, "unit": self.unit,
                 "baseline_acc": self.table.baseline_acc, "baseline_loss": self.baseline_loss,
-                "layers": [dict(la.__dict__, loss=list(lo), scores=sc) for la, lo, sc in
-                           zip(self.table.layers, self.loss, self.scores or [None] * len(self.loss))],
+                "layers": [dict(la.__dict__, loss=list(lo), scores=sc,
+                                drop_half_width=None if hw is None else list(hw))
+                           for la, lo, sc, hw in
+                           zip(self.table.layers, self.loss, self.scores or [None] * len(self.loss),
+                               self.drop_half_width or [None] * len(self.loss))],
                 "single_head_layers": (None if self.single_head_layers is None
                                        else list(self.single_head_layers)),
                 "seconds": self.seconds, "notes": list(self.notes)}
@@ -60,7 +65,8 @@ class PretrainedAblation:
                f"probe {p['name']} ({', '.join(f'{k} {v}' for k, v in p['params'].items())}; "
                f"{p['predictions']} predictions): baseline accuracy {100 * self.table.baseline_acc:.1f}%, "
                f"loss {self.baseline_loss:.3f}; {self.mode} ablation per {unit}",
-               f"{'layer':>5} {'top ' + unit:>9} {'drop':>6} {'runner-up':>9} {'drop':>6} {'index':>6} "
+               f"{'layer':>5} {'top ' + unit:>9} {'drop':>6} {'±95%':>5} {'runner-up':>9} {'drop':>6} "
+               f"{'index':>6} "
                f"{'loss+':>6}  {'prev-token head':>15} {'induction head':>15}"]
         for i, la in enumerate(self.table.layers):
             order = sorted(range(len(la.drops)), key=lambda h: (-la.drops[h], h))
@@ -75,7 +81,9 @@ class PretrainedAblation:
                     best += f" {f'H{h} {vals[h]:.2f}':>15}"
                 else:
                     best += f" {'-':>15}"
+            hw = self.drop_half_width[i][la.deposit_head] if self.drop_half_width else None
             out.append(f"{la.layer:>5} {la.deposit_head:>9} {100 * la.largest_drop:>6.1f} "
+                       f"{'-' if hw is None else f'{100 * hw:.1f}':>5} "
                        f"{'-' if second is None else second:>9} "
                        f"{0.0 if second is None else 100 * la.drops[second]:>6.1f} "
                        f"{la.deposit_index:>6.2f} {dloss:>6.3f} {best}")
@@ -100,4 +108,5 @@ def assemble(sweep: Sweep, probe: Probe, model_info: dict[str, Any]) -> Pretrain
     info = {"name": probe.name, "params": dict(probe.params), "predictions": sweep.n_predictions,
             "positions": probe.tokens.shape[1]}
     return PretrainedAblation(model_info, info, sweep.unit, table, sweep.baseline_loss, sweep.loss,
-                              sweep.scores, {"cpu": sweep.cpu_seconds, "wall": sweep.wall_seconds})
+                              sweep.scores, {"cpu": sweep.cpu_seconds, "wall": sweep.wall_seconds},
+                              drop_half_width=sweep.drop_half_width)

@@ -266,9 +266,28 @@ def _replacement(mode: str, kept: _Kept, lay: Layout, layer: int, probe: Probe,
     return z[source]
 
 
+def paired_half_widths(base: torch.Tensor, ablated: torch.Tensor, predictions: int,
+                       level: float = 0.95) -> tuple[Optional[float], ...]:
+    """Each unit's drop ``(sum(base) - sum(ablated[v])) / predictions`` with the half-width of its
+    Student-t interval over the probe's examples: ``base`` (E,) and ``ablated`` (V, E) count the
+    correct predictions per example, each example scoring ``predictions / E`` of them.  The
+    examples are the independent draws (the predictions of one sequence are not), so the
+    interval is over the E per-example drops; None when there is one example."""
+    E = base.shape[0]
+    if E < 2:
+        return tuple(None for _ in range(ablated.shape[0]))
+    from scipy.stats import t as student_t
+    per_example = (base.double()[None, :] - ablated.double()) * (E / predictions)  # (V, E)
+    sd = per_example.std(dim=1, unbiased=True)
+    q = float(student_t.ppf((1 + level) / 2, E - 1))
+    return tuple(float(q * x / E ** 0.5) for x in sd)
+
+
 @dataclass(frozen=True)
 class Sweep:
-    """The raw result: per layer, per unit, accuracy and mean loss; the baseline; head scores."""
+    """The raw result: per layer, per unit, accuracy and mean loss; the baseline; head scores;
+    ``drop_half_width``: per layer, per unit, the 95% half-width of its drop over the probe's
+    examples (:func:`paired_half_widths`)."""
 
     mode: str
     unit: str
@@ -281,6 +300,7 @@ class Sweep:
     n_predictions: int
     cpu_seconds: float
     wall_seconds: float
+    drop_half_width: tuple[tuple[Optional[float], ...], ...] = ()
 
 
 def cache_bytes(model: Any, probe: Probe) -> int:
@@ -324,11 +344,13 @@ def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
     per_prediction = probe.n_predictions
     perm = derangement(E, seed) if mode == "resample" else None
     step = max(1, rows_per_pass // (V * k))
-    acc_rows, loss_rows = [], []
+    uniform = per_prediction % E == 0   # the interval needs as many predictions in every example
+    acc_rows, loss_rows, half_rows = [], [], []
     with m.scored_only():
         for l in chosen:
             correct = torch.zeros(V, dtype=torch.float64)
             loss = torch.zeros(V, dtype=torch.float64)
+            per_example = []
             for s in range(0, E, step):
                 rows = _example_rows(probe, torch.arange(s, min(s + step, E)))
                 repl = _replacement(mode, kept, lay, l, probe, perm, rows)
@@ -341,16 +363,19 @@ def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
                         with _skip_below(lay, l, below):
                             out, _ = m.forward(tokens)
                 c, lo = m.score(out, rows.repeat(V))
+                per_example.append(c.view(V, -1))
                 correct += c.view(V, -1).sum(1)
                 loss += lo.view(V, -1).sum(1)
             acc_rows.append(tuple(float(x) / per_prediction for x in correct))
+            half_rows.append(paired_half_widths(kept.correct, torch.cat(per_example, dim=1),
+                                                per_prediction) if uniform else (None,) * V)
             loss_rows.append(tuple(float(x) / per_prediction for x in loss))
             if progress is not None:
                 progress(len(acc_rows), len(chosen))
     return Sweep(mode, unit, tuple(chosen), float(kept.correct.sum()) / per_prediction,
                  float(kept.loss.sum()) / per_prediction, tuple(acc_rows), tuple(loss_rows),
                  tuple(kept.scores[l] for l in chosen) if kept.scores else (), per_prediction,
-                 time.process_time() - cpu0, time.perf_counter() - wall0)
+                 time.process_time() - cpu0, time.perf_counter() - wall0, tuple(half_rows))
 
 
 @torch.inference_mode()

@@ -138,3 +138,55 @@ def test_layers_and_mode_refused():
         S.sweep(model, probe, "half")
     with pytest.raises(PosencError, match="unknown ablation unit"):
         S.sweep(model, probe, unit="layer")
+
+
+def _t_half_width(values):
+    """The reference: Student-t 95% half-width of the mean of ``values``, written out."""
+    import math
+    import statistics
+
+    from scipy.stats import t as student_t
+    return student_t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def test_drop_interval_is_the_t_interval_over_examples_of_one_forward_each():
+    """Each unit's drop interval equals a Student-t interval over the per-example drops, each
+    example's drop measured alone by the naive loop on a probe of that one example."""
+    import dataclasses
+
+    model = planted(16, 1)
+    probe = P.make_probe("induction", "decoder", P.Vocabulary(tuple(range(TOKENS)), BOS), examples=6,
+                         length=16, seed=4)
+    r = S.sweep(model, probe, "zero", rows_per_pass=7)
+    E, masks = probe.n_examples, S.unit_masks(layout(model), "head")
+    one = [dataclasses.replace(probe, tokens=probe.tokens[e:e + 1], targets=probe.targets[e:e + 1])
+           for e in range(E)]
+    base = [S.naive_unit(model, p, 0, [], "zero")[0] for p in one]
+    planted_width = None
+    for i, l in enumerate(r.layers):
+        for v in range(masks.shape[0]):
+            drops = [base[e] - S.naive_unit(model, one[e], l, [v], "zero")[0] for e in range(E)]
+            assert r.baseline_acc - r.acc[i][v] == pytest.approx(sum(drops) / E, abs=1e-12)
+            assert r.drop_half_width[i][v] == pytest.approx(_t_half_width(drops), abs=1e-12), (l, v)
+            if (l, v) == (1, 2):
+                planted_width = r.drop_half_width[i][v]
+    assert planted_width is not None and planted_width < 0.2   # the planted head: large on every example
+
+
+def test_paired_half_widths_is_the_t_interval():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.integers(2, 9), st.integers(1, 4), st.integers(1, 5), st.data())
+    def check(E, V, k, data):
+        counts = st.integers(0, k)
+        base = torch.tensor(data.draw(st.lists(counts, min_size=E, max_size=E)), dtype=torch.float64)
+        abl = torch.tensor([data.draw(st.lists(counts, min_size=E, max_size=E)) for _ in range(V)],
+                           dtype=torch.float64)
+        got = S.paired_half_widths(base, abl, E * k)
+        for v in range(V):
+            want = _t_half_width([(float(base[e]) - float(abl[v, e])) / k for e in range(E)])
+            assert got[v] == pytest.approx(want, abs=1e-12)
+    check()
+    assert S.paired_half_widths(torch.ones(1), torch.zeros(3, 1), 4) == (None, None, None)
