@@ -164,20 +164,17 @@ def position_table(model: LocalModel, model_type: str, what: str = "bound --hf")
         path = os.path.join(model.folder, model.gguf)
         values, key, dtype = _from_gguf(path, what)
     else:
-        files = {name: os.path.join(model.folder, name)
-                 for name in (SAFETENSORS, SAFE_INDEX, TORCH_BIN, TORCH_INDEX)}
-        if os.path.isfile(files[SAFETENSORS]):
-            path = files[SAFETENSORS]
-            values, key, dtype = _from_safetensors(path, suffix, what)
-        elif os.path.isfile(files[SAFE_INDEX]):
-            key, path = _index(files[SAFE_INDEX], suffix, what)
-            values, key, dtype = _from_safetensors(path, suffix, what, key)
-        elif os.path.isfile(files[TORCH_BIN]):
-            path = files[TORCH_BIN]
-            values, key, dtype = _from_torch(path, suffix, what)
-        elif os.path.isfile(files[TORCH_INDEX]):
-            key, path = _index(files[TORCH_INDEX], suffix, what)
-            values, key, dtype = _from_torch(path, suffix, what, key)
+        # the first present of: safetensors, its index, torch .bin, its index
+        for single, index, read in ((SAFETENSORS, SAFE_INDEX, _from_safetensors),
+                                    (TORCH_BIN, TORCH_INDEX, _from_torch)):
+            if os.path.isfile(os.path.join(model.folder, single)):
+                path = os.path.join(model.folder, single)
+                values, key, dtype = read(path, suffix, what)
+                break
+            if os.path.isfile(os.path.join(model.folder, index)):
+                key, path = _index(os.path.join(model.folder, index), suffix, what)
+                values, key, dtype = read(path, suffix, what, key)
+                break
         else:
             raise PosencError(f"{what}: {model.folder} holds no weights ({SAFETENSORS}, "
                               f"{TORCH_BIN} or their index); its position table is read from them")
