@@ -268,8 +268,8 @@ def _replacement(mode: str, kept: _Kept, lay: Layout, layer: int, probe: Probe,
 
 def paired_half_widths(base: torch.Tensor, ablated: torch.Tensor, predictions: int,
                        level: float = 0.95) -> tuple[Optional[float], ...]:
-    """Each unit's drop ``(sum(base) - sum(ablated[v])) / predictions`` with the half-width of its
-    Student-t interval over the probe's examples: ``base`` (E,) and ``ablated`` (V, E) count the
+    """The half-width of the Student-t interval of each unit's drop ``(sum(base) -
+    sum(ablated[v])) / predictions`` over the probe's examples: ``base`` (E,) and ``ablated`` (V, E) count the
     correct predictions per example, each example scoring ``predictions / E`` of them.  The
     examples are the independent draws (the predictions of one sequence are not), so the
     interval is over the E per-example drops; None when there is one example."""
@@ -348,9 +348,8 @@ def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
     acc_rows, loss_rows, half_rows = [], [], []
     with m.scored_only():
         for l in chosen:
-            correct = torch.zeros(V, dtype=torch.float64)
             loss = torch.zeros(V, dtype=torch.float64)
-            per_example = []
+            per_example = []   # (V, examples) correct counts per batch of examples
             for s in range(0, E, step):
                 rows = _example_rows(probe, torch.arange(s, min(s + step, E)))
                 repl = _replacement(mode, kept, lay, l, probe, perm, rows)
@@ -364,11 +363,11 @@ def sweep(model: Any, probe: Probe, mode: str = "mean", *, unit: str = "head",
                             out, _ = m.forward(tokens)
                 c, lo = m.score(out, rows.repeat(V))
                 per_example.append(c.view(V, -1))
-                correct += c.view(V, -1).sum(1)
                 loss += lo.view(V, -1).sum(1)
-            acc_rows.append(tuple(float(x) / per_prediction for x in correct))
-            half_rows.append(paired_half_widths(kept.correct, torch.cat(per_example, dim=1),
-                                                per_prediction) if uniform else (None,) * V)
+            correct = torch.cat(per_example, dim=1)   # (V, E)
+            acc_rows.append(tuple(float(x) / per_prediction for x in correct.sum(1)))
+            half_rows.append(paired_half_widths(kept.correct, correct, per_prediction)
+                             if uniform else (None,) * V)
             loss_rows.append(tuple(float(x) / per_prediction for x in loss))
             if progress is not None:
                 progress(len(acc_rows), len(chosen))
