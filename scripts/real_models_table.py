@@ -123,13 +123,17 @@ def figure(runs: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def build(folder: Path) -> str:
-    """tables.md's text from the NAME.json files in ``folder``."""
+def read_runs(folder: Path) -> dict[str, dict]:
+    """The NAME.json files in ``folder``, by model, probe, unit, mode and probe seed."""
     order = {m: i for i, m in enumerate(MODES)}
     runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-    runs = dict(sorted(runs.items(), key=lambda kv: (kv[0].split("-")[0], kv[1]["probe"]["name"],
+    return dict(sorted(runs.items(), key=lambda kv: (kv[0].split("-")[0], kv[1]["probe"]["name"],
                                                      kv[1]["unit"], order[kv[1]["mode"]],
                                                      kv[1]["probe"]["params"]["seed"])))
+
+
+def build(runs: dict[str, dict]) -> str:
+    """tables.md's text from the runs :func:`read_runs` gives."""
     out = ["# Real-model head ablation: the tables", "",
            "Written by scripts/real_models_table.py from the JSON files beside it (posenc ablate --out).",
            "", "## Summary", ""] + summary(runs) + ["", "## Per layer", ""]
@@ -140,8 +144,8 @@ def build(folder: Path) -> str:
 
 def main() -> None:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/real-models")
-    (folder / "tables.md").write_text(build(folder))
-    runs = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    runs = read_runs(folder)
+    (folder / "tables.md").write_text(build(runs))
     figure(runs, folder / "deposit.png")
     print(f"wrote {folder / 'tables.md'} and {folder / 'deposit.png'} from {len(runs)} results")
 
