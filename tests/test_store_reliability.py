@@ -264,7 +264,7 @@ def test_report_names_the_unfinished_runs_it_leaves_out(store, capsys):
 SIGINT_ARGS = ["--preset", "smoke", "--roles", "rope,nope,alibi", "--tasks", "distance",
                "--seeds", "1", "--no-theory", "--set", "epochs=16", "--workers", "2"]
 #: fields of a run's JSON files that time it (and a resumed run's record of its resumption)
-TIMING = {"seconds", "phase_seconds", "epoch_seconds", "created", "resumed"}
+TIMING = {"seconds", "cpu_seconds", "phase_seconds", "epoch_seconds", "created", "resumed"}
 
 
 def _untimed(data):

@@ -132,6 +132,7 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
     """Train, ablate every head in every layer, probe position; see the module doc."""
     from ..training.train import train
 
+    cpu_start = time.process_time()
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
     dyn = None
@@ -145,13 +146,17 @@ def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict
             res = train(cfg, folder, progress=False, resume=False, dynamics=dyn)
     else:
         res = train(cfg, folder, progress=False)
-    return measure(exp, cfg, folder, res, dyn)
+    return measure(exp, cfg, folder, res, dyn, cpu_start=cpu_start)
 
 
 def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
-            dyn: Any = None) -> dict[str, Any]:
+            dyn: Any = None, cpu_start: Optional[float] = None) -> dict[str, Any]:
     """Ablate and probe the run trained into ``folder`` (``res``: its
-    :class:`~posenc.empirical.training.train.RunResult`); the worker's result (module doc)."""
+    :class:`~posenc.empirical.training.train.RunResult`); the worker's result (module doc).
+    ``cpu_start``: the worker process's ``time.process_time()`` when the call began; the
+    summary's ``cpu_seconds`` is then the CPU time of the whole call (training, ablation,
+    probe; every thread of the process: with one torch thread, the run's own cost whatever
+    the machine's load; a run resumed part-way counts only its last call)."""
     from ..analysis.ablation import ablate
     from ..bayes_ceiling import length_only_rate, recorded_ceiling
     from ..analysis.probe import position_probe
@@ -198,6 +203,8 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
                                  "dynamics": round(res.dynamics_seconds, 3),
                                  "ablation": round(t_probe - t_ablation, 3),
                                  "probe": round(t_end - t_probe, 3)}}
+    if cpu_start is not None:
+        summary["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
     schedule = OptimizerSchedule.of_run(cfg, list(res.metrics))
     if schedule is not None:  # RA's drift null replays it (posenc.verdicts.drift_null)
         summary["schedule"] = schedule.to_dict()

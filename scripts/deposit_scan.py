@@ -1,0 +1,158 @@
+"""The deposit scan: does the single-head deposit depend on head dim or on head count?
+
+The paper-small task and models (paper-code mode: the paper code's distance task and its
+models, posenc's ``paper-small`` preset, its optimiser and budget unchanged) at four attention
+shapes, one factor at a time:
+
+=============  ==========  ========  =====  ====  ===================================
+regime         heads       head dim  width  d_ff  against
+=============  ==========  ========  =====  ====  ===================================
+``h8x8-w64``   8           8         64     128   paper-small itself
+``h4x16-w64``  4           16        64     128   h8x8-w64: head dim and count, width fixed
+``h8x16-w128`` 8           16        128    256   h8x8-w64: head dim at a fixed head count
+``h16x8-w128`` 16          8         128    256   h8x16-w128: head dim at a fixed width
+=============  ==========  ========  =====  ====  ===================================
+
+and ``h4x16-w64`` against ``h8x16-w128``: head count at a fixed head dim.  The model code
+computes a head's dim as width / heads (its attention has no inner width of its own), so a head
+of dim 16 at 8 heads needs width 128; d_ff is twice the width there, as the paper code's
+(512 at 256).  The paper's own shape (16 heads of dim 16, width 256, 6 layers) is the
+``paper`` preset (docs/figures/paper-anchor), GPU-sized.
+
+Roles: RoPE (``count_gen/partialrope.py``'s model, all heads), trans.py's rope (the
+absolute+rope role), sinusoidal (absolute) and the relative table; calibration seeds 1000+
+(never the report's); every head of every layer ablated in zero and mean mode on 500 test
+examples; RoPE's training dynamics recorded as at paper-small.  Each regime is a results store
+under ``OUT/<regime>`` (checkpoints dropped once a run is measured); a store resumes from
+wherever a scan stopped, a finished run is never redone.  Jobs are seed-major, so
+``--seeds 1`` first and ``--seeds 2`` later gives every regime's first seed before any second.
+
+    python scripts/deposit_scan.py run OUT [--regimes h4x16-w64,...] [--seeds 2] [--workers 2]
+    python scripts/deposit_scan.py table OUT [--regimes ...] [--seeds 3]   # markdown to stdout
+
+The table: regime x role -> per seed the test accuracy, the single-head layers (one head
+>= 30 points, the layer's others < 5: the report's AD thresholds) in zero and in mean mode, the
+deposit layer (the layer of the largest single-head drop), its top head and runner-up, the
+deposit index of that layer, and the run's CPU seconds (one torch thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+PRESET = "paper-small"
+ROLES = ("rope", "absolute+rope", "absolute", "relative")
+FIRST_SEED = 1000
+MODES = ("zero", "mean")
+#: regime -> model overrides of the paper-small config (the module doc's table)
+REGIMES: dict[str, dict[str, Any]] = {
+    "h8x8-w64": {},
+    "h4x16-w64": {"model.n_heads": 4},
+    "h8x16-w128": {"model.d_model": 128, "model.d_ff": 256},
+    "h16x8-w128": {"model.d_model": 128, "model.n_heads": 16, "model.d_ff": 256},
+}
+
+
+def plan(regime: str, seeds: int) -> Any:
+    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+
+    if regime not in REGIMES:
+        raise SystemExit(f"unknown regime {regime!r}; known: {', '.join(REGIMES)}")
+    return ReproductionPlan(preset=PRESET, seeds=seeds, distance_roles=ROLES, count_roles=(),
+                            ablation_modes=MODES, overrides=dict(REGIMES[regime]),
+                            first_seed=FIRST_SEED, paper_code=True)
+
+
+def run(out: Path, regimes: list[str], seeds: int, workers: int) -> None:
+    from posenc.empirical.pipeline.store import RunStore
+    from posenc.report.orchestrate import run_plan
+
+    for regime in regimes:
+        p = plan(regime, seeds)
+        run_plan(p, RunStore(out / regime), workers=workers, threads=1, bar=False)
+
+
+def results(out: Path, regime: str, seeds: int) -> list[Any]:
+    """The finished runs of ``regime``'s plan, each checked against the config it was run for."""
+    from posenc.empirical.pipeline.experiment_result import ExperimentResult
+    from posenc.empirical.pipeline.store import RunStore, run_id
+
+    root = out / regime
+    if not (root / "posenc-store.json").is_file():
+        return []
+    store = RunStore(root, create=False)
+    found = []
+    for job in plan(regime, seeds).jobs():
+        rid = run_id(job.config)
+        if store.is_done(rid):
+            found.append(ExperimentResult.from_store(store, rid, job.config))
+    return found
+
+
+def _layers_text(layers: list[int]) -> str:
+    return ",".join(str(x) for x in layers) if layers else "-"
+
+
+def run_row(res: Any) -> dict[str, Any]:
+    """One run's scan columns, from its zero and mean ablation tables."""
+    from posenc.verdicts.accuracy_deposit import one_head_carries
+
+    row: dict[str, Any] = {"acc": 100.0 * res.test_acc, "seed": res.seed,
+                           "cpu": res.summary.get("cpu_seconds")}
+    for mode in MODES:
+        table = (res.ablation or {}).get(mode)
+        if table is None:
+            row[mode] = None
+            continue
+        layers = table["layers"]
+        single = [la["layer"] for la in layers if one_head_carries(la["drops"])]
+        top = max(layers, key=lambda la: la["largest_drop"])
+        drops = sorted((100.0 * d for d in top["drops"]), reverse=True)
+        row[mode] = {"single": single, "layer": top["layer"], "head": top["deposit_head"],
+                     "top": drops[0], "runner_up": drops[1] if len(drops) > 1 else 0.0,
+                     "index": top["deposit_index"]}
+    return row
+
+
+def table(out: Path, regimes: list[str], seeds: int) -> str:
+    lines = ["| regime | role | seed | test acc % | single-head layers (zero / mean) | "
+             "deposit layer: head, drop / runner-up (zero) | deposit index (zero / mean) | "
+             "CPU s |", "|" + "---|" * 8]
+    for regime in regimes:
+        for res in sorted(results(out, regime, seeds), key=lambda r: (ROLES.index(r.role), r.seed)):
+            r = run_row(res)
+            z, m = r["zero"], r["mean"]
+            single = " / ".join("?" if x is None else _layers_text(x["single"]) for x in (z, m))
+            dep = "?" if z is None else (f"L{z['layer']}: H{z['head']}, {z['top']:.1f} / "
+                                         f"{z['runner_up']:.1f}")
+            index = " / ".join("?" if x is None else f"{x['index']:.2f}" for x in (z, m))
+            cpu = "?" if r["cpu"] is None else f"{r['cpu']:.0f}"
+            lines.append(f"| {regime} | {res.role} | {r['seed']} | {r['acc']:.1f} | {single} | "
+                         f"{dep} | {index} | {cpu} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("what", choices=("run", "table"))
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--regimes", default=",".join(REGIMES))
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    regimes = [r for r in args.regimes.split(",") if r]
+    for r in regimes:
+        if r not in REGIMES:
+            ap.error(f"unknown regime {r!r}; known: {', '.join(REGIMES)}")
+    if args.what == "run":
+        run(args.out, regimes, args.seeds, args.workers)
+    else:
+        sys.stdout.write(table(args.out, regimes, args.seeds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
