@@ -5,7 +5,7 @@ head); each has a catalogue spec in each model-code mode (standard: the catalogu
 encodings; paper-code: the models of the paper's public code, :mod:`posenc.empirical.paper_specs`)
 and the tasks of the default reproduction sweep that run it (none: an extra role, run when named
 with ``--roles``).  :data:`ROLES` is the one table; every role list of the sweep
-(:mod:`posenc.empirical.pipeline.reproduction`), the verdicts (:mod:`posenc.verdicts`) and the
+(:mod:`posenc.reproduction.plan`), the verdicts (:mod:`posenc.verdicts`) and the
 report derives from it.  Pure data: importing it loads nothing.
 """
 

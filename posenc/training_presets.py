@@ -7,7 +7,7 @@ defaults (seeds, tasks, model code, the ablation and probe sizes, the dynamics i
 budgets of single roles) and its notes.  Each record is checked when this module is imported;
 :func:`training_preset` is the one lookup and the one "unknown preset" error.
 :func:`posenc.empirical.config.preset` builds a record's :class:`~posenc.empirical.config.TrainConfig`
-and :class:`posenc.empirical.pipeline.reproduction.ReproductionPlan` reads its plan defaults.
+and :class:`posenc.reproduction.plan.ReproductionPlan` reads its plan defaults.
 """
 
 from __future__ import annotations

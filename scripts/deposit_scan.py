@@ -57,7 +57,7 @@ REGIMES: dict[str, dict[str, Any]] = {
 
 
 def plan(regime: str, seeds: int) -> Any:
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     if regime not in REGIMES:
         raise SystemExit(f"unknown regime {regime!r}; known: {', '.join(REGIMES)}")
@@ -68,7 +68,7 @@ def plan(regime: str, seeds: int) -> Any:
 
 def run(out: Path, regimes: list[str], seeds: int, workers: int) -> None:
     from posenc.empirical.pipeline.store import RunStore
-    from posenc.report.orchestrate import run_plan
+    from posenc.reproduction import run_plan
 
     for regime in regimes:
         p = plan(regime, seeds)

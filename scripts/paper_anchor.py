@@ -48,7 +48,7 @@ def log(msg: str) -> None:
 
 def experiment(role: str, precision: str, device: str, ablation_examples: int, dry: bool):
     from posenc.empirical.config import apply_overrides
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     plan = ReproductionPlan(preset="paper", seeds=1, distance_roles=(role,), count_roles=())
     exp = plan.experiments()[0]

@@ -63,7 +63,7 @@ def main() -> int:
                                      for s in range(a.workers)])
     sec = max(per_step)
     from posenc.empirical.config import preset
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
     cfg = preset(a.preset)
     steps_per_epoch = math.ceil(cfg.task.n_samples * cfg.task.train_frac / cfg.batch_size)
     n_runs = len(ReproductionPlan(preset=a.preset, seeds=a.seeds).experiments())

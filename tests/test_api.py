@@ -320,7 +320,7 @@ def test_a_device_that_is_missing_writes_no_run_folder(tmp_path):
 
 
 def test_roles_and_tasks_take_a_comma_string():
-    from posenc.api.arguments import names
+    from posenc.arguments import names
     assert names("roles", "rope, alibi") == ["rope", "alibi"]
     assert names("roles", ("rope",)) == ["rope"]
     assert names("roles", None) is None

@@ -227,7 +227,7 @@ def plan_only():
     the sweep (``run_plan``) and ``build_report`` are replaced by stubs that record the plan
     (the sweep itself is tested end to end in tests/report and tests/test_store_reliability.py).
     Yields the list of plans that got through."""
-    import posenc.report.orchestrate as orchestrate
+    import posenc.reproduction.run as orchestrate
     reached: list = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(orchestrate, "run_plan", lambda plan, store, **kw: reached.append(plan))

@@ -19,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: package imported -> modules that must not be loaded by it
-UPPER = ("posenc.proofs", "posenc.checker", "posenc.verdicts", "posenc.report", "posenc.api",
-         "posenc.commands", "posenc.cli")
+UPPER = ("posenc.proofs", "posenc.checker", "posenc.verdicts", "posenc.report", "posenc.reproduction",
+         "posenc.api", "posenc.commands", "posenc.cli")
 FORBIDDEN = {
     "posenc": ("torch", "sympy", "scipy", "numpy", "matplotlib", "posenc.theory", "posenc.numerics",
                "posenc.empirical", "posenc.proofs", "posenc.checker", "posenc.verdicts"),
@@ -35,10 +35,10 @@ FORBIDDEN = {
                        "posenc.verdicts", "posenc.report"),
     # verdicts read stored run results (dicts); the report asks them, never the reverse
     "posenc.verdicts": ("torch", "sympy", "posenc.theory", "posenc.numerics", "posenc.proofs",
-                        "posenc.checker", "posenc.report"),
+                        "posenc.checker", "posenc.report", "posenc.reproduction"),
     "posenc.cli": ("torch", "sympy", "scipy", "matplotlib"),
     # the report assembles: its layers are loaded when it builds, not when it is imported
-    "posenc.report": ("torch", "sympy", "scipy", "matplotlib"),
+    "posenc.report": ("torch", "sympy", "scipy", "matplotlib", "posenc.reproduction"),
 }
 
 

@@ -15,7 +15,7 @@ def anchor(monkeypatch):
 
 
 def test_the_anchor_is_the_paper_presets_run_with_its_stated_changes(anchor):
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     plan = ReproductionPlan(preset="paper", seeds=1, distance_roles=("absolute+rope",),
                             count_roles=())

@@ -30,7 +30,7 @@ def test_every_role_a_verdict_uses_is_in_the_table_and_run_by_a_sweep():
 
 
 def test_the_sweeps_role_lists_derive_from_the_table():
-    from posenc.empirical.pipeline import reproduction as rp
+    from posenc.reproduction import plan as rp
     names = [r.name for r in roles.ROLES]
     assert list(rp.CLEAN_PES) == names == list(rp.PAPER_CODE_PES)
     assert len(set(names)) == len(names)

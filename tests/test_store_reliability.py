@@ -248,7 +248,7 @@ def test_report_refuses_a_store_with_a_hole(store, capsys):
 
 
 def test_report_names_the_unfinished_runs_it_leaves_out(store, capsys):
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
     from posenc.empirical.pipeline.store import RunStore
     job = ReproductionPlan.for_command("smoke", 1, roles=["alibi"], tasks=["distance"]).jobs()[0]
     RunStore(store).add(job.config, job.kind, job.label)  # planned, never finished

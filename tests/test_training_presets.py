@@ -47,7 +47,7 @@ def test_the_config_layer_builds_every_preset(name, task):
 
 def test_paper_small_runs_the_paper_codes_distance_task_by_default():
     from posenc.empirical.paper_specs import PAPER_CODE_LENGTH
-    from posenc.empirical.pipeline.reproduction import DISTANCE_ROLES, ReproductionPlan
+    from posenc.reproduction.plan import DISTANCE_ROLES, ReproductionPlan
 
     plan = ReproductionPlan.for_command("paper-small")
     assert plan.in_paper_code and plan.count_roles == () and plan.distance_roles == DISTANCE_ROLES
@@ -93,7 +93,7 @@ def test_paper_small_is_the_frozen_calibration_candidate(monkeypatch, role):
     seeds ran): the same config field for field, bar the preset's name and the thread count."""
     from posenc.empirical.config import apply_overrides
     from posenc.empirical.paper_specs import paper_budget
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     cal = load_script(monkeypatch, "regime_calibration")
     plan = ReproductionPlan.select("paper-small", 1, roles=[role], tasks=["distance"],
@@ -110,7 +110,7 @@ def test_paper_small_is_the_frozen_calibration_candidate(monkeypatch, role):
 def test_a_sweep_runs_whole_seeds_first():
     """Jobs come seed-major (a sweep spanning sessions holds whole seeds), and within a seed in
     the plan's own order."""
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     plan = ReproductionPlan.for_command("paper-small", 3, roles=["nope", "rope"])
     labels = [j.label for j in plan.jobs()]
@@ -149,7 +149,7 @@ def test_paper_small_dynamics_are_sized_for_the_store():
     import math
 
     from posenc.empirical.analysis.dynamics import DynamicsConfig
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     def records(preset: str) -> tuple[int, int]:
         exp = next(e for e in ReproductionPlan.for_command(preset).experiments() if e.dynamics)
@@ -168,7 +168,7 @@ def _entry_points():
     from posenc.api import experiments as api
     from posenc.empirical.config import preset
     from posenc.empirical.paper_specs import paper_budget
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
 
     return {
         "config": lambda name: preset(name),

@@ -67,7 +67,7 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     from ..limits import check_int, check_lengths
     from ..numerics.content import as_content
     from ..numerics.bound_table import bound_table
-    from . import arguments as arg
+    from .. import arguments as arg
 
     arg.spec(spec)
     ns = check_lengths(n, method)  # the one check of the lengths; bound_table takes them typed

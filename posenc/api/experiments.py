@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, overload
 from ..errors import PosencError
 from ..limits import check_int
 from ..training_presets import training_preset
-from . import arguments as arg
+from .. import arguments as arg
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.analysis.ablation import AblationTable as AblationResult
@@ -243,31 +243,12 @@ def reproduce(preset: str = "quick", *, out: Optional[str | Path] = None,
     :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted` (a KeyboardInterrupt) says
     how many finished; calling it again resumes the stopped runs from their checkpoints.
     """
-    from ..report import reproduce as run_reproduction
+    from ..reproduction import ReproduceOptions
+    from ..reproduction import reproduce as run_reproduction
 
-    training_preset(preset)
-    if backend not in BACKENDS:
-        raise PosencError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    out = arg.path("out", out, optional=True)
-    workers = check_int("workers", workers, 1024)
-    threads = check_int("threads", threads, 1024)
-    roles, tasks = arg.names("roles", roles), arg.names("tasks", tasks)
-    overrides = arg.mapping("overrides", overrides)
-    theory = arg.flag("theory", theory)
+    given = locals()
     if not callable(log):
         raise PosencError(f"log must be a callable taking one string; got {log!r}")
-    return run_reproduction(preset=preset, backend=backend,
-                            out=None if out is None else str(out), seeds=seeds,
-                            count_seeds=count_seeds, workers=workers, threads=threads,
-                            ray_address=ray_address, device=device,
-                            roles=roles, tasks=tasks, overrides=overrides, theory=theory, log=log,
-                            wait=arg.flag("wait", wait),
-                            until_decided=arg.flag("until_decided", until_decided),
-                            max_seeds=max_seeds,
-                            seed_batch=seed_batch, first_seed=first_seed,
-                            paper_code=arg.flag("paper_code", paper_code, optional=True),
-                            replicate=arg.flag("replicate", replicate),
-                            replicate_first_seed=replicate_first_seed,
-                            keep_checkpoints=arg.flag("keep_checkpoints", keep_checkpoints),
-                            retrain_incomplete=arg.flag("retrain_incomplete", retrain_incomplete),
-                            bar=arg.flag("progress", progress, optional=True))
+    # the one options value of this reproduction, checked here and handed down whole
+    return run_reproduction(ReproduceOptions(**{name: given[name]
+                                                for name in ReproduceOptions.names()}), log=log)

@@ -69,11 +69,10 @@ def register(subs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api.experiments import reproduce
     from ..empirical.pipeline.interrupt import EXIT_INTERRUPTED, SweepInterrupted
 
     try:
-        path = _reproduce(args, reproduce)
+        path = _reproduce(args)
     except KeyboardInterrupt as exc:  # the runs in flight stopped (posenc.empirical.pipeline.interrupt)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
         where = str(exc) if isinstance(exc, SweepInterrupted) else "no report written yet"
@@ -93,16 +92,8 @@ def resume_command(args: argparse.Namespace) -> str:
     return shlex.join(["posenc", *words])
 
 
-def _reproduce(args: argparse.Namespace, reproduce: Any) -> Any:
-    return reproduce(preset=args.preset, backend=args.backend, out=args.out, seeds=args.seeds,
-                     count_seeds=args.count_seeds,
-                     workers=args.workers, threads=args.threads, ray_address=args.ray_address,
-                     device=args.device, roles=args.roles, tasks=args.tasks,
-                     overrides=parse_sets(args.overrides), theory=not args.no_theory,
-                     wait=args.wait, until_decided=args.until_decided,
-                     max_seeds=args.max_seeds, seed_batch=args.seed_batch,
-                     first_seed=args.first_seed, paper_code=args.paper_code,
-                     replicate=args.replicate, replicate_first_seed=args.replicate_first_seed,
-                     keep_checkpoints=args.keep_checkpoints,
-                     retrain_incomplete=args.retrain_incomplete)
+def _reproduce(args: argparse.Namespace) -> Any:
+    from ..reproduction import ReproduceOptions, reproduce
 
+    # the one options value of this reproduction, built from the flags and handed down whole
+    return reproduce(ReproduceOptions.from_command(args, parse_sets(args.overrides)))

@@ -1,10 +1,8 @@
-"""report: assembles ``posenc reproduce``'s report.  It asks :mod:`posenc.verdicts` for the verdicts
-on the stored runs (and :mod:`posenc.proofs` for the theory claims it shows) and only assembles.
+"""report: renders ``posenc reproduce``'s report from a results store.  It asks
+:mod:`posenc.verdicts` for the verdicts on the stored runs (and :mod:`posenc.proofs` for the
+theory claims it shows) and only renders; the sweep that fills the store is
+:mod:`posenc.reproduction`'s, which no module here imports.
 
-* :mod:`.orchestrate`   -- ``posenc reproduce``: run (or resume) the sweep into a store, then
-  build the report (:func:`reproduce`, :func:`run_plan`, :func:`check_store_mode`);
-* :mod:`.decide`        -- ``--until-decided``: more seeds only where a claim is undecided, its
-  looks recorded in the store and warned of in the report (optional stopping);
 * :mod:`.build`         -- ``posenc report``: report.md, report.json, runs.csv and figures from
   the stored runs (:func:`build_report`);
 * :mod:`.markdown`      -- report.md's sections over one :class:`ReportInputs`;
@@ -20,7 +18,5 @@ Importing this package loads nothing heavy (no torch, matplotlib, sympy).
 
 from .build import FIGURES, build_report
 from .markdown import SECTIONS, ReportInputs, report_mode
-from .orchestrate import check_store_mode, reproduce, run_plan
 
-__all__ = ["FIGURES", "SECTIONS", "ReportInputs", "build_report", "check_store_mode",
-           "report_mode", "reproduce", "run_plan"]
+__all__ = ["FIGURES", "SECTIONS", "ReportInputs", "build_report", "report_mode"]

@@ -238,7 +238,7 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
         recording_text
     from .ablation_source import ablation_source_text
     from .ceiling import task_ceilings
-    from .decide import optional_stopping_text, read_record
+    from ..verdicts.looks import optional_stopping_text, read_record
     from .measured import measured_markdown
 
     stopping = read_record(store_root)  # a bad record is refused before any work

@@ -55,7 +55,7 @@ class ReportInputs:
     measured_sections: list[str]
     replication: list[str] = field(default_factory=list)  # .replication's lines, or none
     ceilings: list[dict[str, Any]] = field(default_factory=list)  # .ceiling.task_ceilings
-    optional_stopping: Optional[str] = None  # .decide.optional_stopping_text, or none
+    optional_stopping: Optional[str] = None  # verdicts.looks.optional_stopping_text, or none
     #: .replication's rows (claim, first, second, replicated) when a replication exists, and the
     #: replication's seeds: the verdict table then shows both words and the replicated one
     replicated: list[dict[str, Any]] = field(default_factory=list)

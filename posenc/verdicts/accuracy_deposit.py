@@ -1,7 +1,7 @@
 """The empirical claims E10-E14 (and those of :mod:`.measured`), judged on stored runs.
 
 Each claim is evaluated on the results of a reproduction sweep (one result per
-task x role x seed, see :mod:`posenc.empirical.pipeline.reproduction`): a per-seed
+task x role x seed, see :mod:`posenc.reproduction.plan`): a per-seed
 statistic ``d_s``, its seed-level Student-t interval and a verdict
 (:mod:`posenc.verdicts.verdict`).  Accuracies are in percentage points.
 Statistics, all computed on the same seed (runs of one seed share data):

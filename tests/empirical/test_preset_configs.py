@@ -34,7 +34,7 @@ def _digest(value) -> str:
 
 def fingerprints() -> dict:
     from posenc.empirical.config import preset
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
     from posenc.errors import PosencError
 
     configs, run_ids, plans = {}, {}, {}

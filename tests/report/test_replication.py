@@ -185,7 +185,7 @@ def test_the_replica_store_lies_beside_the_absolute_store_path(tmp_path, monkeyp
     folder) and ``--out /`` raised a raw ValueError: the path is resolved first, a root without a
     name is one line."""
     from posenc.errors import PosencError
-    from posenc.report.orchestrate import replica_root
+    from posenc.reproduction.stores import replica_root
     monkeypatch.chdir(tmp_path)
     assert replica_root(".") == tmp_path.parent / f"{tmp_path.name}-replicate"
     assert replica_root("..") == tmp_path.parent.parent / f"{tmp_path.parent.name}-replicate"
@@ -201,7 +201,7 @@ def test_a_replica_sharing_a_seed_already_in_the_first_store_is_refused_before_t
     """The overlap check read the plans only: seeds an earlier sweep stored past the plan (here
     seed 8, beside the plan's 0-1) let a replica on seeds 8-9 train in full and fail at the
     report.  Now it is one line before any run, and the replica store holds no run."""
-    from posenc.empirical.pipeline.reproduction import ReproductionPlan
+    from posenc.reproduction.plan import ReproductionPlan
     from posenc.empirical.pipeline.store import RunStore
     store = RunStore(tmp_path / "s")
     exp = ReproductionPlan.for_command("smoke", 1, roles=["nope"], tasks=["distance"]).experiments()[0]

@@ -67,7 +67,7 @@ def test_smoke_report_is_complete(smoke_store):
         assert f"| {role} | " in report.split("## Training dynamics")[1]
     by = {v["claim"]: v for v in data["verdicts"]}
     assert by["Prop 6.1"]["seeds"] == 2 and by["Thm 6.1"]["seeds"] == 2
-    from posenc.empirical.pipeline.reproduction import COUNT_ROLES, DISTANCE_ROLES
+    from posenc.reproduction.plan import COUNT_ROLES, DISTANCE_ROLES
     assert len(data["accuracy"]["distance"]) == len(DISTANCE_ROLES)
     assert len(data["accuracy"]["count"]) == len(COUNT_ROLES)
     # the new measurements are recorded by a fresh sweep: every part measured on both seeds
@@ -94,7 +94,7 @@ def test_report_rebuilds_identically_without_training(smoke_store):
 def test_runs_lists_the_store(smoke_store):
     proc = posenc("runs", str(smoke_store))
     assert proc.returncode == 0
-    from posenc.empirical.pipeline.reproduction import COUNT_ROLES, DISTANCE_ROLES
+    from posenc.reproduction.plan import COUNT_ROLES, DISTANCE_ROLES
     n = 2 * (len(DISTANCE_ROLES) + len(COUNT_ROLES))  # the smoke preset's 2 seeds
     assert f"{n} done, 0 pending, 0 running, 0 failed" in proc.stdout
 
@@ -265,7 +265,7 @@ def test_a_store_without_checkpoints_lists_reports_and_refuses_what_needs_weight
 @pytest.mark.parametrize("flag, keep", [([], False), (["--keep-checkpoints"], True)])
 def test_keep_checkpoints_reaches_the_sweep(tmp_path, monkeypatch, flag, keep):
     """--keep-checkpoints (reproduce(keep_checkpoints=True)) keeps them; the default drops them."""
-    import posenc.report.orchestrate as orchestrate
+    import posenc.reproduction.run as orchestrate
     from posenc.cli import main
     seen = []
     monkeypatch.setattr(orchestrate, "run_plan", lambda plan, store, **kw: seen.append(kw))

@@ -8,7 +8,7 @@ import pytest
 from posenc.empirical.config import preset
 from posenc.empirical.analysis.dynamics import DynamicsConfig, dynamics_file, read_dynamics_file
 from posenc.empirical.pipeline.experiment import ExperimentConfig, experiment_worker
-from posenc.empirical.pipeline.reproduction import DYNAMICS_ROLES, ReproductionPlan
+from posenc.reproduction.plan import DYNAMICS_ROLES, ReproductionPlan
 from posenc.training_presets import training_preset
 from posenc.empirical.training.runs import RESULT
 from posenc.empirical.pipeline.store import run_id

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from posenc.empirical.pipeline.kept_files import dropped_files, kept_files, missing_file
-from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.reproduction.plan import ReproductionPlan
 from posenc.empirical.pipeline.store import RunStore, run_id
 from posenc.empirical.pipeline.sweep import run_jobs
 from posenc.empirical.training.runs import CHECKPOINT

@@ -4,7 +4,7 @@
 import pytest
 
 from posenc.empirical.paper_specs import PAPER_CODE_LENGTH, paper_budget
-from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.reproduction.plan import ReproductionPlan
 
 
 def configs(preset, paper_code=None):

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from posenc.empirical.config import preset
-from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.reproduction.plan import ReproductionPlan
 from posenc.empirical.training.runs import read_config
 from posenc.empirical.pipeline.store import RunStore
 from posenc.errors import PosencError
-from posenc.report import check_store_mode
+from posenc.reproduction import check_store_mode
 
 
 def test_a_preset_name_is_recorded_as_its_spec():

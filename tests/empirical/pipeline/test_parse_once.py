@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from posenc.empirical.config import ModelConfig, apply_overrides, config_from_dict, preset
-from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.reproduction.plan import ReproductionPlan
 from posenc.encodings import RoPE, spec_parsing
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from synthetic_runs import result
 
-from posenc.empirical.pipeline.reproduction import ReproductionPlan
+from posenc.reproduction.plan import ReproductionPlan
 from posenc.errors import PosencError
 from posenc.verdicts.dynamics import evaluate_dynamics
 from posenc.verdicts.accuracy_deposit import evaluate
-from posenc.report.decide import (RECORD, grow, optional_stopping_text, read_record, until_decided,
-                                  write_record)
+from posenc.reproduction.rounds import grow, until_decided
+from posenc.verdicts.looks import RECORD, optional_stopping_text, read_record, write_record
 from small_sweep import posenc
 
 # count task: NoPE minus RoPE per seed, in points -- undecided at 2 and 4 seeds (t interval
@@ -200,7 +200,7 @@ def test_a_round_reads_each_result_only_if_it_is_its_configs(tmp_path, monkeypat
 
     from posenc.empirical.pipeline import sweep
     from posenc.empirical.pipeline.store import RunStore, run_id
-    from posenc.report.orchestrate import run_plan
+    from posenc.reproduction import run_plan
 
     plan = ReproductionPlan.for_command("smoke", seeds=1, roles=["nope"], tasks=["distance"],
                                         overrides={"task.n_samples": 200, "epochs": 1})

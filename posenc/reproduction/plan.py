@@ -33,17 +33,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from ...coerce import is_int
-from ...encodings import MLA, PESpec, parse_spec
-from ...errors import PosencError
-from ...limits import MAX_SEED, MAX_SEEDS, check_int
-from ...roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
-from ...training_presets import training_preset
-from ..config import apply_overrides, check_overrides, paper_code_task_fields_for, \
+from ..coerce import is_int
+from ..encodings import MLA, PESpec, parse_spec
+from ..errors import PosencError
+from ..limits import MAX_SEED, MAX_SEEDS, check_int
+from ..roles import COUNT, DISTANCE, DYNAMICS, EXTRA, ROLES, default_roles
+from ..training_presets import training_preset
+from ..empirical.config import apply_overrides, check_overrides, paper_code_task_fields_for, \
     preset as train_preset
-from ..paper_specs import paper_budget, paper_code_fields
-from .experiment import LATENT_MODE, ExperimentConfig
-from .sweep import Job
+from ..empirical.paper_specs import paper_budget, paper_code_fields
+from ..empirical.pipeline.experiment import LATENT_MODE, ExperimentConfig
+from ..empirical.pipeline.sweep import Job
 
 #: role -> spec, per model-code mode (the roles and their specs: :data:`posenc.roles.ROLES`)
 CLEAN_PES = {r.name: r.spec for r in ROLES}
@@ -172,7 +172,7 @@ class ReproductionPlan:
         return apply_overrides(cfg, {**budget, **fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
-        from ..analysis.dynamics import DynamicsConfig
+        from ..empirical.analysis.dynamics import DynamicsConfig
         out = []
         record = training_preset(self.preset)
         # test examples of each run's head ablation (every head of every layer, one at a time)
@@ -219,3 +219,21 @@ class ReproductionPlan:
 
 
 WORKER = "posenc.empirical.pipeline.experiment:experiment_worker"
+
+
+#: how far the replication's seeds lie from the first seed set by default (seeds 0-5 -> 2000-2005)
+REPLICA_OFFSET = 2000
+
+
+def replica_of(plan: Any, first_seed: Optional[int] = None) -> Any:
+    """The plan on the replication's seeds: the same configurations and seed counts from
+    ``first_seed`` (default: the plan's first seed + :data:`REPLICA_OFFSET`); refused when the two
+    seed sets overlap."""
+    start = plan.first_seed + REPLICA_OFFSET if first_seed is None else first_seed
+    out = replace(plan, first_seed=start)  # validates the seed
+    n = max(plan.seed_counts().values(), default=0)
+    if start < plan.first_seed + n and plan.first_seed < start + n:
+        raise PosencError(f"the replication's seeds {start}..{start + n - 1} overlap the first "
+                          f"seeds {plan.first_seed}..{plan.first_seed + n - 1}: a replication "
+                          "needs a disjoint seed set")
+    return out

@@ -1,4 +1,4 @@
-"""The sweep's progress (posenc.report.progress): runs done of N, elapsed, ETA from the runs
+"""The sweep's progress (posenc.reproduction.progress): runs done of N, elapsed, ETA from the runs
 finished in this sweep, the runs in flight -- as plain lines off a terminal and as a tqdm bar on
 one; a fake clock makes the numbers exact."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posenc.report import progress as prog
-from posenc.report.progress import SweepProgress, clock, eta
+from posenc.reproduction import progress as prog
+from posenc.reproduction.progress import SweepProgress, clock, eta
 
 
 class Clock:
@@ -106,7 +106,7 @@ def test_a_bar_only_for_print_on_a_terminal(monkeypatch):
 
 BAR_ON_A_PTY = """
 import types
-from posenc.report.progress import SweepProgress
+from posenc.reproduction.progress import SweepProgress
 job = types.SimpleNamespace(label="distance/rope/s0")
 p = SweepProgress(print, bar=True)
 p.plan(types.SimpleNamespace(total=4, skipped=1))
