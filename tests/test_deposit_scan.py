@@ -1,0 +1,55 @@
+"""scripts/deposit_scan.py: its four regimes make valid paper-code configs that differ from
+paper-small only in the attention's shape; its table is what the committed stores hold; and its
+single-head reading follows the report's thresholds."""
+
+from pathlib import Path
+
+import pytest
+from script_loader import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def scan(monkeypatch):
+    return load_script(monkeypatch, "deposit_scan")
+
+
+def test_each_regime_changes_only_the_attention_shape(scan):
+    base = scan.plan("h8x8-w64", 1).experiments()[0].train
+    shapes = {}
+    for regime in scan.REGIMES:
+        exps = scan.plan(regime, 2).experiments()
+        assert {e.tags["role"] for e in exps} == set(scan.ROLES)
+        assert {e.train.seed for e in exps} == {1000, 1001}
+        assert all(e.ablation_modes == ("zero", "mean") for e in exps)
+        cfg = next(e.train for e in exps if e.tags["role"] == "rope")
+        assert cfg.model.code == "paper"
+        assert cfg.replace(model=base.model, preset=base.preset) == base.replace(seed=cfg.seed)
+        shapes[regime] = (cfg.model.n_heads, cfg.model.head_dim, cfg.model.d_model)
+    assert shapes == {"h8x8-w64": (8, 8, 64), "h4x16-w64": (4, 16, 64),
+                      "h8x16-w128": (8, 16, 128), "h16x8-w128": (16, 8, 128)}
+
+
+def test_the_committed_table_is_the_stores(scan):
+    out = ROOT / "docs/figures/deposit-scan"
+    assert (out / "table.md").read_text() == scan.table(out, list(scan.REGIMES), 2)
+
+
+class _Run:
+    def __init__(self, drops):
+        self.test_acc, self.seed, self.summary = 0.9, 1000, {"cpu_seconds": 1.0}
+        layers = [{"layer": i, "drops": d, "largest_drop": max(d),
+                   "deposit_head": d.index(max(d)), "deposit_index": max(d) / sum(d)}
+                  for i, d in enumerate(drops)]
+        self.ablation = {"zero": {"layers": layers}}
+
+
+@pytest.mark.parametrize("drops, single", [
+    ([[0.01, 0.02], [0.40, 0.04]], [1]),      # one head 40 points, the other 4: the pattern
+    ([[0.01, 0.02], [0.40, 0.05]], []),       # the other head at 5: not
+    ([[0.29, 0.0], [0.30, 0.0]], [1]),        # 29 points is under the 30 threshold
+])
+def test_single_head_layers_follow_the_thresholds(scan, drops, single):
+    row = scan.run_row(_Run(drops))
+    assert row["zero"]["single"] == single and row["mean"] is None
