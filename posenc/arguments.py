@@ -15,6 +15,7 @@ import os
 from typing import Any, Optional, Sequence
 
 from .errors import PosencError
+from .encodings import PESpec
 
 
 def flag(name: str, value: Any, optional: bool = False) -> Optional[bool]:
@@ -29,7 +30,6 @@ def flag(name: str, value: Any, optional: bool = False) -> Optional[bool]:
 
 def spec(value: Any) -> Any:
     """A spec string or a catalogue PESpec."""
-    from .encodings import PESpec
     if not isinstance(value, (str, PESpec)):
         raise PosencError(f"a PE spec must be a string such as 'rope' or a PESpec; got {value!r}")
     return value

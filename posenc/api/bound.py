@@ -12,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..errors import PosencError
+from ..limits import check_int, check_lengths
+from .. import arguments as arg
 
 if TYPE_CHECKING:  # the names of _TYPES as type checkers see them ("X as X": re-exported)
     from ..numerics.bound_rows import BoundReport as BoundReport, BoundRow as BoundRow
@@ -64,10 +66,8 @@ def bound(spec: Any, n: int | Sequence[int], *, head: int = 0, n_heads: int = 8,
     ``plane_seeds``: content seeds of the per-plane comparison ||L_RoPE|| / ||L_NoPE|| (RoPE's
     own logit, each rotary plane with its own content; 0 leaves it out).
     """
-    from ..limits import check_int, check_lengths
     from ..numerics.content import as_content
     from ..numerics.bound_table import bound_table
-    from .. import arguments as arg
 
     arg.spec(spec)
     ns = check_lengths(n, method)  # the one check of the lengths; bound_table takes them typed

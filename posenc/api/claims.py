@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 from ..coerce import is_int
+from ..errors import PosencError
+from ..proofs.registry import all_claims, get
+from ..proofs.runner import PROFILES, run_claim
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,6 @@ def verify(ids: Optional[Sequence[str] | str] = None, *, profile: str = "ci",
 def iter_verify(ids: Optional[Sequence[str] | str] = None, *, profile: str = "ci",
                 examples: Optional[int] = None) -> Iterator[ClaimResult]:
     """:func:`verify` one claim at a time (the CLI prints each row as it finishes)."""
-    from ..errors import PosencError
-    from ..proofs.registry import all_claims, get
-    from ..proofs.runner import PROFILES, run_claim
 
     if profile not in PROFILES:
         raise PosencError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")

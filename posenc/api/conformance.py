@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..checker.report import ConformanceReport
+from ..errors import PosencError
+from ..checker import check_callable, check_target
+from ..checker.isolation import DEFAULT_TIMEOUT, check_timeout
 
 
 def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, head_dim: Optional[int] = None,
@@ -30,9 +33,6 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, head_dim:
     probe inputs, the wrong output shape, exiting, crashing, past the time limit) raises
     PosencError.
     """
-    from ..errors import PosencError
-    from ..checker import check_callable, check_target
-    from ..checker.isolation import DEFAULT_TIMEOUT, check_timeout
 
     if dim is not None and head_dim is not None:
         raise PosencError(f"posenc.check: head_dim={head_dim} and dim={dim} name the same size "

@@ -15,6 +15,7 @@ from ..errors import PosencError
 from ..limits import check_int
 from ..training_presets import training_preset
 from .. import arguments as arg
+from .pretrained import PRETRAINED_OPTIONS, ablate_pretrained, is_pretrained
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.analysis.ablation import AblationTable as AblationResult
@@ -154,7 +155,6 @@ def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = No
     options go to :func:`posenc.empirical.analysis.ablation.ablate` (batch_size, seed, layers, ...).
     Returns an :class:`~posenc.empirical.analysis.ablation.AblationTable` (``posenc.AblationResult``).
     """
-    from .pretrained import PRETRAINED_OPTIONS, ablate_pretrained, is_pretrained
 
     if is_pretrained(run):
         unknown = sorted(set(options) - PRETRAINED_OPTIONS)

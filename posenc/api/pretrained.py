@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 from ..encodings.hf_local import LocalModel, local_model
 from ..errors import PosencError
 from ..limits import check_int
+from dataclasses import replace
+from ..verdicts.accuracy_deposit import one_head_carries
 
 if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.pretrained.result import PretrainedAblation
@@ -64,13 +66,11 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
     ``length`` its size, ``seed`` its draw (and resample's derangement), ``text`` the text of the
     text probes (default: the text posenc ships).  Returns a
     :class:`~posenc.empirical.pretrained.result.PretrainedAblation`."""
-    from dataclasses import replace
 
     from ..empirical.pretrained import probes as P
     from ..empirical.pretrained.loading import describe, load, vocab_size
     from ..empirical.pretrained.result import assemble
     from ..empirical.pretrained.sweep import ROWS_PER_PASS, sweep
-    from ..verdicts.accuracy_deposit import one_head_carries
 
     from ..empirical.pretrained.sweep import MODES, UNITS
 

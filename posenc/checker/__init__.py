@@ -41,6 +41,20 @@ from .isolation import DEFAULT_TIMEOUT, check_target
 from .kinds import IMPL_KINDS, SIGNATURES, check_kind, check_max_positions
 from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
+from .rope import RopeProbe
+from .positions import check_positions
+from .rope import GRID, TOL, check_linear, check_pairing, check_shift
+from .rope_frequency import check_drift, check_frequencies
+from .expect import expected_scaling
+from .rope_scale import ScaledProbe, norm_property, scale_value
+from .reach import probe_reach
+from .half import half_tables
+from .rope_dynamic import check_dynamic, wants_dynamic
+from .expect import check_rope_expectation
+from .xpos import check_xpos as check
+from .bias import check_bias
+from .rope_qk import check_rope_qk
+from .t5 import check_t5
 
 MAX_DIM = 4096
 # Head dims tried when the given --head-dim does not work, to tell the user which one does.
@@ -61,7 +75,6 @@ def _bias_probe(caller: Caller) -> tuple[Optional[bool], str]:
 
 
 def _dim_hint(caller: Caller, dim: int) -> str:
-    from .rope import RopeProbe
 
     rng = np.random.default_rng(0)
     for d in OTHER_DIMS:
@@ -78,11 +91,6 @@ def _dim_hint(caller: Caller, dim: int) -> str:
 
 def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = None,
                max_positions: Optional[int] = None) -> ConformanceReport:
-    from .positions import check_positions
-    from .rope import GRID, TOL, RopeProbe, check_linear, check_pairing, check_shift
-    from .rope_frequency import check_drift, check_frequencies
-    from .expect import expected_scaling
-    from .rope_scale import ScaledProbe, norm_property, scale_value
 
     _check_dim(dim)
     probe = RopeProbe(caller, dim)
@@ -114,7 +122,6 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
         for name in ("pairing", "frequencies", "float32 drift"):
             props.append(Property(name, NA, "the positions are ignored (see uses positions)"))
     else:
-        from .reach import probe_reach
         large, reach, raised = probe_reach(probe, M, max_positions, summary)
         props.append(reach)
         big = 1000 if 1000 in large else next((p for p in large if p > GRID - 1), None)
@@ -131,7 +138,6 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
         else:
             props.append(check_frequencies(Mrel, Mbig_rel, big, dim, summary, expected))
             if any(p.status == FAIL for p in props):
-                from .half import half_tables
                 words = half_tables(Mrel, summary.get("planes"))
                 if words:
                     summary["half_precision"] = words
@@ -148,18 +154,15 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
                                       raised))
             else:
                 props.append(check_drift(probe, dim, summary, large))
-            from .rope_dynamic import check_dynamic, wants_dynamic
             if wants_dynamic(expected):
                 props.append(check_dynamic(probe, dim, summary, expected))
     if expected:
-        from .expect import check_rope_expectation
         props.append(check_rope_expectation(M_user, positions, expected, dim, summary, TOL))
     return report
 
 
 def check_xpos(caller: Caller, impl: str, dim: int,
                expected: Optional[dict] = None) -> ConformanceReport:
-    from .xpos import check_xpos as check
 
     _check_dim(dim)
     return check(caller, impl, dim, expected)
@@ -179,7 +182,6 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     as a dict.  ``name`` labels the report (default: the function's qualified name).
     ``max_positions``: a rotary function is probed only at positions below it (a position
     table's size); by default the size is detected (see :mod:`.reach`)."""
-    from .bias import check_bias
 
     check_kind(kind)
     check_max_positions(max_positions)
@@ -190,8 +192,6 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     kind = kind or (expected or {}).get("kind")
     impl = name or getattr(fn, "__qualname__", None) or repr(fn)
     caller = Caller(fn, impl)
-    from .rope_qk import check_rope_qk
-    from .t5 import check_t5
 
     checks = {"bias": lambda: check_bias(caller, impl, expected),
               "t5": lambda: check_t5(caller, impl, expected),

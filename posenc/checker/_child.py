@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from ..errors import PosencError
+from . import check_impl
+from .loading import one_line
 
 
 def _write(path: str, payload: dict) -> None:
@@ -25,9 +28,6 @@ def main(argv: list[str]) -> int:
     # `module:function` finds modules in the caller's current directory, as `python -m` would.
     os.chdir(request["cwd"])
     sys.path.insert(0, request["cwd"])
-    from ..errors import PosencError
-    from . import check_impl
-    from .loading import one_line
 
     try:
         report = check_impl(target, kind=request["kind"], dim=request["dim"],

@@ -40,6 +40,9 @@ from .expect import check_bias_expectation
 from .kerple import check_expectation, check_form
 from .loading import Caller
 from .report import FAIL, INFO, NA, PASS, ConformanceReport, Property, fmt
+from .half import FORMATS, rounded
+from .t5 import N as T5_N
+from .t5_learned import check_t5_learned
 
 HEADS = (1, 2, 3, 4, 5, 6, 8, 12, 16)
 N = 16
@@ -127,7 +130,6 @@ def _dtype_hint(biases: dict[int, np.ndarray]) -> str:
     """Words suggesting ``--expect dtype=..`` when, with no dtype stated, every entry is a
     bfloat16 (float16) number and the bias is Toeplitz at that precision (Falcon's ALiBi is
     bf16(slope)·j in bfloat16 on purpose); else ""."""
-    from .half import FORMATS, rounded
 
     if roundoff() is not None:
         return ""
@@ -397,8 +399,6 @@ def _check_bias(caller: Caller, impl: str, expected: Optional[dict]) -> Conforma
         props.extend(check_slopes(relative, kind, report.summary))
         if "slopes" not in report.summary and not by_row and not any(
                 p.name == "KERPLE-log form" and p.status == PASS for p in props):
-            from .t5 import N as T5_N
-            from .t5_learned import check_t5_learned
             props.append(check_t5_learned(_call(caller, 1, T5_N)[0]))  # head 0, (T5_N, T5_N)
         if props[-2].name == "ALiBi form" and props[-2].status == PASS and not by_row and \
                 any(np.any(relative[H] != B) for H, B in biases.items()):

@@ -24,6 +24,11 @@ from ..encodings import RoPE, rope_scaling
 from ..errors import PosencError
 from .entries import UNIT_ROUNDOFF, same, slope_rtol
 from .report import FAIL, PASS, Property, fmt
+from ..encodings.rope_scaling import DEFAULTS
+from ..encodings.spec_parsing import parse_spec
+from .logit_blocks import Blocks, first_difference, logit_probes
+from .entries import roundoff, stored_as
+from .half import FORMATS
 
 ROPE_KEYS = ("base", "pairing", "fraction")
 #: Scaled RoPE (:mod:`posenc.encodings.rope_scaling`): the catalogue spec's own keys.
@@ -166,8 +171,6 @@ def _scaling(items: dict) -> dict:
     states them); the ``dynamic scaling`` property probes the longer calls itself."""
     if not items:
         return {}
-    from ..encodings.rope_scaling import DEFAULTS
-    from ..encodings.spec_parsing import parse_spec
 
     if items.get("scaling") == "dynamic" and "seq_len" not in items:
         items = {**items, "seq_len": items.get("original", str(DEFAULTS["original"]))}
@@ -265,7 +268,6 @@ def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
 def _logit_difference(M: np.ndarray, R: np.ndarray, tol: float) -> str:
     """Whether the user's logits ⟨f(q,m), f(k,n)⟩ = (M_mᵀM_n)_qk differ from the reference's,
     in words (see :mod:`.logit_blocks`: read through random content, then entry by entry)."""
-    from .logit_blocks import Blocks, first_difference, logit_probes
 
     diff, worst, _ = first_difference(Blocks(M, M), Blocks(R, R), logit_probes(M, M),
                                       logit_probes(R, R), tol, order=lambda i, j: (i, j))
@@ -320,8 +322,6 @@ def _dtype_hint(biases: dict, refs: dict) -> str:
     the reference at float16 (else bfloat16) precision -- entries within 4u of each head's
     largest (:func:`.entries.same` under :func:`.entries.stored_as`) -- though not at float32's:
     the evidence of a bias computed in that precision (Falcon's ALiBi is bfloat16); else ""."""
-    from .entries import roundoff, stored_as
-    from .half import FORMATS
 
     if roundoff() is not None or not refs:
         return ""

@@ -37,6 +37,9 @@ from ..encodings.hf_layer_groups import LayerGroupsDiffer
 from ..errors import PosencError
 from .expect import ROPE_KEYS, SCALING_KEYS, parse_expect
 from .report import ConformanceReport
+import inspect
+from ..encodings.rope_scaling import USES
+from . import check_callable
 
 #: model types whose attention rotates a slice it takes itself (``apply_rotary_pos_emb`` sees
 #: only the rotary dims); the others' ``apply_rotary_pos_emb`` gets the whole head.
@@ -123,7 +126,6 @@ def rotary_function(data: dict, rotary_dims: int, layer_type: Optional[str] = No
     ``f(x, positions)``; ``layer_type``: the layer group whose rotation it is, for a rotary
     embedding whose ``forward`` takes one (Gemma 3: ``sliding_attention`` or ``full_attention``;
     None: the first of the config's ``layer_types``)."""
-    import inspect
 
     import torch
 
@@ -239,7 +241,6 @@ def expectation(spec: PESpec, model_type: str) -> dict:
     if spec.name == "rope":
         out = {k: getattr(spec, k) for k in ROPE_KEYS}
         if spec.scaled:
-            from ..encodings.rope_scaling import USES
             out["scaling"] = spec.scaling
             out.update({k: getattr(spec, k) for k in USES[spec.scaling]
                         if getattr(spec, k) is not None})
@@ -292,7 +293,6 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     -------
     (report, spec, info) : the :class:`ConformanceReport`, the spec string and its info.
     """
-    from . import check_callable
 
     spec, info = hf_spec(source, seq_len=seq_len, layers=layers, where=where)
     data = text_config(code if code is not None else source)[0]

@@ -24,6 +24,7 @@ import numpy as np
 
 from .entries import one_sided, same
 from .report import FAIL, INFO, PASS, Property, fmt
+from ..encodings import KerpleLog
 
 KEYS = ("r1", "r2")
 # Entries are O(r1 log(1 + 15 r2)); the two entries r2 is read from carry float32 rounding of
@@ -67,7 +68,6 @@ def recover(T: np.ndarray) -> tuple[Optional[np.ndarray], Optional[np.ndarray], 
 
 def reference(r1: np.ndarray, r2: np.ndarray, n: int) -> np.ndarray:
     """−r1_h·log(1 + r2_h·|i − j|), (H, n, n), from the numeric layer's kernel of the spec."""
-    from ..encodings import KerpleLog
     from ..numerics.kernels import kernel
 
     return np.stack([kernel(KerpleLog(r1=float(a), r2=float(b)), n, n_heads=1).dense()

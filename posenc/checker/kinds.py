@@ -10,6 +10,7 @@ from typing import Any
 
 from ..coerce import is_int
 from ..errors import PosencError
+from .rope import GRID
 
 IMPL_KINDS = ("rope", "bias", "xpos", "t5", "rope-qk")
 #: what each kind is, as the messages name it
@@ -27,7 +28,6 @@ def check_kind(kind: Any) -> None:
 
 def check_max_positions(max_positions: Any) -> None:
     """None, or an int in [GRID, 10^9]: the checker reads positions 0..GRID-1 in any case."""
-    from .rope import GRID
     if max_positions is not None and (not is_int(max_positions) or not
                                       GRID <= max_positions <= 10**9):
         raise PosencError(f"--max-positions must be an integer in [{GRID}, 10^9]; "

@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import PosencError
 from .loading import Caller
 from .report import FAIL, PASS, Property, fmt
+from .logit_blocks import Blocks, first_difference, logit_probes
 
 GRID = 24                       # probe positions 0..23
 LARGE = (10**3, 10**4, 10**5, 10**6)
@@ -148,7 +149,6 @@ def check_shift(M: np.ndarray, positions: np.ndarray, K: Optional[np.ndarray] = 
     The blocks are compared through random content first, then entry by entry where that does
     not settle it (see :mod:`.logit_blocks`); the counterexample is the first failing entry in
     the order smallest i + j, then i."""
-    from .logit_blocks import Blocks, first_difference, logit_probes
 
     K = M if K is None else K
     L = logit_probes(M, K)

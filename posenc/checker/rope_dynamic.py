@@ -36,6 +36,7 @@ from ..errors import PosencError
 from .report import FAIL, NA, PASS, Property, fmt
 from .rope import EPS32, GRID, RopeProbe
 from .rope_scaled_frequency import scaled_theta
+from ..encodings.rope_scaling import DEFAULTS
 
 SMALL = np.arange(GRID)
 #: the longest call made of every position (x of FULL rows); a longer trained length is probed
@@ -94,7 +95,6 @@ def check_dynamic(probe: RopeProbe, dim: int, summary: dict, expected: dict) -> 
                         "positions 0..23 (see frequencies)")
     planes, pairing, r, base = (summary["planes"], summary["pairing"], summary["rotary_dims"],
                                 summary["base"])
-    from ..encodings.rope_scaling import DEFAULTS
 
     L = int(expected.get("original", DEFAULTS["original"]))
     F = float(expected.get("factor", DEFAULTS["factor"]))

@@ -28,6 +28,8 @@ from .report import FAIL, NA, PASS, Property, fmt
 from .positions import floored_factor
 from .rope import EPS32, EPS64, GRID, LARGE, RopeProbe, recover_frequencies
 from .rope_scaled_frequency import FREQ_TOL, fit_scaled, name_scaling, nice_bases, reversed_order
+from .expect import expected_rope
+from .half import half_positions
 
 
 def _plane_index(pairing: str, a: int) -> int:
@@ -135,7 +137,6 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
 
 def _check_scaled(M: np.ndarray, m: np.ndarray, theta: np.ndarray, planes, pairing: str, r: int,
                   dim: int, summary: dict, expected: dict) -> Property:
-    from .expect import expected_rope
 
     base, ref, err = fit_scaled(m, theta, r, expected)
     conv = {k: v for k, v in expected.items() if k not in ("kind", "pairing", "fraction")}
@@ -186,7 +187,6 @@ def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing
 
 def _half_positions(probe: RopeProbe, p: int, planes, pairing: str, summary: dict) -> str:
     """Words if the rotation at p is that of p rounded to a half format (see :mod:`.half`)."""
-    from .half import half_positions
 
     try:
         Mp = probe.matrices(np.array([p]))[0]

@@ -32,6 +32,10 @@ from .report import FAIL, NA, PASS, ConformanceReport, Property, fmt
 from .rope import GRID, TOL, check_pairing, check_shift
 from .rope_frequency import check_frequencies
 from .xpos import open_pair_report
+from .rope_scale import scale_value
+from .expect import expected_scaling
+from .rope_scale import norm_property
+from .expect import check_rope_expectation
 
 
 def _conventions(M: np.ndarray, dim: int) -> dict:
@@ -98,7 +102,6 @@ def _same_rotation(Mq: np.ndarray, Mk: np.ndarray, dim: int, summary: dict) -> P
 def _same_factor(scales: dict) -> Property:
     """q and k scaled by the same constant (an attention factor s multiplies cos and sin of both:
     the logit gets s²); one side scaled, or two different scales, change the logit's scale."""
-    from .rope_scale import scale_value
 
     s = {side: scale_value(v) for side, v in scales.items()}
     if set(s) == {"q", "k"} and np.abs(scales["q"] - scales["k"]).max() <= TOL * max(1.0, s["q"]):
@@ -115,8 +118,6 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
     if not ok:
         return report
     props, summary = report.properties, report.summary
-    from .expect import expected_scaling
-    from .rope_scale import norm_property, scale_value
 
     Mq_user, scaled = Mq, expected_scaling(expected, summary)
     scales = {}
@@ -148,6 +149,5 @@ def check_rope_qk(caller: Caller, impl: str, dim: int,
     props.append(check_pairing(Mq, positions, Mbig, summary))
     props.append(check_frequencies(Mq, Mbig, big, dim, summary, expected))
     if expected:
-        from .expect import check_rope_expectation
         props.append(check_rope_expectation(Mq_user, positions, expected, dim, summary, TOL))
     return report

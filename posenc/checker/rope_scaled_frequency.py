@@ -18,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from .report import fmt
+from .expect import expected_rope
 
 # θ recovered from float32 tables is off by ≲ (1 + |ln θ|)·u ≲ 6e-7 relative (θ ≥ 1e-4); a
 # different base or frequency layout changes some θ_m by ≥ 1e-3 relative.
@@ -133,7 +134,6 @@ def name_scaling(m: np.ndarray, theta: np.ndarray, r: int) -> str:
 
 def scaled_theta(expected: dict, base: float, r: int) -> np.ndarray:
     from ..numerics.conventions import rope_frequencies
-    from .expect import expected_rope
 
     conv = {k: v for k, v in expected.items() if k not in ("kind", "pairing", "fraction")}
     conv["base"] = base

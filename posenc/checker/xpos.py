@@ -36,6 +36,7 @@ from ..errors import PosencError
 from .loading import Caller
 from .report import FAIL, PASS, ConformanceReport, Property, fmt
 from .rope import GRID, TOL, RopeProbe, check_shift, classify_pairing, find_planes
+from ..encodings import XPos
 
 
 class XposProbe(RopeProbe):
@@ -191,7 +192,6 @@ def check_decay(Mq: np.ndarray, Mk: np.ndarray, positions: np.ndarray, summary: 
 
 def check_reference(probe: XposProbe, Mq: np.ndarray, Mk: np.ndarray, positions: np.ndarray,
                     expected: Optional[dict], summary: dict) -> Property:
-    from ..encodings import XPos
     from ..numerics.kernels import xpos_decays
     from ..numerics.logits import logits
 

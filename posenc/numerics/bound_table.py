@@ -37,6 +37,7 @@ from .operators import ToeplitzOperator
 from .scaling_rows import scaling_table
 from .per_plane import PLANE_SEEDS, per_plane_ratios
 from .spectra import AUTO_DENSE, spectrum
+from ..encodings import ALiBi, Custom, Hybrid
 
 
 #: Content scales c at which the additive ratio ||cA + B|| / ||cA|| is shown (c = 1: the content
@@ -272,7 +273,6 @@ BASE_BYTES = 200 * 2**20
 
 def _hermitian_kernel(spec: PESpec) -> bool:
     """Whether the spec's Toeplitz matrices are Hermitian by construction (else assume not)."""
-    from ..encodings import ALiBi, Custom, Hybrid
     if isinstance(spec, Hybrid):
         return _hermitian_kernel(spec.additive)
     if isinstance(spec, ALiBi):

@@ -35,6 +35,7 @@ from ..limits import MAX_WIDTH, check_int, check_memory
 from . import bounds as bd
 from .operators import DenseOperator, HadamardOperator, LowRankOperator, SumOperator
 from .spectra import spectrum
+from numpy.lib import format as npf
 
 
 def seeded_content(n: int, rank: int = 8, seed: int = 0) -> LowRankOperator:
@@ -64,7 +65,6 @@ def load_npy(path: str, what: str) -> np.ndarray:
 def npy_header(path: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype from a .npy header, read before any data (so a header that claims a
     1e8 x 1e8 array allocates nothing); checked against the file's size, no object dtypes."""
-    from numpy.lib import format as npf
     size = os.path.getsize(path)
     try:
         with open(path, "rb") as fh:

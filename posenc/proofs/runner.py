@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .claim import FAILED, NOT_APPLICABLE, Claim, LayerMismatch, SymbolicResult
+from ..errors import PosencError
+from ..limits import MAX_EXAMPLES, check_int
 
 #: Examples per search and whether the inputs are the same on every run.
 PROFILES: dict[str, dict[str, Any]] = {
@@ -29,11 +31,9 @@ def _settings(profile: str, examples: Optional[int]):
     from hypothesis import HealthCheck, Phase, settings
 
     if profile not in PROFILES:
-        from ..errors import PosencError
         raise PosencError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     opts = dict(PROFILES[profile])
     if examples is not None:
-        from ..limits import MAX_EXAMPLES, check_int
         opts["max_examples"] = check_int("--examples", examples, MAX_EXAMPLES)
     return settings(max_examples=opts["max_examples"], derandomize=opts["derandomize"],
                     database=None, deadline=None, print_blob=False,

@@ -23,6 +23,7 @@ from ..coerce import shown
 from ..errors import PosencError
 from .report_json import read_report_json, verdict_decision
 from .table import md_code, md_text, md_text_row
+from ..verdicts.words import verdict_word
 
 SECTION = "## Beside the other model code"
 SECTION_PRESET = "## Beside another preset"
@@ -59,7 +60,6 @@ def load_other(path: str | Path, preset: str, mode: str) -> dict[str, Any]:
             raise PosencError(f"{path} holds a verdict without its claim, verdict and "
                               f"measurement: {shown(v, 80)}")
         if "decision" not in v:  # formats 1-2: the verdict is the decision; show it with its regime
-            from ..verdicts.words import verdict_word
             v = dict(v, decision=verdict_decision(v))
             v["verdict"] = verdict_word(v["decision"], other_preset)
         first = kept.setdefault(v["claim"], v)

@@ -29,6 +29,21 @@ from .markdown import ReportInputs, render, report_mode
 from .publish import staged_report
 from .report_json import REPORT_FORMAT
 from .theory_tables import spectral_table, theory_claims
+from .replication import check_same_plan
+from .beside import load_other
+from ..verdicts.dynamics import evaluate_dynamics
+from ..verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate, single_head_layers
+from ..verdicts.trained import trained_criterion
+from ..verdicts.words import regime_of, with_regime
+from .table import value_span as _span
+from . import figures as figs
+from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, recording_text
+from .ablation_source import ablation_source_text
+from .ceiling import task_ceilings
+from ..verdicts.looks import optional_stopping_text, read_record
+from .measured import measured_markdown
+from .replication import replication_markdown, replication_rows
+from .beside import beside_markdown, beside_rows, verdict_seeds
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -159,7 +174,6 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
         raise PosencError(f"no finished experiment runs in {store_root}")
     replica_results = None
     if replica is not None:  # the plan first (configs only): a wrong pairing costs nothing
-        from .replication import check_same_plan
         check_same_plan(_done_configs(store_root), _done_configs(Path(replica)), str(replica))
         replica_results, _ = _load_results(Path(replica))
         if not replica_results:
@@ -170,7 +184,6 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
                               f"with {store_root}: a replication needs a disjoint seed set")
     other = None
     if beside is not None:  # checked before any work: a wrong comparison costs nothing
-        from .beside import load_other
         other = (relative_to_store(beside, store_root),
                  load_other(beside, preset or results[0].summary["preset"], report_mode(results)))
     with staged_report(store_root) as tmp:  # written beside the old report, swapped in whole
@@ -227,19 +240,6 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   beside: Optional[tuple[str, dict[str, Any]]] = None) -> None:
     from ..empirical.analysis.ablation import AblationTable
     from ..empirical.analysis.plots import ablation_strip_plot
-    from ..verdicts.dynamics import evaluate_dynamics
-    from ..verdicts.accuracy_deposit import (accuracy_table, deposit_table, evaluate,
-                                             single_head_layers)
-    from ..verdicts.trained import trained_criterion
-    from ..verdicts.words import regime_of, with_regime
-    from .table import value_span as _span
-    from . import figures as figs
-    from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, \
-        recording_text
-    from .ablation_source import ablation_source_text
-    from .ceiling import task_ceilings
-    from ..verdicts.looks import optional_stopping_text, read_record
-    from .measured import measured_markdown
 
     stopping = read_record(store_root)  # a bad record is refused before any work
     results.sort(key=lambda r: (r.task, r.role, r.seed))
@@ -277,7 +277,6 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     replication_lines: list[str] = []
     replication_payload = None
     if replica is not None:
-        from .replication import replication_markdown, replication_rows
         replica_name, replica_results = replica
         second = with_regime(evaluate(replica_results) + evaluate_dynamics(replica_results),
                              regime_of(replica_results))
@@ -291,7 +290,6 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
     beside_lines: list[str] = []
     beside_payload = None
     if beside is not None:
-        from .beside import beside_markdown, beside_rows, verdict_seeds
         other_path, other = beside
         beside_payload = beside_rows([v.to_dict() for v in verdicts], other["verdicts"])
         beside_lines = beside_markdown(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .table import md_header, md_row
+from ..verdicts.dynamics import PREDICTORS, null_check, prediction_table, random_sign_null
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -74,7 +75,6 @@ def dynamics_markdown(dyn_results: list[ExperimentResult],
                       recording: str) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload); ``recording``: how often the runs
     recorded (:func:`recording_text` of their configs)."""
-    from ..verdicts.dynamics import PREDICTORS, null_check, prediction_table, random_sign_null
 
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
              "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`: "

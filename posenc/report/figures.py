@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 
 from ..roles import PARTIAL_ROPE
 from .measured import site_order
+from ..verdicts.accuracy_deposit import layer_means
 
 
 def _plt():
@@ -150,7 +151,6 @@ def deposit_heatmap(deposits: dict[str, list[list[Optional[float]]]], path: Path
     (:func:`~posenc.verdicts.accuracy_deposit.layer_means`); grey "-" where it matters on none."""
     import numpy as np
 
-    from ..verdicts.accuracy_deposit import layer_means
     plt = _plt()
     roles = list(deposits)
     means = [layer_means(rows) for rows in deposits.values()]

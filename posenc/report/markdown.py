@@ -22,6 +22,10 @@ from .measured import site_order
 from .table import md_header, md_row
 from .table import value_span as _span
 from .theory_tables import THEORY_EXAMPLES
+from ..verdicts.words import PAPER_PRESET
+from .replication import exact_cell
+from ..verdicts.trained import FIXED_BUDGET_RISE, FIXED_BUDGET_SPAN, stopping_table, trained_criterion
+from ..verdicts.trained import fixed_budget
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -128,7 +132,6 @@ def _header(inp: ReportInputs) -> list[str]:
 def words_text(verdicts: list[Any]) -> str:
     """The report's statement of its verdict words (:mod:`posenc.verdicts.words`) and of the
     exact test beside each interval (:mod:`posenc.verdicts.exact`)."""
-    from ..verdicts.words import PAPER_PRESET
     regimes = sorted({v.regime for v in verdicts if v.regime})
     regime = ", ".join(regimes) or "not recorded"
     scaled = [r for r in regimes if r != PAPER_PRESET]
@@ -216,7 +219,6 @@ def _verdicts(inp: ReportInputs) -> list[str]:
     """The headline table; with a replication, this seed set's word, the replication's and the
     replicated verdict (decided only where both agree, in bold: the word a reader takes away)."""
     rows = {r["claim"]: r for r in inp.replicated}
-    from .replication import exact_cell
     head = ["claim", "statement", "statistic", "paper", "measured: mean [95% CI]", "seeds",
             "seeds agreeing", "resolves", "sign-flip p", "verdict"]
     if rows:
@@ -289,8 +291,6 @@ def _accuracy(inp: ReportInputs) -> list[str]:
 
 def _training(inp: ReportInputs) -> list[str]:
     """Where each PE's runs stopped, and the trained criterion (posenc.verdicts.trained)."""
-    from ..verdicts.trained import FIXED_BUDGET_RISE, FIXED_BUDGET_SPAN, stopping_table, \
-        trained_criterion
     table = stopping_table(inp.results)
     fixed = sum(row["fixed"] for row in table.values())
     total = sum(row["runs"] for row in table.values())
@@ -505,7 +505,6 @@ def _epochs(results: list[Any]) -> str:
     stops = [r.summary.get("early_stopping") for r in results]
     if not stops or not all(isinstance(s, dict) for s in stops):
         return f"{_span(trained)} epochs"
-    from ..verdicts.trained import fixed_budget
     if all(fixed_budget(s) for s in stops):  # (paper-small: every epoch runs, as the paper code)
         return f"a fixed budget of {_span(trained)} epochs (no early stopping: a patience of " \
                "the maximum; the best validation epoch's weights kept)"

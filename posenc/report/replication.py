@@ -17,6 +17,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from ..errors import PosencError
 from .table import md_header, md_row
+from ..verdicts.words import verdict_word
 
 SECTION = "## Replication on a second seed set"
 DECIDED = ("confirmed", "against", "ceiling")
@@ -44,7 +45,6 @@ def replicated(first: Any, second: Any, names: Sequence[str] = ("the first seed 
     interval's one-sided level); when a test does not, the word is ``undecided (sign-flip p
     ... on SEEDS)``.  A ceiling needs both sets at the ceiling (a rule, not a test).  The word
     names the regime (:func:`~posenc.verdicts.words.verdict_word`)."""
-    from ..verdicts.words import verdict_word
     both = agreement(first.verdict, second.verdict if second is not None else "missing")
     if both == "ceiling":
         return both, verdict_word(both, first.regime)

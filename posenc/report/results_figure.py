@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from ..atomic import atomic_savefig
 
 if TYPE_CHECKING:
     from .results_page import Regime
@@ -70,7 +71,6 @@ def regime_figure(reg: Regime, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..atomic import atomic_savefig
 
     names, accs, pairs = regime_data(reg)
     tasks = sorted({t for a in accs for t in a})

@@ -29,6 +29,10 @@ from ..errors import PosencError
 from .beside import verdict_seeds
 from .report_json import read_report_json, verdict_decision
 from .table import md_header, md_row, value_span
+from ..verdicts.measured import DEPOSIT_DROP, NC2_READINGS, OTHER_HEADS, deposit_depth
+from ..training_presets import TRAINING_PRESETS
+from ..atomic import atomic_write_text
+from .results_figure import regime_figure
 
 #: the anchor's claims: NC2's readings and AD, measured on its one run of each role
 ANCHOR_CLAIMS = ("NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)", "AD")
@@ -232,7 +236,6 @@ def _layer_drops(result: Any) -> list[list[float]]:
 def anchor_rows(anchor: Anchor, statements: dict[str, str]) -> list[list[str]]:
     """The anchor's rows: per role, NC2's readings and AD's two conditions on its one run (no
     interval, so no verdict)."""
-    from ..verdicts.measured import DEPOSIT_DROP, NC2_READINGS, OTHER_HEADS, deposit_depth
 
     rows = []
     for res in anchor.results:
@@ -287,7 +290,6 @@ def _anchor_lines(reg: Regime, out_dir: Path, statements: dict[str, str]) -> lis
 
 def render_page(regs: Sequence[Regime], out_dir: Path, figure_dir: Path) -> str:
     """The page's Markdown (figures named relative to ``out_dir``)."""
-    from ..training_presets import TRAINING_PRESETS
 
     statements = {v["claim"]: v["statement"] for reg in regs for s in reg.sets
                   for v in s.payload["verdicts"]}
@@ -330,8 +332,6 @@ def render_page(regs: Sequence[Regime], out_dir: Path, figure_dir: Path) -> str:
 def build_results(sources: Sequence[str | Path], out: str | Path) -> Path:
     """Read every source (all checked before anything is written), write the figures beside
     ``out`` (``OUT_STEM/REGIME.png``) and then the page, each file atomically."""
-    from ..atomic import atomic_write_text
-    from .results_figure import regime_figure
 
     out = Path(out)
     if out.suffix != ".md":

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from .. import __version__
+from ..proofs.registry import all_claims
+from ..proofs.runner import run_claim
 
 THEORY_EXAMPLES = 10  # Hypothesis examples per theory claim in the report (posenc verify has more)
 
 
 def theory_claims(store_root: Path) -> list[dict[str, Any]]:
     """Every registered claim run with THEORY_EXAMPLES examples, cached in STORE/theory_claims.json."""
-    from .. import __version__
     from ..empirical.pipeline.store import atomic_write_json
-    from ..proofs.registry import all_claims
-    from ..proofs.runner import run_claim
 
     cache = store_root / "theory_claims.json"
     ids = [c.id for c in all_claims()]

@@ -44,6 +44,7 @@ from ..empirical.config import apply_overrides, check_overrides, paper_code_task
 from ..empirical.paper_specs import paper_budget, paper_code_fields
 from ..empirical.pipeline.experiment import LATENT_MODE, ExperimentConfig
 from ..empirical.pipeline.sweep import Job
+from ..empirical.analysis.dynamics import DynamicsConfig
 
 #: role -> spec, per model-code mode (the roles and their specs: :data:`posenc.roles.ROLES`)
 CLEAN_PES = {r.name: r.spec for r in ROLES}
@@ -172,7 +173,6 @@ class ReproductionPlan:
         return apply_overrides(cfg, {**budget, **fields, **self.overrides})
 
     def experiments(self) -> list[ExperimentConfig]:
-        from ..empirical.analysis.dynamics import DynamicsConfig
         out = []
         record = training_preset(self.preset)
         # test examples of each run's head ablation (every head of every layer, one at a time)

@@ -20,6 +20,13 @@ from .options import ReproduceOptions
 from .plan import ReproductionPlan, replica_of
 from .stores import check_disjoint_stores, check_mode, done_configs, replica_root, stored_records
 from .sweep import run_plan
+from ..empirical.config import check_threads
+from ..empirical.pipeline.store import RunStore
+from .rounds import check_limits
+from ..verdicts.accuracy_deposit import evaluate
+from ..verdicts.dynamics import evaluate_dynamics
+from ..verdicts.looks import optional_stopping_text, read_record, write_record
+from .rounds import until_decided
 
 
 def reproduce(options: ReproduceOptions, log: Callable[[str], None] = print) -> Path:
@@ -31,8 +38,6 @@ def reproduce(options: ReproduceOptions, log: Callable[[str], None] = print) -> 
     naming its PID, or (``wait``) waited for.  If any run failed, the report of the finished runs
     is still written and the failures are logged, then a PosencError says how many failed.
     Ctrl-C stops the sweep: a :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted`."""
-    from ..empirical.config import check_threads
-    from ..empirical.pipeline.store import RunStore
 
     o = options
     check_threads(o.threads)
@@ -42,7 +47,6 @@ def reproduce(options: ReproduceOptions, log: Callable[[str], None] = print) -> 
                                         overrides=dict(o.overrides), first_seed=o.first_seed,
                                         paper_code=o.paper_code)
     if o.until_decided:
-        from .rounds import check_limits
         check_limits(plan.seed_counts(), o.max_seeds, o.batch)
     replica_plan = replica_of(plan, o.replicate_first_seed) if o.replicate else None
     root = Path(o.out or f"posenc-out/{o.preset}" + ("-paper-code" if plan.in_paper_code else ""))
@@ -92,10 +96,6 @@ def _check_stores(o: ReproduceOptions, plan: ReproductionPlan, root: Path,
 def _run_until_decided(o: ReproduceOptions, plan: ReproductionPlan, store: Any,
                        run: dict[str, Any], log: Callable[[str], None]) -> None:
     """The rounds of :mod:`.rounds`, each look recorded in the store; then the warning."""
-    from ..verdicts.accuracy_deposit import evaluate
-    from ..verdicts.dynamics import evaluate_dynamics
-    from ..verdicts.looks import optional_stopping_text, read_record, write_record
-    from .rounds import until_decided
 
     assert o.max_seeds is not None  # (ReproduceOptions: until_decided needs max_seeds)
     max_seeds = o.max_seeds

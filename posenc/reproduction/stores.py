@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PosencError
+from ..empirical.pipeline.store import RunStore
 
 
 def replica_root(root: str | Path) -> Path:
@@ -23,7 +24,6 @@ def replica_root(root: str | Path) -> Path:
 def stored_records(root: Path) -> list[Any]:
     """The runs of the store at ``root`` as it is, created by nothing (none when there is no
     store there yet)."""
-    from ..empirical.pipeline.store import RunStore
 
     if root.exists() and not root.is_dir():
         raise PosencError(f"results store {root} is not a folder")

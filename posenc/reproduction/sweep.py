@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import time
 from typing import Any, Callable, Optional
+from ..empirical.pipeline.store import run_id
+from ..empirical.pipeline.sweep import run_jobs
+from ..empirical.pipeline.kept_files import dropped_files
+from ..empirical.training.runs import CHECKPOINT
+from .progress import SweepProgress, want_bar
+from .plan import WORKER
+from ..empirical.pipeline.experiment_result import ExperimentResult
 
 
 def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, threads: int = 1,
@@ -26,13 +33,7 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     elapsed time, the ETA and the runs in flight.  Ctrl-C: a
     :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted` after the runs in flight
     stopped (:mod:`posenc.empirical.pipeline.interrupt`)."""
-    from ..empirical.pipeline.store import run_id
-    from ..empirical.pipeline.sweep import run_jobs
-    from ..empirical.pipeline.kept_files import dropped_files
-    from ..empirical.training.runs import CHECKPOINT
 
-    from .progress import SweepProgress, want_bar
-    from .plan import WORKER
 
     jobs = plan.jobs(device=device)
     t0 = time.time()
@@ -65,7 +66,6 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
         failed.update(summary.failed)
     if total is not None:
         total[0] += summary.total
-    from ..empirical.pipeline.experiment_result import ExperimentResult
     out = []
     for job in jobs:  # each result checked against the config its run was asked for
         rid = run_id(job.config)

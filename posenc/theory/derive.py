@@ -36,6 +36,7 @@ from .heads import TermSlot, model_expr, split_terms
 from .render import slot_latex, slot_text
 from .symbols import I_POS, J_POS
 from .toeplitz import ToeplitzVerdict, is_identically_zero, prove_toeplitz, reduce_trig
+from ..encodings import MLA
 
 DEFAULT_HEAD_DIM = 4
 DEFAULT_HEADS = 4
@@ -77,7 +78,6 @@ def derive(spec: Union[PESpec, str], *, head_dim: Optional[int] = None,
         if value > limit:
             raise PosencError(f"{name} {value} exceeds the limit {limit} of the symbolic "
                               f"derivation (its proofs grow steeply with the sizes)")
-    from ..encodings import MLA
     if isinstance(spec, MLA):                        # latent widths size symbolic matrices too
         spec.refuse_non_toeplitz()
         for name in ("kv_latent", "q_latent", "rope_dim"):

@@ -65,6 +65,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Sequence
+from .exact import sign_flip_p
+from .words import verdict_word
+from .exact import exact_check
 
 VERDICTS = ("confirmed", "against", "inconclusive", "ceiling")
 #: points below its task's Bayes ceiling at or above which a PE's mean accuracy is at the ceiling
@@ -200,7 +203,6 @@ def judge(values: Sequence[float], threshold: float = 0.0, predicted: str = "abo
     side = (lambda v: v > threshold) if predicted == "above" else (lambda v: v < threshold)
     shown = [iv.low, iv.high] if bounds is None else [max(iv.low, bounds[0]),
                                                        min(iv.high, bounds[1])]
-    from .exact import sign_flip_p
     return {"verdict": decide(iv, threshold, predicted), "n": iv.n, "estimate": iv.estimate,
             "interval": shown, "values": vals, "threshold": threshold,
             "predicted": predicted, "agree": sum(1 for v in vals if side(v)),
@@ -302,7 +304,6 @@ class Verdict:
     @property
     def word(self) -> str:
         """What the report shows: the decision with its regime (:func:`~.words.verdict_word`)."""
-        from .words import verdict_word
         return verdict_word(self.verdict, self.regime)
 
     def to_dict(self) -> dict[str, Any]:
@@ -405,7 +406,6 @@ def verdict_from_parts(claim: str, statement: str, statistic: str, paper: str,
         if i != primary:
             p["verdict"] = SHOWN
     judged = parts[primary]
-    from .exact import exact_check
     return Verdict(claim=claim, statement=statement, statistic=statistic, paper=paper,
                    measured=measured_text(parts, digits), verdict=combine([judged["verdict"]]),
                    seeds=judged["n"], parts=parts,

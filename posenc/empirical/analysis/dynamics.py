@@ -81,6 +81,7 @@ from .early_window import default_early_steps
 from .sign_flip import quantised
 from ..model.transformer import Transformer
 from ..tasks import TaskData
+from ..model.mla import MLAAttention
 
 DYNAMICS = "dynamics.jsonl"  # the file's name before compression (stored_file finds either)
 FORMAT = 1
@@ -136,7 +137,6 @@ def _rotary_layout(attn: torch.nn.Module) -> Optional[tuple[torch.Tensor, torch.
     rot = getattr(attn, "rotary", None)
     if rot is None:
         return None
-    from ..model.mla import MLAAttention
     start = attn.head_dim if isinstance(attn, MLAAttention) else 0  # MLA: q = [content, rope]
     planes = rot.planes()
     a = torch.tensor([start + p[0] for p in planes], dtype=torch.long)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .dynamics_summary import nan_of, summarize_run
+from ...atomic import atomic_savefig
+from .dynamics import read_dynamics_file
 
 
 def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | Path,
@@ -61,7 +63,6 @@ def plot_dynamics(header: dict, records: list[dict], summary: dict, path: str | 
 def _save(fig, path: str | Path, dpi: int) -> Path:
     import matplotlib.pyplot as plt
 
-    from ...atomic import atomic_savefig
     fig.tight_layout()
     try:
         return atomic_savefig(fig, path, dpi)
@@ -76,7 +77,6 @@ def plot_comparison(run_dirs: list[str | Path], path: str | Path, dpi: int = 80)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .dynamics import read_dynamics_file
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     styles: dict[str, str] = {}
     for run in run_dirs:

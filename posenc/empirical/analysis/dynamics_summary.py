@@ -50,6 +50,7 @@ from typing import Any, Optional
 from ...errors import PosencError
 from .early_window import default_early_steps
 from .sign_flip import sign_flip_test, window_signals
+from .dynamics import read_dynamics_file
 
 
 def nan_of(x: Optional[float]) -> float:
@@ -216,7 +217,6 @@ def summarize(header: dict[str, Any], records: list[dict[str, Any]],
 
 def summarize_run(run_dir: str | Path, early_steps: Optional[int] = None) -> dict[str, Any]:
     """:func:`summarize` of a run folder (its ablation_zero.json, if any, names the deposit)."""
-    from .dynamics import read_dynamics_file
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise PosencError(f"run folder {run_dir} does not exist")

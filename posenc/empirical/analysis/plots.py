@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .ablation import AblationTable
+from ...atomic import atomic_savefig
 
 
 def ablation_strip_plot(tables: AblationTable | Sequence[AblationTable], path: str | Path,
@@ -63,7 +64,6 @@ def ablation_strip_plot(tables: AblationTable | Sequence[AblationTable], path: s
     if not one and seeds is not None:
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    from ...atomic import atomic_savefig
     try:
         return atomic_savefig(fig, path, dpi=120)
     finally:

@@ -40,6 +40,20 @@ from ...encodings import MLA
 from ...errors import PosencError
 from ..analysis.latent_ablation import MODE as LATENT_MODE
 from ..config import TrainConfig, stored_config
+import torch
+from ..tasks import TaskData
+from ..analysis.dynamics import DynamicsConfig
+from ..analysis.dynamics import dynamics_file, read_dynamics_file
+from ..training.train import train
+from ..analysis.ablation import ablate
+from ..bayes_ceiling import length_only_rate, recorded_ceiling
+from ..analysis.probe import position_probe
+from ..analysis.table_mean import mean_table_accuracy
+from ..training.schedule import OptimizerSchedule
+from ..training.runs import load_run
+from ..training.train import evaluate, resolve_device
+from ..training.trace import read_trace, summarize_trace
+from ..analysis.dynamics_summary import summarize
 
 
 #: what a run's head ablation reads: its test split, or the whole data set (train then test)
@@ -50,8 +64,6 @@ def ablation_source(split: Any, which: str) -> Any:
     """The examples ``which`` (:data:`ABLATION_DATA`) names, from a run's train/test ``split``."""
     if which == "test":
         return split.test
-    import torch
-    from ..tasks import TaskData
     tr, te = split.train, split.test
     return TaskData(torch.cat([tr.tokens, te.tokens]), torch.cat([tr.labels, te.labels]),
                     torch.cat([tr.lengths, te.lengths]), te.n_classes)
@@ -76,7 +88,6 @@ class ExperimentConfig:
             raise PosencError(f"ablation_data must be one of {', '.join(ABLATION_DATA)}; "
                               f"got {self.ablation_data!r}")
         if self.dynamics is not None:
-            from ..analysis.dynamics import DynamicsConfig
             DynamicsConfig.from_dict(self.dynamics)  # validates
             if "zero" not in self.ablation_modes:
                 raise PosencError("dynamics needs the zero ablation (it names the deposit head)")
@@ -111,7 +122,6 @@ class ExperimentConfig:
 
 
 def _dynamics_complete(folder: Path, dyn: Any) -> bool:
-    from ..analysis.dynamics import dynamics_file, read_dynamics_file
     if dynamics_file(folder) is None:
         return False
     try:
@@ -124,20 +134,17 @@ def _dynamics_complete(folder: Path, dyn: Any) -> bool:
 def chance_rate(data: Any) -> float:
     """The accuracy of always answering the most frequent label of ``data`` (a TaskData): the
     task's chance rate as the verdicts use it (a PE within a few points of it learned nothing)."""
-    import torch
     return float(torch.bincount(data.labels).max()) / max(1, len(data))
 
 
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """Train, ablate every head in every layer, probe position; see the module doc."""
-    from ..training.train import train
 
     cpu_start = time.process_time()
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
     dyn = None
     if exp.dynamics is not None:
-        from ..analysis.dynamics import DynamicsConfig
         dyn = DynamicsConfig.from_dict(exp.dynamics)
         # a finished run whose dynamics file is missing or incomplete cannot be re-recorded by
         # resuming: start over (the sweep's run folder belongs to this config alone)
@@ -157,13 +164,6 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     summary's ``cpu_seconds`` is then the CPU time of the whole call (training, ablation,
     probe; every thread of the process: with one torch thread, the run's own cost whatever
     the machine's load; a run resumed part-way counts only its last call)."""
-    from ..analysis.ablation import ablate
-    from ..bayes_ceiling import length_only_rate, recorded_ceiling
-    from ..analysis.probe import position_probe
-    from ..analysis.table_mean import mean_table_accuracy
-    from ..training.schedule import OptimizerSchedule
-    from ..training.runs import load_run
-    from ..training.train import evaluate, resolve_device
 
     # ablate and probe where it trained; the checkpoint must be of the config just trained
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
@@ -217,14 +217,11 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     out = {"summary": summary, "ablation": ablations, "probe": probe, "metrics": list(res.metrics)}
     if table_mean is not None:
         out["table_mean"] = table_mean
-    from ..training.trace import read_trace, summarize_trace
     trace = read_trace(folder, cfg.run_id())
     if trace is not None:  # under early stopping: up to the kept epoch (summarize_trace)
         kept = None if res.early_stopping is None else int(res.early_stopping["best_epoch"])
         out["trace"] = summarize_trace(*trace, kept_epoch=kept)
     if dyn is not None and not broken:
-        from ..analysis.dynamics import read_dynamics_file
-        from ..analysis.dynamics_summary import summarize
         header, records = read_dynamics_file(Path(folder))
         out["dynamics"] = summarize(header, records, ablation=ablations["zero"])
     return out

@@ -17,6 +17,9 @@ from typing import Any, Optional, Union
 
 from ...coerce import is_int
 from ...errors import PosencError
+from ..config import config_from_dict
+from ..bayes_ceiling import length_only_rate, recorded_ceiling
+from ..training.schedule import OptimizerSchedule
 
 
 #: the measurements of a result beside its summary, and their JSON types
@@ -26,7 +29,6 @@ _KIND_NAMES = {dict: "object", list: "array"}
 
 
 def _train_config(config: dict[str, Any], where: str) -> Any:
-    from ..config import config_from_dict
     try:
         return config_from_dict(config.get("train", config))
     except PosencError as e:
@@ -38,7 +40,6 @@ def _of_task(config: dict[str, Any], where: str) -> dict[str, float]:
     (:func:`~posenc.empirical.bayes_ceiling.length_only_rate`, exact) and ``bayes_ceiling``
     (:func:`~posenc.empirical.bayes_ceiling.recorded_ceiling`, cached per configuration) -- for
     results stored before runs recorded them."""
-    from ..bayes_ceiling import length_only_rate, recorded_ceiling
     task = _train_config(config, where).task
     return {"length_rate": length_only_rate(task), "bayes_ceiling": recorded_ceiling(task)}
 
@@ -47,7 +48,6 @@ def _schedule(config: dict[str, Any], metrics: Any, where: str) -> Optional[dict
     """The run's optimiser schedule (:class:`~posenc.empirical.training.schedule.OptimizerSchedule`)
     from its config and metrics, for results stored before runs recorded it; None without
     metrics."""
-    from ..training.schedule import OptimizerSchedule
     if not metrics:
         return None
     got = OptimizerSchedule.of_run(_train_config(config, where), metrics)
@@ -89,7 +89,6 @@ class ExperimentResult:
         """The run's :class:`~posenc.empirical.training.schedule.OptimizerSchedule` (its
         ``summary["schedule"]``); None when not recorded (a result of a run measured before it
         was, read without its config)."""
-        from ..training.schedule import OptimizerSchedule
         data = self.summary.get("schedule")
         where = f"run {self.id}" if self.id else "an experiment result"
         return None if data is None else OptimizerSchedule.from_dict(data, where)

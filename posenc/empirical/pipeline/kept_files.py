@@ -34,6 +34,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ...errors import PosencError
+from ..analysis.dynamics import DYNAMICS
+from ..training.runs import CONFIG, METRICS, RESULT
+from .store import RESULT_FILE
+from ..training.runs import CHECKPOINT
+from ..training.trace import TRACE
+from ..analysis.dynamics import dynamics_file
+from .experiment_result import ExperimentResult
+from .store import CONFIG_FILE, META_FILE, run_id
 
 #: the flag of ``posenc reproduce`` that trains incomplete runs of its plan again
 RETRAIN_FLAG = "--retrain-incomplete"
@@ -41,9 +49,6 @@ RETRAIN_FLAG = "--retrain-incomplete"
 
 def kept_files(result: dict[str, Any]) -> list[str]:
     """The files a finished experiment run's folder holds, given its ``result.json`` (a dict)."""
-    from ..analysis.dynamics import DYNAMICS
-    from ..training.runs import CONFIG, METRICS, RESULT
-    from .store import RESULT_FILE
 
     names = [RESULT_FILE, CONFIG, RESULT, METRICS]
     names += [f"ablation_{mode}.json" for mode in sorted(result.get("ablation") or {})]
@@ -58,8 +63,6 @@ def dropped_files() -> tuple[str, ...]:
     """The working files ``posenc reproduce`` removes from a run's folder before its commit
     (unless ``--keep-checkpoints``): the checkpoint, and the per-step trace, whose statistics
     the result holds (a finished run is never resumed, so neither is read again)."""
-    from ..training.runs import CHECKPOINT
-    from ..training.trace import TRACE
     return (CHECKPOINT, TRACE)
 
 
@@ -67,7 +70,6 @@ def missing_file(folder: Path, result: dict[str, Any]) -> Optional[str]:
     """The first of :func:`kept_files` that ``folder`` lacks (None: it holds them all); the
     dynamics file counts in either form (:func:`~posenc.empirical.analysis.dynamics.dynamics_file`),
     every other file only as it is named."""
-    from ..analysis.dynamics import DYNAMICS, dynamics_file
 
     def holds(name: str) -> bool:
         return dynamics_file(folder) is not None if name == DYNAMICS else (folder / name).is_file()
@@ -75,7 +77,6 @@ def missing_file(folder: Path, result: dict[str, Any]) -> Optional[str]:
 
 
 def has_checkpoint(folder: Path) -> bool:
-    from ..training.runs import CHECKPOINT
     return (folder / CHECKPOINT).is_file()
 
 
@@ -97,8 +98,6 @@ def incomplete_runs(store: Any) -> list[Incomplete]:
     is known (from its run.json, the index or its config) to be of another kind than
     ``experiment`` is not checked: such runs keep the store's rule (one without its result is
     redone)."""
-    from .experiment_result import ExperimentResult
-    from .store import CONFIG_FILE, META_FILE, RESULT_FILE, run_id
 
     known = {rec.id: rec for rec in store.records()}
     out = []

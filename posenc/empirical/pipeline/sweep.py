@@ -57,6 +57,10 @@ from ...errors import PosencError
 from . import interrupt as stopping
 from .interrupt import SigintGuard, SweepInterrupted, running, signal_processes, worker_signals
 from .store import RunStore
+import torch
+from ..config import check_threads
+from .kept_files import incomplete_runs, refuse_incomplete
+from .store import run_id
 
 BACKENDS = ("local", "ray")
 
@@ -87,7 +91,6 @@ def resolve_worker(path: str) -> Callable[[dict, str, int], dict]:
 
 def _call_worker(worker: str, config: dict, folder: str, threads: int) -> dict:
     if threads > 0:
-        import torch
         torch.set_num_threads(threads)
     return resolve_worker(worker)(config, folder, threads)
 
@@ -175,7 +178,6 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
-    from ..config import check_threads
 
     if backend not in BACKENDS:
         raise PosencError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -200,8 +202,6 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
               retrain_incomplete: bool = False,
               on_start: Callable[[str, Job], None] | None = None,
               on_plan: Callable[[SweepSummary], None] | None = None) -> SweepSummary:
-    from .kept_files import incomplete_runs, refuse_incomplete
-    from .store import run_id
 
     store.heal()
     summary = SweepSummary()

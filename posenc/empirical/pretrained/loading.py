@@ -20,6 +20,9 @@ from typing import Any, Iterator, Optional
 from ...encodings.hf_local import LocalModel
 from ...errors import PosencError
 from .families import Family, family
+import torch
+from ...encodings.hf_read import read_hf_config
+from .families import layout
 
 
 #: the files a model folder's tokenizer is read from (one of them suffices)
@@ -61,7 +64,6 @@ def check_supported(where: LocalModel) -> Optional[Family]:
     anything is loaded; None for a GGUF file (its config is read when it loads)."""
     if where.config_path is None:
         return None
-    from ...encodings.hf_read import read_hf_config
 
     config, _ = read_hf_config(where.config_path)
     return family(config.get("model_type"))
@@ -69,7 +71,6 @@ def check_supported(where: LocalModel) -> Optional[Family]:
 
 def load(where: LocalModel) -> Loaded:
     """The model at ``where``, ready for :func:`~.sweep.sweep`."""
-    import torch
     import transformers
 
     _quiet()
@@ -116,7 +117,6 @@ def vocab_size(model: Any) -> int:
 
 
 def describe(model: Any, source: Optional[str] = None) -> dict[str, Any]:
-    from .families import layout
 
     lay = layout(model)
     return {"source": source, "model_type": lay.model_type, "class": type(model).__name__,

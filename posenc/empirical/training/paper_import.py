@@ -40,6 +40,11 @@ import torch
 
 from ...encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
 from ...errors import PosencError
+from ..config import apply_overrides, paper_code_task_fields_for
+from ..config import preset as make_preset
+from ..paper_specs import paper_code_fields
+from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
+from .trigger_vocab import trigger_ids as resolve_triggers
 
 TRANS_PES = ("nope", "absolute", "alibi", "relative", "random", "rope")
 PAPER_PE_NAMES = TRANS_PES + ("partialrope:K", "mla")
@@ -220,11 +225,6 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     the words ``triggers`` looked up in the tokenizer vocabulary ``vocab``
     (:func:`~.trigger_vocab.trigger_ids`; a count checkpoint's trigger count is the number of
     ids).  Nothing is written unless everything checks out."""
-    from ..config import apply_overrides, paper_code_task_fields_for
-    from ..config import preset as make_preset
-    from ..paper_specs import paper_code_fields
-    from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
-    from .trigger_vocab import trigger_ids as resolve_triggers
 
     file, out = Path(file), Path(out)
     if out.exists() or out.is_symlink():  # (a dangling link exists too)

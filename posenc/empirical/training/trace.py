@@ -38,6 +38,7 @@ import torch
 
 from ...atomic import atomic_write_text
 from ...errors import PosencError
+from ..model.pe.bias import TableBias
 
 TRACE = "trace.jsonl"
 FORMAT = 1
@@ -46,7 +47,6 @@ FORMAT = 1
 def table_magnitudes(model: torch.nn.Module, seq_len: int) -> Optional[dict[str, list[float]]]:
     """RMS and head-centred RMS of each layer's learned per-offset bias table over the offsets
     |k| <= min(max_distance, seq_len - 1); None when the model has no such table."""
-    from ..model.pe.bias import TableBias
     raw, centred = [], []
     for block in getattr(model, "blocks", []):
         b = getattr(block.attn, "bias", None)

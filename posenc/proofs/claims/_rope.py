@@ -14,6 +14,7 @@ import numpy as np
 
 from ...encodings import RoPE
 from ...numerics.logits import plane_indices
+from ...numerics.kernels import kernel
 
 
 def complexify(X: np.ndarray, pairing: str, r: int) -> np.ndarray:
@@ -24,7 +25,6 @@ def complexify(X: np.ndarray, pairing: str, r: int) -> np.ndarray:
 
 
 def rope_kernel(base: float, pairing: str, n: int, d: int):
-    from ...numerics.kernels import kernel
     return kernel(RoPE(base=base, pairing=pairing), n, head_dim=d, n_heads=1)
 
 

@@ -25,6 +25,7 @@ from ...encodings import MLA
 from ..claim import FAILED, PROVED, Claim, SymbolicResult, agree, require
 from ..strategies import fmt, int_matrix
 from ._rope import complexify
+from ...numerics.kernels import kernel
 
 D = 4            # head dim = model dim = latent widths; rope_dim 2 (one plane), per the catalogue
 
@@ -62,7 +63,6 @@ def _arrays(ex: dict) -> dict:
 
 def _numeric_paths(ex: dict) -> tuple[np.ndarray, np.ndarray]:
     """(content path, RoPE path) logits (n, n) from numpy matmuls and numerics' planes E_m."""
-    from ...numerics.kernels import kernel
 
     x = ex["x"]                                                            # (n, D)
     qc = x @ ex["W_dq"].T @ ex["W_uq"][0].T                                # (n, d)

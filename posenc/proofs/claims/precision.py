@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from ...encodings import RoPE
 from ..claim import NOT_APPLICABLE, Claim, SymbolicResult, Variant, require
+from ...encodings import Custom
 
 EPS64 = float(np.finfo(np.float64).eps)
 HEAD_DIM = 64
@@ -37,7 +38,6 @@ def _theta(base: float, m: int) -> float:
 
 
 def _numerics_entry(ex: dict) -> complex:
-    from ...encodings import Custom
     from ...numerics.kernels import kernel
     # θ_m from numerics' RoPE convention; the one-plane kernel builds E_0 = e^{iθ k} by the same
     # code path as a RoPE kernel's plane(m), without the O(n·planes) average kernel (n ~ 10^6).
@@ -69,7 +69,6 @@ def inputs():
 
 
 def _report() -> dict:
-    from ...encodings import Custom
     from ...numerics.kernels import kernel
 
     positions = (10**3, 10**4, 10**5, 10**6)
