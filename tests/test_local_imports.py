@@ -30,11 +30,12 @@ HEAVY = frozenset({"torch", "sympy", "scipy", "numpy", "matplotlib", "transforme
 #: modules that exist on some platforms only (imported where used, under a guard)
 PLATFORM = frozenset({"resource", "ctypes", "fcntl", "msvcrt", "winreg", "_winapi"})
 #: modules whose laziness is the point: the front door and the command line
+#: (a module itself, or a package and every module in it: posenc.commands)
 FACES = ("posenc", "posenc.cli", "posenc.commands")
 
 
 def _is_face(module: str) -> bool:
-    return module in ("posenc", "posenc.cli") or module.startswith("posenc.commands")
+    return module in FACES or any(module.startswith(f + ".") for f in FACES if f != "posenc")
 
 
 def _targets(node: ast.Import | ast.ImportFrom, module: str, is_pkg: bool,
@@ -112,14 +113,15 @@ class Weights:
     def targets(self, node: ast.Import | ast.ImportFrom, module: str) -> list[str]:
         return _targets(node, module, self.mods[module].name == "__init__.py", self.mods)
 
-    def _edges(self, name: str) -> set[str]:
+    @lru_cache(maxsize=None)
+    def _edges(self, name: str) -> frozenset[str]:
         """What importing module ``name`` runs next: its module-level imports' targets and
         their packages (not the packages ``name`` lies in: those are already running)."""
         out: set[str] = set()
         for node in _module_level(self.trees[name]):
             for t in self.targets(node, name):
                 out.update(p for p in _with_parents(t) if not name.startswith(p + "."))
-        return out
+        return frozenset(out)
 
     @lru_cache(maxsize=None)
     def of(self, name: str) -> frozenset[str]:

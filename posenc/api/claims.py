@@ -53,7 +53,6 @@ def verify(ids: Optional[Sequence[str] | str] = None, *, profile: str = "ci",
 def iter_verify(ids: Optional[Sequence[str] | str] = None, *, profile: str = "ci",
                 examples: Optional[int] = None) -> Iterator[ClaimResult]:
     """:func:`verify` one claim at a time (the CLI prints each row as it finishes)."""
-
     if profile not in PROFILES:
         raise PosencError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     if examples is not None and (not is_int(examples)

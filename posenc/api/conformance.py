@@ -33,7 +33,6 @@ def check(fn: Callable[..., Any] | str, kind: Optional[str] = None, *, head_dim:
     probe inputs, the wrong output shape, exiting, crashing, past the time limit) raises
     PosencError.
     """
-
     if dim is not None and head_dim is not None:
         raise PosencError(f"posenc.check: head_dim={head_dim} and dim={dim} name the same size "
                           f"(dim is head_dim's former name): give head_dim alone")

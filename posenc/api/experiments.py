@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # torch is imported only when a function runs
     from ..empirical.pretrained.result import PretrainedAblation
     from ..empirical.training.runs import Run
 
-BACKENDS = ("local", "ray")
 #: Keyword options that ablate() passes on to posenc.empirical.analysis.ablation.ablate.
 ABLATE_OPTIONS = frozenset({"batch_size", "seed", "batched", "layers", "distances", "expand"})
 
@@ -155,7 +154,6 @@ def ablate(run: Any, mode: Optional[str] = None, *, examples: Optional[int] = No
     options go to :func:`posenc.empirical.analysis.ablation.ablate` (batch_size, seed, layers, ...).
     Returns an :class:`~posenc.empirical.analysis.ablation.AblationTable` (``posenc.AblationResult``).
     """
-
     if is_pretrained(run):
         unknown = sorted(set(options) - PRETRAINED_OPTIONS)
         if unknown or save or device is not None:

@@ -66,7 +66,6 @@ def ablate_pretrained(source: Any, mode: Optional[str] = None, *, unit: str = "h
     ``length`` its size, ``seed`` its draw (and resample's derangement), ``text`` the text of the
     text probes (default: the text posenc ships).  Returns a
     :class:`~posenc.empirical.pretrained.result.PretrainedAblation`."""
-
     from ..empirical.pretrained import probes as P
     from ..empirical.pretrained.loading import describe, load, vocab_size
     from ..empirical.pretrained.result import assemble

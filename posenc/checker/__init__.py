@@ -36,21 +36,18 @@ import numpy as np
 
 from ..coerce import is_int
 from ..errors import PosencError
-from .expect import parse_expect
+from .expect import parse_expect, expected_scaling, check_rope_expectation
 from .isolation import DEFAULT_TIMEOUT, check_target
 from .kinds import IMPL_KINDS, SIGNATURES, check_kind, check_max_positions
 from .loading import Caller, load_callable
 from .report import FAIL, INFO, NA, PASS, CheckReport, ConformanceReport, Property
-from .rope import RopeProbe
+from .rope import RopeProbe, GRID, TOL, check_linear, check_pairing, check_shift
 from .positions import check_positions
-from .rope import GRID, TOL, check_linear, check_pairing, check_shift
 from .rope_frequency import check_drift, check_frequencies
-from .expect import expected_scaling
 from .rope_scale import ScaledProbe, norm_property, scale_value
 from .reach import probe_reach
 from .half import half_tables
 from .rope_dynamic import check_dynamic, wants_dynamic
-from .expect import check_rope_expectation
 from .xpos import check_xpos as check
 from .bias import check_bias
 from .rope_qk import check_rope_qk
@@ -75,7 +72,6 @@ def _bias_probe(caller: Caller) -> tuple[Optional[bool], str]:
 
 
 def _dim_hint(caller: Caller, dim: int) -> str:
-
     rng = np.random.default_rng(0)
     for d in OTHER_DIMS:
         if d == dim:
@@ -91,7 +87,6 @@ def _dim_hint(caller: Caller, dim: int) -> str:
 
 def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = None,
                max_positions: Optional[int] = None) -> ConformanceReport:
-
     _check_dim(dim)
     probe = RopeProbe(caller, dim)
     positions = np.arange(GRID)
@@ -163,7 +158,6 @@ def check_rope(caller: Caller, impl: str, dim: int, expected: Optional[dict] = N
 
 def check_xpos(caller: Caller, impl: str, dim: int,
                expected: Optional[dict] = None) -> ConformanceReport:
-
     _check_dim(dim)
     return check(caller, impl, dim, expected)
 
@@ -182,7 +176,6 @@ def check_callable(fn: Callable[..., Any], kind: Optional[str] = None, *, dim: i
     as a dict.  ``name`` labels the report (default: the function's qualified name).
     ``max_positions``: a rotary function is probed only at positions below it (a position
     table's size); by default the size is detected (see :mod:`.reach`)."""
-
     check_kind(kind)
     check_max_positions(max_positions)
     if not callable(fn):

@@ -130,7 +130,6 @@ def _dtype_hint(biases: dict[int, np.ndarray]) -> str:
     """Words suggesting ``--expect dtype=..`` when, with no dtype stated, every entry is a
     bfloat16 (float16) number and the bias is Toeplitz at that precision (Falcon's ALiBi is
     bf16(slope)·j in bfloat16 on purpose); else ""."""
-
     if roundoff() is not None:
         return ""
     for dtype in FORMATS:

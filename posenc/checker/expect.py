@@ -22,12 +22,11 @@ import numpy as np
 
 from ..encodings import RoPE, rope_scaling
 from ..errors import PosencError
-from .entries import UNIT_ROUNDOFF, same, slope_rtol
+from .entries import UNIT_ROUNDOFF, same, slope_rtol, roundoff, stored_as
 from .report import FAIL, PASS, Property, fmt
 from ..encodings.rope_scaling import DEFAULTS
 from ..encodings.spec_parsing import parse_spec
 from .logit_blocks import Blocks, first_difference, logit_probes
-from .entries import roundoff, stored_as
 from .half import FORMATS
 
 ROPE_KEYS = ("base", "pairing", "fraction")
@@ -268,7 +267,6 @@ def _differences(expected: dict, summary: dict, dim: int) -> list[str]:
 def _logit_difference(M: np.ndarray, R: np.ndarray, tol: float) -> str:
     """Whether the user's logits ⟨f(q,m), f(k,n)⟩ = (M_mᵀM_n)_qk differ from the reference's,
     in words (see :mod:`.logit_blocks`: read through random content, then entry by entry)."""
-
     diff, worst, _ = first_difference(Blocks(M, M), Blocks(R, R), logit_probes(M, M),
                                       logit_probes(R, R), tol, order=lambda i, j: (i, j))
     if diff is None:
@@ -322,7 +320,6 @@ def _dtype_hint(biases: dict, refs: dict) -> str:
     the reference at float16 (else bfloat16) precision -- entries within 4u of each head's
     largest (:func:`.entries.same` under :func:`.entries.stored_as`) -- though not at float32's:
     the evidence of a bias computed in that precision (Falcon's ALiBi is bfloat16); else ""."""
-
     if roundoff() is not None or not refs:
         return ""
     for dtype in reversed(FORMATS):           # the tighter one first: float16, then bfloat16

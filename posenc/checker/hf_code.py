@@ -126,7 +126,6 @@ def rotary_function(data: dict, rotary_dims: int, layer_type: Optional[str] = No
     ``f(x, positions)``; ``layer_type``: the layer group whose rotation it is, for a rotary
     embedding whose ``forward`` takes one (Gemma 3: ``sliding_attention`` or ``full_attention``;
     None: the first of the config's ``layer_types``)."""
-
     import torch
 
     config = hf_config_object(data)
@@ -293,7 +292,6 @@ def check_hf(source: Any, *, expect: Any = None, seq_len: Optional[int] = None,
     -------
     (report, spec, info) : the :class:`ConformanceReport`, the spec string and its info.
     """
-
     spec, info = hf_spec(source, seq_len=seq_len, layers=layers, where=where)
     data = text_config(code if code is not None else source)[0]
     if code is not None and data.get("model_type") != info["model_type"]:

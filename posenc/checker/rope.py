@@ -149,7 +149,6 @@ def check_shift(M: np.ndarray, positions: np.ndarray, K: Optional[np.ndarray] = 
     The blocks are compared through random content first, then entry by entry where that does
     not settle it (see :mod:`.logit_blocks`); the counterexample is the first failing entry in
     the order smallest i + j, then i."""
-
     K = M if K is None else K
     L = logit_probes(M, K)
     diff, worst, exact = first_difference(Blocks(M[:-1], K[:-1]), Blocks(M[1:], K[1:]),

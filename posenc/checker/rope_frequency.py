@@ -137,7 +137,6 @@ def check_frequencies(M: np.ndarray, Mbig: np.ndarray, big: int, dim: int,
 
 def _check_scaled(M: np.ndarray, m: np.ndarray, theta: np.ndarray, planes, pairing: str, r: int,
                   dim: int, summary: dict, expected: dict) -> Property:
-
     base, ref, err = fit_scaled(m, theta, r, expected)
     conv = {k: v for k, v in expected.items() if k not in ("kind", "pairing", "fraction")}
     spec = expected_rope({**conv, "base": base, "pairing": pairing,
@@ -187,7 +186,6 @@ def _mp_reference(x: np.ndarray, positions, planes, base: float, r: int, pairing
 
 def _half_positions(probe: RopeProbe, p: int, planes, pairing: str, summary: dict) -> str:
     """Words if the rotation at p is that of p rounded to a half format (see :mod:`.half`)."""
-
     try:
         Mp = probe.matrices(np.array([p]))[0]
     except PosencError:

@@ -32,10 +32,8 @@ from .report import FAIL, NA, PASS, ConformanceReport, Property, fmt
 from .rope import GRID, TOL, check_pairing, check_shift
 from .rope_frequency import check_frequencies
 from .xpos import open_pair_report
-from .rope_scale import scale_value
-from .expect import expected_scaling
-from .rope_scale import norm_property
-from .expect import check_rope_expectation
+from .rope_scale import scale_value, norm_property
+from .expect import expected_scaling, check_rope_expectation
 
 
 def _conventions(M: np.ndarray, dim: int) -> dict:
@@ -102,7 +100,6 @@ def _same_rotation(Mq: np.ndarray, Mk: np.ndarray, dim: int, summary: dict) -> P
 def _same_factor(scales: dict) -> Property:
     """q and k scaled by the same constant (an attention factor s multiplies cos and sin of both:
     the logit gets s²); one side scaled, or two different scales, change the logit's scale."""
-
     s = {side: scale_value(v) for side, v in scales.items()}
     if set(s) == {"q", "k"} and np.abs(scales["q"] - scales["k"]).max() <= TOL * max(1.0, s["q"]):
         return Property("same factor for q and k", PASS, f"both scaled by {fmt(s['q'])}")

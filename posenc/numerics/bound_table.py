@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..encodings import PESpec, as_spec, parse_spec
+from ..encodings import PESpec, as_spec, parse_spec, ALiBi, Custom, Hybrid
 from ..errors import PosencError
 from ..limits import Lengths, check_int, check_lengths, check_memory
 from . import bounds as bd
@@ -37,7 +37,6 @@ from .operators import ToeplitzOperator
 from .scaling_rows import scaling_table
 from .per_plane import PLANE_SEEDS, per_plane_ratios
 from .spectra import AUTO_DENSE, spectrum
-from ..encodings import ALiBi, Custom, Hybrid
 
 
 #: Content scales c at which the additive ratio ||cA + B|| / ||cA|| is shown (c = 1: the content

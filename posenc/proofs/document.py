@@ -118,7 +118,6 @@ def current_section(document: str) -> Optional[str]:
 
 
 def generate() -> str:
-
     claims = all_claims()
     return render(claims, [run_claim(c, profile="ci") for c in claims])
 

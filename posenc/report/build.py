@@ -24,26 +24,24 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import PosencError
 from ..roles import DISTANCE, roles_where
-from .dynamics import FIGURE as DYNAMICS_FIGURE
+from .dynamics import (FIGURE as DYNAMICS_FIGURE, dynamics_figure, dynamics_markdown,
+                       dynamics_results, recording_text)
 from .markdown import ReportInputs, render, report_mode
 from .publish import staged_report
 from .report_json import REPORT_FORMAT
 from .theory_tables import spectral_table, theory_claims
-from .replication import check_same_plan
-from .beside import load_other
+from .replication import check_same_plan, replication_markdown, replication_rows
+from .beside import load_other, beside_markdown, beside_rows, verdict_seeds
 from ..verdicts.dynamics import evaluate_dynamics
 from ..verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate, single_head_layers
 from ..verdicts.trained import trained_criterion
 from ..verdicts.words import regime_of, with_regime
 from .table import value_span as _span
 from . import figures as figs
-from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, recording_text
 from .ablation_source import ablation_source_text
 from .ceiling import task_ceilings
 from ..verdicts.looks import optional_stopping_text, read_record
 from .measured import measured_markdown
-from .replication import replication_markdown, replication_rows
-from .beside import beside_markdown, beside_rows, verdict_seeds
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult

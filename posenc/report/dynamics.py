@@ -75,7 +75,6 @@ def dynamics_markdown(dyn_results: list[ExperimentResult],
                       recording: str) -> tuple[list[str], dict[str, Any]]:
     """(markdown lines of the section, its JSON payload); ``recording``: how often the runs
     recorded (:func:`recording_text` of their configs)."""
-
     lines = [SECTION, "", f"![dynamics]({FIGURE})", "",
              "Recorded during the distance runs of RoPE and ALiBi (`posenc.empirical.analysis.dynamics`: "
              f"{recording}). The *seed* of "

@@ -17,15 +17,13 @@ from ..verdicts.measured import DEPOSIT_DROP, OTHER_HEADS
 from ..verdicts.accuracy_runs import LEARNED_MARGIN, Runs
 from ..verdicts.verdict import CLEAN_BAYES, ceiling_rule
 from .dynamics import SECTION as DYNAMICS_SECTION
-from .measured import SECTION as MEASURED_SECTION
-from .measured import site_order
-from .table import md_header, md_row
-from .table import value_span as _span
+from .measured import SECTION as MEASURED_SECTION, site_order
+from .table import md_header, md_row, value_span as _span
 from .theory_tables import THEORY_EXAMPLES
 from ..verdicts.words import PAPER_PRESET
 from .replication import exact_cell
-from ..verdicts.trained import FIXED_BUDGET_RISE, FIXED_BUDGET_SPAN, stopping_table, trained_criterion
-from ..verdicts.trained import fixed_budget
+from ..verdicts.trained import (FIXED_BUDGET_RISE, FIXED_BUDGET_SPAN, stopping_table,
+                                trained_criterion, fixed_budget)
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult

@@ -236,7 +236,6 @@ def _layer_drops(result: Any) -> list[list[float]]:
 def anchor_rows(anchor: Anchor, statements: dict[str, str]) -> list[list[str]]:
     """The anchor's rows: per role, NC2's readings and AD's two conditions on its one run (no
     interval, so no verdict)."""
-
     rows = []
     for res in anchor.results:
         if "zero" not in res.ablation:
@@ -290,7 +289,6 @@ def _anchor_lines(reg: Regime, out_dir: Path, statements: dict[str, str]) -> lis
 
 def render_page(regs: Sequence[Regime], out_dir: Path, figure_dir: Path) -> str:
     """The page's Markdown (figures named relative to ``out_dir``)."""
-
     statements = {v["claim"]: v["statement"] for reg in regs for s in reg.sets
                   for v in s.payload["verdicts"]}
     lines = ["# Results", "",
@@ -332,7 +330,6 @@ def render_page(regs: Sequence[Regime], out_dir: Path, figure_dir: Path) -> str:
 def build_results(sources: Sequence[str | Path], out: str | Path) -> Path:
     """Read every source (all checked before anything is written), write the figures beside
     ``out`` (``OUT_STEM/REGIME.png``) and then the page, each file atomically."""
-
     out = Path(out)
     if out.suffix != ".md":
         raise PosencError(f"--out needs a Markdown file name (.md); got {str(out)!r}")

@@ -15,21 +15,20 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
 from .. import arguments as arg
-from ..coerce import is_int
+from ..empirical.pipeline.sweep import BACKENDS
 from ..errors import PosencError
 from ..limits import MAX_SEEDS, check_int
 from ..training_presets import training_preset
+from .rounds import check_round_sizes
 
-#: where the sweep's runs execute (posenc.empirical.pipeline.sweep)
-BACKENDS = ("local", "ray")
 #: seeds ``--until-decided`` adds to a configuration per round when not told
 DEFAULT_SEED_BATCH = 2
 
 
-def _count(name: str, value: Any, optional: bool = True) -> Optional[int]:
-    if value is None and optional:
-        return None
-    return check_int(name, value, MAX_SEEDS, why="seeds per configuration")
+def _count(name: str, value: Any) -> Optional[int]:
+    """None, or a seed count within the limit."""
+    return None if value is None else check_int(name, value, MAX_SEEDS,
+                                                why="seeds per configuration")
 
 
 @dataclass(frozen=True)
@@ -90,10 +89,7 @@ class ReproduceOptions:
         if self.until_decided:
             if self.max_seeds is None:
                 raise PosencError("--until-decided needs --max-seeds N")
-            for flag, n in (("--max-seeds", self.max_seeds), ("--seed-batch", self.seed_batch)):
-                if n is not None and (not is_int(n) or n < 1):
-                    raise PosencError(f"{flag} must be a positive integer; got {n!r}")
-            _count("--max-seeds", self.max_seeds)
+            check_round_sizes(self.max_seeds, self.batch)
         if self.replicate and self.until_decided:
             raise PosencError("--replicate and --until-decided do not go together: a replication "
                               "runs the same seed counts on other seeds")

@@ -33,11 +33,17 @@ from ..limits import MAX_SEEDS, check_int
 Counts = dict[tuple[str, str], int]
 
 
-def check_limits(counts: Counts, max_seeds: Any, batch: Any) -> None:
+def check_round_sizes(max_seeds: Any, batch: Any) -> None:
+    """``--max-seeds`` and ``--seed-batch`` are positive integers, the first within the limit."""
     for flag, n in (("--max-seeds", max_seeds), ("--seed-batch", batch)):
         if not is_int(n) or n < 1:
             raise PosencError(f"{flag} must be a positive integer; got {n!r}")
     check_int("--max-seeds", max_seeds, MAX_SEEDS, why="seeds per configuration")
+
+
+def check_limits(counts: Counts, max_seeds: Any, batch: Any) -> None:
+    """:func:`check_round_sizes`, and ``max_seeds`` no fewer than the seeds a sweep starts with."""
+    check_round_sizes(max_seeds, batch)
     start = max(counts.values(), default=0)
     if max_seeds < start:
         raise PosencError(f"--max-seeds {max_seeds} is below the {start} seeds the sweep "

@@ -22,11 +22,10 @@ from .stores import check_disjoint_stores, check_mode, done_configs, replica_roo
 from .sweep import run_plan
 from ..empirical.config import check_threads
 from ..empirical.pipeline.store import RunStore
-from .rounds import check_limits
+from .rounds import check_limits, until_decided
 from ..verdicts.accuracy_deposit import evaluate
 from ..verdicts.dynamics import evaluate_dynamics
 from ..verdicts.looks import optional_stopping_text, read_record, write_record
-from .rounds import until_decided
 
 
 def reproduce(options: ReproduceOptions, log: Callable[[str], None] = print) -> Path:
@@ -38,7 +37,6 @@ def reproduce(options: ReproduceOptions, log: Callable[[str], None] = print) -> 
     naming its PID, or (``wait``) waited for.  If any run failed, the report of the finished runs
     is still written and the failures are logged, then a PosencError says how many failed.
     Ctrl-C stops the sweep: a :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted`."""
-
     o = options
     check_threads(o.threads)
     plan = ReproductionPlan.for_command(o.preset, o.seeds, o.count_seeds,
@@ -96,7 +94,6 @@ def _check_stores(o: ReproduceOptions, plan: ReproductionPlan, root: Path,
 def _run_until_decided(o: ReproduceOptions, plan: ReproductionPlan, store: Any,
                        run: dict[str, Any], log: Callable[[str], None]) -> None:
     """The rounds of :mod:`.rounds`, each look recorded in the store; then the warning."""
-
     assert o.max_seeds is not None  # (ReproduceOptions: until_decided needs max_seeds)
     max_seeds = o.max_seeds
     until_decided(plan.seed_counts(),

@@ -24,7 +24,6 @@ def replica_root(root: str | Path) -> Path:
 def stored_records(root: Path) -> list[Any]:
     """The runs of the store at ``root`` as it is, created by nothing (none when there is no
     store there yet)."""
-
     if root.exists() and not root.is_dir():
         raise PosencError(f"results store {root} is not a folder")
     if not (root / "posenc-store.json").exists():

@@ -33,8 +33,6 @@ def run_plan(plan: Any, store: Any, backend: str = "local", workers: int = 2, th
     elapsed time, the ETA and the runs in flight.  Ctrl-C: a
     :class:`~posenc.empirical.pipeline.interrupt.SweepInterrupted` after the runs in flight
     stopped (:mod:`posenc.empirical.pipeline.interrupt`)."""
-
-
     jobs = plan.jobs(device=device)
     t0 = time.time()
     progress = SweepProgress(log, bar=want_bar(log) if bar is None else bar)

@@ -22,8 +22,7 @@ import sympy as sp
 from ..encodings import (ALiBi, Custom, KerpleLog, LearnedAbsolute, MLA, PESpec, RelativeBias,
                          RoPE, XPos)
 from ..encodings.parts import Part, not_toeplitz, structure, unknown_part
-from . import conventions as cv
-from . import rope_scaling
+from . import conventions as cv, rope_scaling
 from .form import Definition
 from .heads import HeadModel, InputPE, Path
 from .symbols import ARG, I_POS, J_POS, SymbolTable

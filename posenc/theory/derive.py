@@ -26,7 +26,7 @@ from typing import Optional, Union
 
 import sympy as sp
 
-from ..encodings import Custom, PESpec, as_spec
+from ..encodings import Custom, PESpec, as_spec, MLA
 from ..errors import PosencError
 from ..limits import MAX_SYMBOLIC_DIM, MAX_SYMBOLIC_HEADS, is_index
 from .builders import Build, build
@@ -36,7 +36,6 @@ from .heads import TermSlot, model_expr, split_terms
 from .render import slot_latex, slot_text
 from .symbols import I_POS, J_POS
 from .toeplitz import ToeplitzVerdict, is_identically_zero, prove_toeplitz, reduce_trig
-from ..encodings import MLA
 
 DEFAULT_HEAD_DIM = 4
 DEFAULT_HEADS = 4

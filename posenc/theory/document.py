@@ -85,8 +85,6 @@ def entry_section(name: str, form) -> list[str]:
 
 def render() -> str:
     """The generated block (without markers)."""
-
-
     forms, refused = [], []
     for name, spec in all_entries():
         try:

@@ -24,8 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..roles import default_roles
-from .accuracy_runs import LEARNED_MARGIN, Runs
-from .accuracy_runs import judged_part as _part
+from .accuracy_runs import LEARNED_MARGIN, Runs, judged_part as _part
 from .verdict import Verdict, reading_claim, verdict_from_parts
 
 D, C = "distance", "count"

@@ -76,8 +76,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .accuracy_runs import (NO_ABLATION, POINTS, UNIT, Runs, has_head_drops, learned_part,
-                            versus_additive)
-from .accuracy_runs import judged_part as _part
+                            versus_additive, judged_part as _part)
 from .alibi_claims import evaluate_alibi
 from .conjunction import conjunction
 from .drift_null import null_attenuation

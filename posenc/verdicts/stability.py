@@ -23,8 +23,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..roles import ADDITIVE
-from .accuracy_runs import UNIT, Runs
-from .accuracy_runs import judged_part as _part
+from .accuracy_runs import UNIT, Runs, judged_part as _part
 from .verdict import Verdict, verdict_from_parts
 
 D = "distance"

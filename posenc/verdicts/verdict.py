@@ -65,9 +65,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional, Sequence
-from .exact import sign_flip_p
+from .exact import sign_flip_p, exact_check
 from .words import verdict_word
-from .exact import exact_check
 
 VERDICTS = ("confirmed", "against", "inconclusive", "ceiling")
 #: points below its task's Bayes ceiling at or above which a PE's mean accuracy is at the ceiling

@@ -39,10 +39,8 @@ from ..tasks import PAD
 from .attention_sublayer import attention_sublayer
 from .block_stack import block_stack
 from .mask import PackedMask
-from .mlp_sublayer import supports as mlp_supports
-from .mlp_sublayer import mlp_sublayer
-from .packed_attention import PackedAttention, layer_inputs
-from .packed_attention import supports as attention_supports
+from .mlp_sublayer import supports as mlp_supports, mlp_sublayer
+from .packed_attention import PackedAttention, layer_inputs, supports as attention_supports
 from .rows_attention import rows_attention
 
 

@@ -9,13 +9,10 @@ from typing import Any, Optional
 from ...errors import PosencError
 from ..analysis.dynamics_summary import summarize
 from ..analysis.ablation import ablate
-from ..config import config_from_dict
-from ..analysis.dynamics import DynamicsConfig, read_dynamics_file
-from ..training.runs import load_run
+from ..config import config_from_dict, check_overrides, preset
+from ..analysis.dynamics import DynamicsConfig, read_dynamics_file, dynamics_file
+from ..training.runs import load_run, CHECKPOINT, RESULT
 from ..training.train import resolve_device, train
-from ..analysis.dynamics import dynamics_file
-from ..training.runs import CHECKPOINT, RESULT
-from ..config import check_overrides, preset
 from .sweep import Job
 
 
@@ -27,7 +24,6 @@ def dynamics_worker(config: dict[str, Any], folder: str, threads: int) -> dict[s
     test_acc, ..., tags with ``role`` -- the PE family unless given -- and ``dynamics: True``),
     ``dynamics`` (:func:`summarize`), ``ablation`` ({"zero": table}) and ``metrics``.
     """
-
     if "train" in config:
         known = {"train", "dynamics", "ablation_examples", "tags"}
         if set(config) - known:
@@ -71,7 +67,6 @@ def check_recordable(folder: Path) -> None:
     Records start at step 0, so such a run could only be recorded by training it again, which
     would replace its checkpoint and results; it is left as it is, and the message says how to
     record the same run elsewhere."""
-
     if dynamics_file(folder) is not None or not ((folder / RESULT).is_file()
                                              or (folder / CHECKPOINT).is_file()):
         return
@@ -92,7 +87,6 @@ def dynamics_jobs(preset_name: str = "quick", seeds: int = 2,
     :data:`WORKER`) for ``roles`` (role -> PE spec; default RoPE and ALiBi) x seeds, ready for
     :func:`~posenc.empirical.pipeline.sweep.run_jobs`; their results feed
     :func:`posenc.verdicts.dynamics.evaluate_dynamics`."""
-
     roles = roles or {"rope": "rope", "alibi": "alibi"}
     overrides = check_overrides(overrides or {}, "overrides")
     dyn = DynamicsConfig.from_dict(dynamics or {}).to_dict()

@@ -42,16 +42,14 @@ from ..analysis.latent_ablation import MODE as LATENT_MODE
 from ..config import TrainConfig, stored_config
 import torch
 from ..tasks import TaskData
-from ..analysis.dynamics import DynamicsConfig
-from ..analysis.dynamics import dynamics_file, read_dynamics_file
-from ..training.train import train
+from ..analysis.dynamics import DynamicsConfig, dynamics_file, read_dynamics_file
+from ..training.train import train, evaluate, resolve_device
 from ..analysis.ablation import ablate
 from ..bayes_ceiling import length_only_rate, recorded_ceiling
 from ..analysis.probe import position_probe
 from ..analysis.table_mean import mean_table_accuracy
 from ..training.schedule import OptimizerSchedule
 from ..training.runs import load_run
-from ..training.train import evaluate, resolve_device
 from ..training.trace import read_trace, summarize_trace
 from ..analysis.dynamics_summary import summarize
 
@@ -139,7 +137,6 @@ def chance_rate(data: Any) -> float:
 
 def experiment_worker(config: dict[str, Any], folder: str, threads: int) -> dict[str, Any]:
     """Train, ablate every head in every layer, probe position; see the module doc."""
-
     cpu_start = time.process_time()
     exp = ExperimentConfig.from_dict(config)
     cfg = exp.train.replace(num_threads=threads) if threads > 0 else exp.train
@@ -164,7 +161,6 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     summary's ``cpu_seconds`` is then the CPU time of the whole call (training, ablation,
     probe; every thread of the process: with one torch thread, the run's own cost whatever
     the machine's load; a run resumed part-way counts only its last call)."""
-
     # ablate and probe where it trained; the checkpoint must be of the config just trained
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
     split = run.data()

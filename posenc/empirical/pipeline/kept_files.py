@@ -34,14 +34,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ...errors import PosencError
-from ..analysis.dynamics import DYNAMICS
-from ..training.runs import CONFIG, METRICS, RESULT
-from .store import RESULT_FILE
-from ..training.runs import CHECKPOINT
+from ..analysis.dynamics import DYNAMICS, dynamics_file
+from ..training.runs import CONFIG, METRICS, RESULT, CHECKPOINT
+from .store import RESULT_FILE, CONFIG_FILE, META_FILE, run_id
 from ..training.trace import TRACE
-from ..analysis.dynamics import dynamics_file
 from .experiment_result import ExperimentResult
-from .store import CONFIG_FILE, META_FILE, run_id
 
 #: the flag of ``posenc reproduce`` that trains incomplete runs of its plan again
 RETRAIN_FLAG = "--retrain-incomplete"
@@ -49,7 +46,6 @@ RETRAIN_FLAG = "--retrain-incomplete"
 
 def kept_files(result: dict[str, Any]) -> list[str]:
     """The files a finished experiment run's folder holds, given its ``result.json`` (a dict)."""
-
     names = [RESULT_FILE, CONFIG, RESULT, METRICS]
     names += [f"ablation_{mode}.json" for mode in sorted(result.get("ablation") or {})]
     if result.get("probe") is not None:
@@ -70,7 +66,6 @@ def missing_file(folder: Path, result: dict[str, Any]) -> Optional[str]:
     """The first of :func:`kept_files` that ``folder`` lacks (None: it holds them all); the
     dynamics file counts in either form (:func:`~posenc.empirical.analysis.dynamics.dynamics_file`),
     every other file only as it is named."""
-
     def holds(name: str) -> bool:
         return dynamics_file(folder) is not None if name == DYNAMICS else (folder / name).is_file()
     return next((name for name in kept_files(result) if not holds(name)), None)
@@ -98,7 +93,6 @@ def incomplete_runs(store: Any) -> list[Incomplete]:
     is known (from its run.json, the index or its config) to be of another kind than
     ``experiment`` is not checked: such runs keep the store's rule (one without its result is
     redone)."""
-
     known = {rec.id: rec for rec in store.records()}
     out = []
     try:

@@ -56,11 +56,10 @@ from typing import Any, Callable, Iterable
 from ...errors import PosencError
 from . import interrupt as stopping
 from .interrupt import SigintGuard, SweepInterrupted, running, signal_processes, worker_signals
-from .store import RunStore
+from .store import RunStore, run_id
 import torch
 from ..config import check_threads
 from .kept_files import incomplete_runs, refuse_incomplete
-from .store import run_id
 
 BACKENDS = ("local", "ray")
 
@@ -178,7 +177,6 @@ def run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str = "
 
     Holds the store's writer lock throughout: another writer means one PosencError naming
     its PID, or (``wait=True``) waiting for it (``on_wait(holder)`` is told first)."""
-
     if backend not in BACKENDS:
         raise PosencError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if workers < 1:
@@ -202,7 +200,6 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
               retrain_incomplete: bool = False,
               on_start: Callable[[str, Job], None] | None = None,
               on_plan: Callable[[SweepSummary], None] | None = None) -> SweepSummary:
-
     store.heal()
     summary = SweepSummary()
     jobs = list(jobs)

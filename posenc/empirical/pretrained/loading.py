@@ -19,10 +19,9 @@ from typing import Any, Iterator, Optional
 
 from ...encodings.hf_local import LocalModel
 from ...errors import PosencError
-from .families import Family, family
+from .families import Family, family, layout
 import torch
 from ...encodings.hf_read import read_hf_config
-from .families import layout
 
 
 #: the files a model folder's tokenizer is read from (one of them suffices)
@@ -117,7 +116,6 @@ def vocab_size(model: Any) -> int:
 
 
 def describe(model: Any, source: Optional[str] = None) -> dict[str, Any]:
-
     lay = layout(model)
     return {"source": source, "model_type": lay.model_type, "class": type(model).__name__,
             "kind": lay.family.kind, "layers": len(lay.layers), "heads": lay.n_heads,

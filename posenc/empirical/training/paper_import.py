@@ -40,8 +40,7 @@ import torch
 
 from ...encodings import MLA, ALiBi, Hybrid, LearnedAbsolute, NoPE, PESpec, RelativeBias, RoPE, Sinusoidal
 from ...errors import PosencError
-from ..config import apply_overrides, paper_code_task_fields_for
-from ..config import preset as make_preset
+from ..config import apply_overrides, paper_code_task_fields_for, preset as make_preset
 from ..paper_specs import paper_code_fields
 from .runs import CHECKPOINT, CONFIG, FORMAT, atomic_torch_save, model_for
 from .trigger_vocab import trigger_ids as resolve_triggers
@@ -225,7 +224,6 @@ def import_checkpoint(file: str | Path, pe: str, task: str, out: str | Path,
     the words ``triggers`` looked up in the tokenizer vocabulary ``vocab``
     (:func:`~.trigger_vocab.trigger_ids`; a count checkpoint's trigger count is the number of
     ids).  Nothing is written unless everything checks out."""
-
     file, out = Path(file), Path(out)
     if out.exists() or out.is_symlink():  # (a dangling link exists too)
         raise PosencError(f"{out} already exists; give a new folder for the imported run")

@@ -63,7 +63,6 @@ def _arrays(ex: dict) -> dict:
 
 def _numeric_paths(ex: dict) -> tuple[np.ndarray, np.ndarray]:
     """(content path, RoPE path) logits (n, n) from numpy matmuls and numerics' planes E_m."""
-
     x = ex["x"]                                                            # (n, D)
     qc = x @ ex["W_dq"].T @ ex["W_uq"][0].T                                # (n, d)
     kc = x @ ex["W_dkv"].T @ ex["W_uk"][0].T

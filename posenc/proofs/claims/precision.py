@@ -16,9 +16,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from ...encodings import RoPE
+from ...encodings import RoPE, Custom
 from ..claim import NOT_APPLICABLE, Claim, SymbolicResult, Variant, require
-from ...encodings import Custom
 
 EPS64 = float(np.finfo(np.float64).eps)
 HEAD_DIM = 64
