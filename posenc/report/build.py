@@ -19,29 +19,31 @@ import io
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import PosencError
 from ..roles import DISTANCE, roles_where
-from .dynamics import (FIGURE as DYNAMICS_FIGURE, dynamics_figure, dynamics_markdown,
-                       dynamics_results, recording_text)
-from .markdown import ReportInputs, render, report_mode
-from .publish import staged_report
-from .report_json import REPORT_FORMAT
-from .theory_tables import spectral_table, theory_claims
-from .replication import check_same_plan, replication_markdown, replication_rows
-from .beside import load_other, beside_markdown, beside_rows, verdict_seeds
-from ..verdicts.dynamics import evaluate_dynamics
 from ..verdicts.accuracy_deposit import accuracy_table, deposit_table, evaluate, single_head_layers
+from ..verdicts.dynamics import evaluate_dynamics
+from ..verdicts.looks import optional_stopping_text, read_record
 from ..verdicts.trained import trained_criterion
+from ..verdicts.verdict import Verdict
 from ..verdicts.words import regime_of, with_regime
-from .table import value_span as _span
 from . import figures as figs
 from .ablation_source import ablation_source_text
+from .beside import beside_markdown, beside_rows, load_other, verdict_seeds
 from .ceiling import task_ceilings
-from ..verdicts.looks import optional_stopping_text, read_record
+from .dynamics import FIGURE as DYNAMICS_FIGURE
+from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, recording_text
+from .markdown import ReportInputs, render, report_mode
 from .measured import measured_markdown
+from .publish import staged_report
+from .replication import check_same_plan, replication_markdown, replication_rows
+from .report_json import REPORT_FORMAT
+from .table import value_span
+from .theory_tables import spectral_table, theory_claims
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -170,7 +172,7 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
     results, rows = _load_results(store_root)
     if not results:
         raise PosencError(f"no finished experiment runs in {store_root}")
-    replica_results = None
+    replica_runs = None
     if replica is not None:  # the plan first (configs only): a wrong pairing costs nothing
         check_same_plan(_done_configs(store_root), _done_configs(Path(replica)), str(replica))
         replica_results, _ = _load_results(Path(replica))
@@ -180,15 +182,14 @@ def build_report(store_root: str | Path, preset: Optional[str] = None, theory: b
         if shared:
             raise PosencError(f"the replication store {replica} shares seeds {sorted(shared)} "
                               f"with {store_root}: a replication needs a disjoint seed set")
+        replica_runs = (relative_to_store(replica, store_root), replica_results)
     other = None
     if beside is not None:  # checked before any work: a wrong comparison costs nothing
         other = (relative_to_store(beside, store_root),
                  load_other(beside, preset or results[0].summary["preset"], report_mode(results)))
     with staged_report(store_root) as tmp:  # written beside the old report, swapped in whole
         t0 = time.perf_counter()
-        _write_report(tmp, store_root, results, rows, preset, theory,
-                      None if replica is None else (relative_to_store(replica, store_root),
-                                                    replica_results), other)
+        _write_report(tmp, store_root, results, rows, preset, theory, replica_runs, other)
         _write_timings(tmp / "timings.md", rows, time.perf_counter() - t0)
     return store_root / "report" / "report.md"
 
@@ -236,98 +237,158 @@ def _write_report(tmp: Path, store_root: Path, results: list[ExperimentResult],
                   rows: list[dict[str, Any]], preset: Optional[str], theory: bool,
                   replica: Optional[tuple[str, list[ExperimentResult]]] = None,
                   beside: Optional[tuple[str, dict[str, Any]]] = None) -> None:
-    from ..empirical.analysis.ablation import AblationTable
-    from ..empirical.analysis.plots import ablation_strip_plot
-
+    """report.md, report.json, runs.csv and the figures into ``tmp``: the verdicts, the tables
+    and the sections beside them, computed once (:class:`~.markdown.ReportInputs`), then drawn
+    and written."""
     stopping = read_record(store_root)  # a bad record is refused before any work
     results.sort(key=lambda r: (r.task, r.role, r.seed))
-    verdicts = with_regime(evaluate(results) + evaluate_dynamics(results), regime_of(results))
-    acc = accuracy_table(results)
-    deposits = deposit_table(results)
+    preset = preset or results[0].summary["preset"]
+    verdicts = _verdicts(results)
+    accuracy, deposits = accuracy_table(results), deposit_table(results)
     single_head = single_head_layers(results)
-    first = results[0].summary
-    preset = preset or first["preset"]
-    ceilings = task_ceilings(results)
-    figs.accuracy_figure(acc, tmp / "accuracy.png", ceilings)
-    figs.partial_rope_figure(acc.get("distance", {}), first["n_heads"], tmp / "partial_rope.png")
-    figs.deposit_heatmap(deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
+    ceilings = task_ceilings(results)  # (a run folder of another task is refused here)
+    configs = _done_configs(store_root)
+    measured = _measured_sections(results, configs)
+    replication = _replication(verdicts, results, replica)
+    besides = _beside(verdicts, results, preset, beside)
+    inputs = ReportInputs(
+        preset=preset, results=results, verdicts=verdicts, accuracy=accuracy, deposits=deposits,
+        strips=_strips(results), probes=_probe_r2(results),
+        theory_claims=theory_claims(store_root) if theory else None, spectra=spectral_table(),
+        measured_sections=measured.lines, replication=replication.lines + besides.lines,
+        ceilings=ceilings,
+        optional_stopping=None if stopping is None else optional_stopping_text(stopping),
+        replicated=replication.entries.get("replication", []),
+        replica_seeds=[] if replica is None else _seeds(replica[1]),
+        ablation_source=ablation_source_text(configs, results,
+                                             report_mode(results) == "paper-code"),
+        single_head=single_head, left_out=left_out_text(store_root))
+    _write_figures(tmp, inputs)
+    (tmp / "report.md").write_text(render(inputs))
+    sections = {**measured.entries, **replication.entries, **besides.entries}
+    (tmp / "report.json").write_text(_report_json(inputs, stopping, sections))
+    (tmp / "runs.csv").write_text(_runs_csv(rows))
+
+
+@dataclass(frozen=True)
+class _Section:
+    """Sections of the report: their lines in report.md, their entries in report.json (none:
+    a section not asked for)."""
+
+    lines: list[str] = field(default_factory=list)
+    entries: dict[str, Any] = field(default_factory=dict)
+
+
+def _verdicts(results: list[ExperimentResult]) -> list[Verdict]:
+    """The verdicts on the runs (:mod:`posenc.verdicts`), each word naming the runs' regime."""
+    return with_regime(evaluate(results) + evaluate_dynamics(results), regime_of(results))
+
+
+def _seeds(results: list[ExperimentResult]) -> list[int]:
+    return sorted({r.seed for r in results})
+
+
+def _probe_r2(results: list[ExperimentResult]) -> dict[str, list[dict[str, float]]]:
+    """role -> per seed, the position probe's R^2 per site: the distance runs of the roles whose
+    probe the report shows (:data:`PROBE_ROLES`)."""
     probes: dict[str, list[dict[str, float]]] = {}
+    for res in results:
+        if res.task == DISTANCE and res.probe and res.role in PROBE_ROLES:
+            probes.setdefault(res.role, []).append(res.probe["probe_r2"])
+    return probes
+
+
+def _strips(results: list[ExperimentResult]) -> list[tuple[str, str, list[ExperimentResult]]]:
+    """(role, figure file, its runs) of each PE's zero-ablation strip on the distance task, one
+    figure over all its seeds."""
     ablated: dict[str, list[ExperimentResult]] = {}
     for res in results:
-        role = res.role
-        if res.task == DISTANCE and res.probe and role in PROBE_ROLES:
-            probes.setdefault(role, []).append(res.probe["probe_r2"])
         if res.task == DISTANCE and "zero" in res.ablation:
-            ablated.setdefault(role, []).append(res)
-    strips = []
-    for role, runs in ablated.items():  # one figure per PE over all its seeds
-        name = f"ablation_{role.replace('+', '_')}.png"
+            ablated.setdefault(res.role, []).append(res)
+    return [(role, f"ablation_{role.replace('+', '_')}.png", runs) for role, runs in ablated.items()]
+
+
+def _measured_sections(results: list[ExperimentResult], configs: list[dict[str, Any]]) -> _Section:
+    """The training-dynamics section and the claims measured as the paper states them."""
+    dyn_lines, dyn = dynamics_markdown(dynamics_results(results), recording_text(configs))
+    lines, measured = measured_markdown(results)
+    return _Section(dyn_lines + lines, {"dynamics": dyn, "measured": measured})
+
+
+def _replication(verdicts: list[Verdict], results: list[ExperimentResult],
+                 replica: Optional[tuple[str, list[ExperimentResult]]]) -> _Section:
+    """Each claim's verdict on this report's seeds beside the replication's (``replica``: the
+    replication store as the report names it, and its runs)."""
+    if replica is None:
+        return _Section()
+    name, replica_results = replica
+    seeds, replica_seeds = _seeds(results), _seeds(replica_results)
+    rows = replication_rows(verdicts, _verdicts(replica_results),
+                            (f"seeds {value_span(seeds)}", f"seeds {value_span(replica_seeds)}"))
+    return _Section(replication_markdown(rows, seeds, replica_seeds, name),
+                    {"replication": rows, "replication_store": name})
+
+
+def _beside(verdicts: list[Verdict], results: list[ExperimentResult], preset: str,
+            beside: Optional[tuple[str, dict[str, Any]]]) -> _Section:
+    """Each claim's verdict beside another report's (``beside``: its path as the report names
+    it, and its payload, :func:`~.beside.load_other`)."""
+    if beside is None:
+        return _Section()
+    path, other = beside
+    rows = beside_rows([v.to_dict() for v in verdicts], other["verdicts"])
+    other_seeds = sorted({s for v in other["verdicts"] for s in verdict_seeds(v)})
+    return _Section(beside_markdown(rows, report_mode(results), other["model_code"], path,
+                                    _seeds(results), other_seeds, preset, other["preset"]),
+                    {"beside": rows})
+
+
+def _write_figures(tmp: Path, inputs: ReportInputs) -> None:
+    """The report's figures (:data:`FIGURES`, and one ablation strip per PE) of what it shows."""
+    figs.accuracy_figure(inputs.accuracy, tmp / "accuracy.png", inputs.ceilings)
+    figs.partial_rope_figure(inputs.accuracy.get("distance", {}),
+                             inputs.results[0].summary["n_heads"], tmp / "partial_rope.png")
+    figs.deposit_heatmap(inputs.deposits or {"(none)": [[0.0]]}, tmp / "deposit_index.png")
+    _strip_figures(tmp, inputs.strips)
+    figs.probe_figure(inputs.probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
+    dynamics_figure([r.run_dir for r in dynamics_results(inputs.results) if r.run_dir is not None],
+                    tmp / DYNAMICS_FIGURE)
+
+
+def _strip_figures(tmp: Path, strips: list[tuple[str, str, list[ExperimentResult]]]) -> None:
+    """Each PE's ablation strip (:func:`_strips`), every seed's layers side by side."""
+    from ..empirical.analysis.ablation import AblationTable  # (torch: loaded to draw, not at import)
+    from ..empirical.analysis.plots import ablation_strip_plot
+
+    for role, name, runs in strips:
         ablation_strip_plot([AblationTable.from_dict(r.ablation["zero"]) for r in runs],
                             tmp / name, title=f"{role} ({runs[0].pe}), distance, zero ablation",
                             seeds=[r.seed for r in runs])
-        strips.append((role, name, runs))
-    figs.probe_figure(probes or {"(none)": [{"embed": 0.0}]}, tmp / "probe.png")
-    dyn = dynamics_results(results)
-    dynamics_figure([r.run_dir for r in dyn], tmp / DYNAMICS_FIGURE)
-    configs = _done_configs(store_root)
-    dyn_lines, dyn_payload = dynamics_markdown(dyn, recording_text(configs))
-    measured_lines, measured_payload = measured_markdown(results)
-    replication_lines: list[str] = []
-    replication_payload = None
-    if replica is not None:
-        replica_name, replica_results = replica
-        second = with_regime(evaluate(replica_results) + evaluate_dynamics(replica_results),
-                             regime_of(replica_results))
-        replica_seeds = sorted({r.seed for r in replica_results})
-        replication_payload = replication_rows(
-            verdicts, second, (f"seeds {_span(sorted({r.seed for r in results}))}",
-                               f"seeds {_span(replica_seeds)}"))
-        replication_lines = replication_markdown(
-            replication_payload, sorted({r.seed for r in results}), replica_seeds, replica_name)
-    mode = report_mode(results)
-    beside_lines: list[str] = []
-    beside_payload = None
-    if beside is not None:
-        other_path, other = beside
-        beside_payload = beside_rows([v.to_dict() for v in verdicts], other["verdicts"])
-        beside_lines = beside_markdown(
-            beside_payload, mode, other["model_code"], other_path,
-            sorted({r.seed for r in results}),
-            sorted({s for v in other["verdicts"] for s in verdict_seeds(v)}),
-            preset, other["preset"])
-    claims = theory_claims(store_root) if theory else None
-    spectra = spectral_table()
-    md = render(ReportInputs(preset=preset, results=results, verdicts=verdicts, accuracy=acc,
-                             deposits=deposits, strips=strips, probes=probes, theory_claims=claims,
-                             spectra=spectra, measured_sections=dyn_lines + measured_lines,
-                             replication=replication_lines + beside_lines, ceilings=ceilings,
-                             optional_stopping=None if stopping is None
-                             else optional_stopping_text(stopping),
-                             replicated=replication_payload or [],
-                             replica_seeds=replica_seeds if replica is not None else [],
-                             ablation_source=ablation_source_text(
-                                 configs, results, mode == "paper-code"),
-                             single_head=single_head,
-                             left_out=left_out_text(store_root)))
-    (tmp / "report.md").write_text(md)
-    payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent",
-               "preset": preset, "regime": regime_of(results), "model_code": mode,
-               "until_decided": stopping,
-               "verdicts": [v.to_dict() for v in verdicts], "accuracy": acc,
-               "deposit_index": deposits, "single_head_layers": single_head, "probe_r2": probes,
-               "theory_claims": claims,
-               "spectra": spectra, "bayes_ceiling": ceilings, "dynamics": dyn_payload,
+
+
+def _report_json(inputs: ReportInputs, stopping: Optional[dict[str, Any]],
+                 sections: dict[str, Any]) -> str:
+    """report.json (format :data:`~.report_json.REPORT_FORMAT`): what report.md shows, as data,
+    with the sections' entries (``sections``) and the stopping record (``until_decided``)."""
+    results = inputs.results
+    payload = {"format": REPORT_FORMAT, "accuracy_unit": "percent", "preset": inputs.preset,
+               "regime": regime_of(results), "model_code": report_mode(results),
+               "until_decided": stopping, "verdicts": [v.to_dict() for v in inputs.verdicts],
+               "accuracy": inputs.accuracy, "deposit_index": inputs.deposits,
+               "single_head_layers": inputs.single_head, "probe_r2": inputs.probes,
+               "theory_claims": inputs.theory_claims, "spectra": inputs.spectra,
+               "bayes_ceiling": inputs.ceilings,
                "trained_criterion": [c.to_dict() for c in trained_criterion(results)],
-               "measured": measured_payload,
-               **({"replication": replication_payload, "replication_store": replica[0]}
-                  if replica is not None else {}),
-               **({"beside": beside_payload} if beside_payload is not None else {})}
-    (tmp / "report.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+               **sections}
+    return json.dumps(payload, indent=2, sort_keys=True) + "\n"
+
+
+def _runs_csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
-    (tmp / "runs.csv").write_text(buf.getvalue())
+    return buf.getvalue()
 
 
 def _write_timings(path: Path, rows: list[dict[str, Any]], report_seconds: float) -> None:

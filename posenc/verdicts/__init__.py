@@ -12,7 +12,10 @@
 * :mod:`.mla_latent` -- E13 read both ways: MLA's deposit from its heads (``zero``) and from
   the paper code's latent columns (``latent-columns``), descriptive;
 * :mod:`.conjunction` -- a claim of several conditions judged as one primary part (AD, E12, MX);
-* :mod:`.measured`  -- the claims measured as the paper states them, and negative controls;
+* :mod:`.claim`     -- the record of an empirical claim (:class:`~.claim.MeasuredClaim`: its
+  statement, its parts' statistics and the rules that turn them into words), as data;
+* :mod:`.measured`  -- the claims measured as the paper states them, and negative controls, one
+  record each;
 * :mod:`.drift_null` -- RA's null: the growth AdamW gives a relative table of pure noise in a
   run's own schedule;
 * :mod:`.alibi_claims` -- ALiBi's accuracy claims AL1 ("fails": did not learn) and AL2;

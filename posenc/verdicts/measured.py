@@ -68,29 +68,29 @@ MX   The deposit is inherent in multiplicative encodings, beyond RoPE and MLA: x
      E12: one contrast per PE, an additive PE that did not learn is left out); without
      xPos runs (the default sweep) the row says so.
 AL1, AL2  ALiBi's accuracy claims: :mod:`.alibi_claims`.
+
+Each claim is a record (:class:`~.claim.MeasuredClaim`: its statement, its parts' statistics
+and the rules that turn them into words) in :data:`CLAIMS`, the order the report lists them;
+:func:`evaluate_measured` evaluates them.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .accuracy_runs import (NO_ABLATION, POINTS, UNIT, Runs, has_head_drops, learned_part,
-                            versus_additive, judged_part as _part)
+from .accuracy_runs import NO_ABLATION, POINTS, UNIT, Runs, has_head_drops
 from .alibi_claims import evaluate_alibi
-from .conjunction import conjunction
+from .claim import Conjunction, JudgedElsewhere, MeasuredClaim, Part, Stat, VersusAdditive, \
+    evaluate_claims
 from .drift_null import null_attenuation
 from .stability import stability_verdict
-from .verdict import Verdict, verdict_from_parts
+from .verdict import Verdict
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
 
 D, C = "distance", "count"
 NOT_RECORDED = "not recorded: {what} (runs trained before it was recorded; re-run them)"
-
-
-_v = partial(verdict_from_parts, digits=3)
 
 
 def span_drop(result: ExperimentResult) -> Optional[float]:
@@ -191,151 +191,190 @@ def retained_excess(result: ExperimentResult) -> Optional[float]:
     return (embed - drop - chance) / (embed - chance) if embed > chance else None
 
 
-def _distance_minus_count(name: str, runs: Runs, key: str, bounds: tuple[float, float],
-                          mode: str) -> dict[str, Any]:
-    """NC1's part: RoPE's deposit ``key`` on distance minus on count, same seed; both runs must
-    have learned their task."""
-    configs = [(D, "rope"), (C, "rope")]
-    return learned_part(name, runs, D, ("rope",), lambda: _part(
-        name, runs, D, ("rope",),
-        lambda s: runs.deposit_contrast(D, "rope", ("rope",), s, key, mode, other_task=C), 0.0,
-        "above", bounds=bounds, configs=configs, missing_note=NO_ABLATION), configs=configs)
+
+# -- the per-seed statistics the records read: (runs, seed, ablation mode) -> value or None
+
+
+def _hybrid_retained(runs: Runs, s: int, mode: str) -> Optional[float]:
+    """EH (a): the hybrid's retained excess R."""
+    return retained_excess(runs.by[(D, "absolute+rope")][s])
+
+
+def _hybrid_drop_minus_sinusoidal(runs: Runs, s: int, mode: str) -> Optional[float]:
+    """EH (b): drop(absolute+rope) - drop(absolute)."""
+    a, b = span_drop(runs.by[(D, "absolute+rope")][s]), span_drop(runs.by[(D, "absolute")][s])
+    return None if a is None or b is None else a - b
+
+
+def _rope_distance_minus_count(key: str) -> Stat:
+    """NC1: RoPE's deposit ``key`` on distance minus on count, same seed."""
+    def stat(runs: Runs, s: int, mode: str) -> Optional[float]:
+        return runs.deposit_contrast(D, "rope", ("rope",), s, key, mode, other_task=C)
+    return stat
+
+
+def _rope_depth(layers_of: Callable[[int], list[int]]) -> Stat:
+    """NC2: :func:`deposit_depth` of RoPE's run for one reading's layers."""
+    def stat(runs: Runs, s: int, mode: str) -> Optional[float]:
+        return deposit_depth(_layer_drops(runs.by[(D, "rope")][s], mode), layers_of)
+    return stat
+
+
+def _acc_rope_minus_learned(runs: Runs, s: int, mode: str) -> Optional[float]:
+    return runs.acc(D, "rope", s) - runs.acc(D, "learned", s)
+
+
+def _di_rope_minus_learned(runs: Runs, s: int, mode: str) -> Optional[float]:
+    return runs.deposit_contrast(D, "rope", ("learned",), s, "index", mode)
+
+
+def _count_beyond_drift(runs: Runs, s: int, mode: str) -> Optional[float]:
+    return attenuation_beyond_drift(runs.by[(C, "relative")][s])
+
+
+def _count_minus_distance_attenuation(runs: Runs, s: int, mode: str) -> Optional[float]:
+    a, b = _attenuation(runs.by[(C, "relative")][s]), _attenuation(runs.by[(D, "relative")][s])
+    return None if a is None or b is None else a - b
+
+
+def _count_attenuation(runs: Runs, s: int, mode: str) -> Optional[float]:
+    return _attenuation(runs.by[(C, "relative")][s])
+
+
+def _count_flattened(runs: Runs, s: int, mode: str) -> Optional[float]:
+    return flattened_table_change(runs.by[(C, "relative")][s])
+
+
+def _deposit_head_drop(runs: Runs, s: int, mode: str) -> Optional[float]:
+    dep = runs.deposit(D, "rope", s, mode)
+    return None if dep is None else dep["drop"]
+
+
+def _other_heads_drop(runs: Runs, s: int, mode: str) -> Optional[float]:
+    dep = runs.deposit(D, "rope", s, mode)
+    return None if dep is None else _other_heads_top_drop(runs.by[(D, "rope")][s], mode, dep)
+
+
+def _xpos_minus(runs: Runs, s: int, mode: str, additive: tuple[str, ...]) -> Optional[float]:
+    return runs.deposit_contrast(D, "xpos", additive, s, "index", mode)
+
+
+# -- the claims, one record each
+
+NO_TABLE = NOT_RECORDED.format(what="no relative-table magnitudes in the trace")
+
+EH = MeasuredClaim(
+    id="EH",
+    statement="Absolute+RoPE: the additive positional directions vanish after layer 2 (their "
+              "share of the positional energy falls to chance; shown, not judged: the drop "
+              "against the sinusoidal-only model)",
+    statistic=f"primary (a) R = (PE-span share after layer 2 - chance) / (share at the input - "
+              f"chance), hybrid, < {DISPLACED:g}; shown (b) drop(absolute+rope) - drop(absolute) "
+              "> 0, drop = share at the input - its mean after layer 2 (blocks 1..); distance",
+    paper="additive positional directions vanish after layer 2",
+    parts=(Part("retained excess R: hybrid", D, ("absolute+rope",), _hybrid_retained, DISPLACED,
+                "below", bounds=None,
+                missing=NOT_RECORDED.format(what="the probes lack the PE-span share or its "
+                                                 "chance")),
+           Part("PE-span share drop: hybrid - sinusoidal", D, ("absolute+rope", "absolute"),
+                _hybrid_drop_minus_sinusoidal, 0.0, "above", bounds=UNIT,
+                missing=NOT_RECORDED.format(what="the probes lack the PE-span share"))),
+    primary=0)
+
+NC1 = MeasuredClaim(
+    id="NC1",
+    statement="Negative control: no RoPE single-head deposit on the count task",
+    statistic="primary (a) DI(rope, distance) - DI(rope, count); shown (b) top single-head drop, "
+              "distance - count (points); same seed, zero ablation",
+    paper="the deposit pattern belongs to position-sensitive tasks",
+    parts=tuple(Part(name, D, ("rope",), _rope_distance_minus_count(key), 0.0, "above",
+                     bounds=bounds, configs=((D, "rope"), (C, "rope")), missing=NO_ABLATION,
+                     learned=True)
+                for name, key, bounds in (("DI: distance - count", "index", UNIT),
+                                          ("top drop: distance - count", "drop", POINTS))),
+    primary=0, digits=2)
+
+NC2 = tuple(MeasuredClaim(
+    id=claim,
+    statement=f"The RoPE deposit lies in {reading}",
+    statistic=f"largest single-head drop in {name} - largest in any other layer (points); RoPE, "
+              "distance, zero ablation",
+    paper="one head of a shallow layer carries the position reasoning",
+    parts=(Part(f"{name} - other layers", D, ("rope",), _rope_depth(layers_of), 0.0, "above",
+                missing="too few layers for this reading, or " + NO_ABLATION, learned=True),),
+    digits=1) for claim, reading, name, layers_of in NC2_READINGS)
+
+NC3 = MeasuredClaim(
+    id="NC3",
+    statement="Learned absolute PE (the paper code's random PE) behaves like the other additive "
+              "PEs: below RoPE, no single-head deposit",
+    statistic="primary (b) DI(rope) - DI(learned); shown (a) acc(rope) - acc(learned) (points); "
+              "distance",
+    paper="RoPE best; additive PEs spread the deposit",
+    parts=(Part("acc: rope - learned", D, ("rope", "learned"), _acc_rope_minus_learned, 0.0,
+                "above", ordering=True),
+           Part("DI: rope - learned", D, ("rope", "learned"), _di_rope_minus_learned, 0.0,
+                "above", bounds=UNIT, missing=NO_ABLATION, learned=True)),
+    primary=1, digits=2)
+
+RA = MeasuredClaim(
+    id="RA",
+    statement="A relative PE attenuates its learned bias toward zero on the count task (beyond "
+              "the drift AdamW gives a table of pure noise)",
+    statistic="A = log(final / initial head-centred RMS of the per-offset table, mean over "
+              "layers): primary (a) A(count) - A_null < 0, A_null the drift null (the same table "
+              "under AdamW on i.i.d. noise gradients, the run's own schedule and its steps up to "
+              "the end of its kept epoch); shown (b) A(count) - A(distance), (c) mean A(count) / "
+              "its sd over seeds < -1 (the former primary), (d) count accuracy with each head's "
+              "table replaced by its mean - as trained (points)",
+    paper="relative bias attenuates on the position-agnostic task",
+    parts=(Part("A(count) - A_null(drift)", C, ("relative",), _count_beyond_drift, 0.0, "below",
+                bounds=None,
+                missing=NOT_RECORDED.format(what="no relative-table magnitudes or no optimiser "
+                                                 "schedule (a result read without its run's "
+                                                 "config)")),
+           Part("A(count) - A(distance)", C, ("relative",), _count_minus_distance_attenuation, 0.0,
+                "below", bounds=None, configs=((C, "relative"), (D, "relative")),
+                missing=NO_TABLE),
+           Part("A(count) / run-to-run sd", C, ("relative",), _count_attenuation, -1.0, "below",
+                bounds=None, missing=NO_TABLE, noise=True),
+           Part("count acc: tables flattened - as trained", C, ("relative",), _count_flattened,
+                0.0, "above", bounds=POINTS,
+                missing=NOT_RECORDED.format(what="no accuracy with flattened tables"))),
+    primary=0)
+
+AD = MeasuredClaim(
+    id="AD",
+    statement="Ablating RoPE's deposit head costs about 60 accuracy points, any other head "
+              "almost nothing (distance; both together)",
+    statistic=f"primary: the deposit head's drop > {DEPOSIT_DROP:g} points (half the paper's ~60) "
+              f"and the largest drop of any other head < {OTHER_HEADS:g} points, both required; "
+              "RoPE, distance, zero ablation",
+    paper="ablating the deposit head costs ~60 points, other heads ~0",
+    parts=(Conjunction("deposit head large, others small", D, ("rope",), (
+        Part("deposit head's drop", D, ("rope",), _deposit_head_drop, DEPOSIT_DROP, "above",
+             bounds=POINTS, missing=NO_ABLATION),
+        Part("other heads' top drop", D, ("rope",), _other_heads_drop, OTHER_HEADS, "below",
+             bounds=POINTS, missing=NO_ABLATION))),),
+    digits=1)
+
+MX = MeasuredClaim(
+    id="MX",
+    statement="The single-head deposit is inherent in multiplicative PEs beyond RoPE and MLA: "
+              "xPos concentrates like RoPE",
+    statistic="DI(xpos) - DI(PE) > 0 for each additive PE that learned the task (all of them); "
+              "distance, zero ablation (xPos: an extra role)",
+    paper="the deposit pattern is inherent in multiplicative encodings",
+    parts=(VersusAdditive("DI: xpos - each additive", D, "xpos", _xpos_minus, UNIT),),
+    digits=2)
+
+#: the claims in the order the report lists them; S and ALiBi's claims are judged by their own
+#: modules (:mod:`.stability`, :mod:`.alibi_claims`)
+CLAIMS: tuple[MeasuredClaim | JudgedElsewhere, ...] = (
+    EH, NC1, *NC2, NC3, JudgedElsewhere("S", lambda runs: [stability_verdict(runs)]), RA, AD, MX,
+    JudgedElsewhere("AL1, AL2", evaluate_alibi))
 
 
 def evaluate_measured(runs: Runs, mode: str = "zero") -> list[Verdict]:
-    by = runs.by
-    out = []
-
-    def drop_stat(s: int) -> Optional[float]:
-        a, b = span_drop(by[(D, "absolute+rope")][s]), span_drop(by[(D, "absolute")][s])
-        return None if a is None or b is None else a - b
-    def retained(s: int) -> Optional[float]:
-        return retained_excess(by[(D, "absolute+rope")][s])
-    no_share = NOT_RECORDED.format(what="the probes lack the PE-span share or its chance")
-    out.append(_v(
-        "EH", "Absolute+RoPE: the additive positional directions vanish after layer 2 (their "
-              "share of the positional energy falls to chance; shown, not judged: the drop "
-              "against the sinusoidal-only model)",
-        f"primary (a) R = (PE-span share after layer 2 - chance) / (share at the input - "
-        f"chance), hybrid, < {DISPLACED:g}; shown (b) drop(absolute+rope) - drop(absolute) > 0, "
-        "drop = share at the input - its mean after layer 2 (blocks 1..); distance",
-        "additive positional directions vanish after layer 2",
-        [_part("retained excess R: hybrid", runs, D, ("absolute+rope",), retained, DISPLACED,
-               "below", bounds=None, missing_note=no_share),
-         _part("PE-span share drop: hybrid - sinusoidal", runs, D, ("absolute+rope", "absolute"),
-               drop_stat, 0.0, "above", bounds=UNIT,
-               missing_note=NOT_RECORDED.format(what="the probes lack the PE-span share"))],
-        primary=0))
-
-    out.append(_v(
-        "NC1", "Negative control: no RoPE single-head deposit on the count task",
-        "primary (a) DI(rope, distance) - DI(rope, count); shown (b) top single-head drop, "
-        "distance - count (points); same seed, zero ablation",
-        "the deposit pattern belongs to position-sensitive tasks",
-        [_distance_minus_count(name, runs, key, bounds, mode)
-         for name, key, bounds in (("DI: distance - count", "index", UNIT),
-                                   ("top drop: distance - count", "drop", (-100.0, 100.0)))],
-        digits=2, primary=0))
-
-    for claim, reading, name, layers_of in NC2_READINGS:
-        def depth(s: int, layers_of: Any = layers_of) -> Optional[float]:
-            return deposit_depth(_layer_drops(by[(D, "rope")][s], mode), layers_of)
-        out.append(_v(
-            claim, f"The RoPE deposit lies in {reading}",
-            f"largest single-head drop in {name} - largest in any other layer (points); RoPE, "
-            "distance, zero ablation",
-            "one head of a shallow layer carries the position reasoning",
-            [learned_part(f"{name} - other layers", runs, D, ("rope",),
-                          lambda depth=depth, name=name: _part(
-                              f"{name} - other layers", runs, D, ("rope",), depth, 0.0, "above",
-                              missing_note="too few layers for this reading, or " + NO_ABLATION))],
-            digits=1))
-
-    out.append(_v(
-        "NC3", "Learned absolute PE (the paper code's random PE) behaves like the other additive "
-               "PEs: below RoPE, no single-head deposit",
-        "primary (b) DI(rope) - DI(learned); shown (a) acc(rope) - acc(learned) (points); "
-        "distance",
-        "RoPE best; additive PEs spread the deposit",
-        [_part("acc: rope - learned", runs, D, ("rope", "learned"),
-               lambda s: runs.acc(D, "rope", s) - runs.acc(D, "learned", s), 0.0, "above",
-               ordering=True),
-         learned_part("DI: rope - learned", runs, D, ("rope", "learned"),
-                      lambda: _part("DI: rope - learned", runs, D, ("rope", "learned"),
-                                    lambda s: runs.deposit_contrast(D, "rope", ("learned",),
-                                                                    s, "index", mode),
-                                    0.0, "above", bounds=UNIT, missing_note=NO_ABLATION))],
-        digits=2, primary=1))
-
-    out.append(stability_verdict(runs))
-
-    def att(task: str, s: int) -> Optional[float]:
-        return _attenuation(by[(task, "relative")][s])
-
-    def contrast(s: int) -> Optional[float]:
-        a, b = att(C, s), att(D, s)
-        return None if a is None or b is None else a - b
-    no_table = NOT_RECORDED.format(what="no relative-table magnitudes in the trace")
-    count_runs = by.get((C, "relative"), {})
-    out.append(_v(
-        "RA", "A relative PE attenuates its learned bias toward zero on the count task (beyond "
-              "the drift AdamW gives a table of pure noise)",
-        "A = log(final / initial head-centred RMS of the per-offset table, mean over layers): "
-        "primary (a) A(count) - A_null < 0, A_null the drift null (the same table under AdamW "
-        "on i.i.d. noise gradients, the run's own schedule and its steps up to the end of its "
-        "kept epoch); shown (b) "
-        "A(count) - A(distance), (c) mean A(count) / its sd over seeds < -1 (the former primary), "
-        "(d) count accuracy with each head's table replaced by its mean - as "
-        "trained (points)",
-        "relative bias attenuates on the position-agnostic task",
-        [_part("A(count) - A_null(drift)", runs, C, ("relative",),
-               lambda s: attenuation_beyond_drift(count_runs[s]), 0.0, "below", bounds=None,
-               missing_note=NOT_RECORDED.format(
-                   what="no relative-table magnitudes or no optimiser schedule (a result read "
-                        "without its run's config)")),
-         _part("A(count) - A(distance)", runs, C, ("relative",), contrast, 0.0, "below",
-               bounds=None, configs=[(C, "relative"), (D, "relative")], missing_note=no_table),
-         _part("A(count) / run-to-run sd", runs, C, ("relative",), lambda s: att(C, s), -1.0,
-               "below", bounds=None, missing_note=no_table, noise=True),
-         _part("count acc: tables flattened - as trained", runs, C, ("relative",),
-               lambda s: flattened_table_change(count_runs[s]), 0.0, "above", bounds=POINTS,
-               missing_note=NOT_RECORDED.format(what="no accuracy with flattened tables"))],
-        primary=0))
-
-    def deposit_drop(s: int) -> Optional[float]:
-        dep = runs.deposit(D, "rope", s, mode)
-        return None if dep is None else dep["drop"]
-
-    def other_heads(s: int) -> Optional[float]:
-        dep = runs.deposit(D, "rope", s, mode)
-        return None if dep is None else _other_heads_top_drop(by[(D, "rope")][s], mode, dep)
-    out.append(_v(
-        "AD", "Ablating RoPE's deposit head costs about 60 accuracy points, any other head "
-              "almost nothing (distance; both together)",
-        f"primary: the deposit head's drop > {DEPOSIT_DROP:g} points (half the paper's ~60) "
-        f"and the largest drop of any other head < {OTHER_HEADS:g} points, both required; RoPE, "
-        "distance, zero ablation",
-        "ablating the deposit head costs ~60 points, other heads ~0",
-        [learned_part("deposit head large, others small", runs, D, ("rope",),
-                      lambda: conjunction("deposit head large, others small", [
-                          _part(name, runs, D, ("rope",), stat, t, side, bounds=POINTS,
-                                missing_note=NO_ABLATION)
-                          for name, stat, t, side in (
-                              ("deposit head's drop", deposit_drop, DEPOSIT_DROP, "above"),
-                              ("other heads' top drop", other_heads, OTHER_HEADS, "below"))]))],
-        digits=1))
-
-    out.append(_v(
-        "MX", "The single-head deposit is inherent in multiplicative PEs beyond RoPE and MLA: "
-              "xPos concentrates like RoPE",
-        "DI(xpos) - DI(PE) > 0 for each additive PE that learned the task (all of them); "
-        "distance, zero ablation (xPos: an extra role)",
-        "the deposit pattern is inherent in multiplicative encodings",
-        [versus_additive("DI: xpos - each additive", runs, D,
-                         lambda s, additive: runs.deposit_contrast(D, "xpos", additive, s,
-                                                                   "index", mode),
-                         UNIT, role="xpos")],
-        digits=2))
-
-    return out + evaluate_alibi(runs)
-
+    """The verdicts of :data:`CLAIMS` on ``runs`` (deposits from the ``mode`` ablation)."""
+    return evaluate_claims(CLAIMS, runs, mode)
