@@ -51,8 +51,9 @@ from ..analysis.dynamics import DynamicsConfig, DynamicsRecorder
 from ..config import TrainConfig, config_from_dict, memory_estimate
 from ..model.transformer import Transformer
 from ..fast import forward as fast_forward
-from .runs import (CHECKPOINT, CONFIG, FORMAT, METRICS, RESULT, atomic_torch_save, atomic_write_text,
-                   check_checkpoint, check_resumable, check_summary, dataset_for, model_for,
+from .run_state import RunState
+from .runs import (CHECKPOINT, CONFIG, METRICS, RESULT, atomic_write_text, check_checkpoint,
+                   check_resumable, check_summary, dataset_for, model_for,
                    read_checkpoint, read_config, read_metrics, read_summary, same_run,
                    stored_without_checkpoint, write_metrics)
 from .trace import TRACE, TraceRecorder, grad_norm
@@ -257,190 +258,198 @@ def _epoch_line(config: TrainConfig, record: dict[str, Any], seconds: float) -> 
 def _train(config: TrainConfig, out: Path, progress: Optional[bool], resume: bool,
            on_step: Optional[Callable[[int, float], None]],
            dynamics: Optional[DynamicsConfig] = None) -> RunResult:
+    """Set up (the splits, the model, its state resumed from the checkpoint), then for each
+    epoch: train, evaluate, save; then finish (the kept weights, the summary)."""
     from tqdm.auto import tqdm
 
     device = resolve_device(config.device)
-    split = dataset_for(config)
-    train_data, test_data = split.train, split.test
-    val_data = None
-    if config.early_stopping:  # carved from the training split alone
-        data_seed = config.task.data_seed if config.task.data_seed is not None else config.seed
-        train_data, val_data = carve_validation(train_data, config.val_frac, data_seed)
+    data = _Splits.of(config)
     torch.manual_seed(config.seed)
     model = model_for(config, device).to(device)
-    opt = make_optimizer(model, config)
-    forward = step_forward(config.step)
-    n = len(train_data)
-    steps_per_epoch = math.ceil(n / config.batch_size)
-    schedule = OptimizerSchedule.of(config, steps_per_epoch)
-    total = schedule.total
-    metrics: list[dict[str, Any]] = []
-    start_epoch = 0
-    # the times of the epochs the checkpoint holds (a resumed run's seconds are all its epochs')
-    earlier: dict[str, Any] = {"seconds": 0.0, "epoch_seconds": [], "dynamics_seconds": 0.0,
-                               "seconds_known": True}
-    best_state: Optional[dict[str, torch.Tensor]] = None  # weights of the best validation epoch
+    state = RunState(model, make_optimizer(model, config))
     if resume and (out / CHECKPOINT).is_file():
-        ckpt = read_checkpoint(out / CHECKPOINT, device)
-        try:
-            model.load_state_dict(ckpt["model"])
-            opt.load_state_dict(ckpt["optimizer"])
-            torch.set_rng_state(ckpt["rng"].cpu())
-            if device.type == "cuda" and "cuda_rng" in ckpt:
-                torch.cuda.set_rng_state(ckpt["cuda_rng"].cpu(), device)
-        except (RuntimeError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
-            raise PosencError(f"checkpoint {out / CHECKPOINT} cannot be resumed ({first}); "
-                              f"start over with --restart") from None
-        metrics, start_epoch = list(ckpt["metrics"]), int(ckpt["epoch"])
-        best_state = ckpt.get("best_model")
-        earlier = _earlier_seconds(ckpt)
-    recorder = None
-    if dynamics is not None:
-        recorder = DynamicsRecorder(dynamics, out, config, train_data, test_data, total,
-                                    steps_per_epoch)
-        recorder.start(model, start_epoch * steps_per_epoch)
-    trace = TraceRecorder(out, config.run_id(), steps_per_epoch, int(train_data.tokens.shape[1]))
-    trace.start(model, start_epoch)
-    tokens, labels = train_data.tokens.to(device), train_data.labels.to(device)
-    t_start, epoch_seconds = time.perf_counter(), list(earlier["epoch_seconds"])
-    diverged_step: Optional[int] = None  # the first step whose training loss was not finite
-    bar = tqdm(total=total, initial=start_epoch * steps_per_epoch, disable=None if progress is None
-               else not progress, desc=f"{config.task.name} {config.model.pe}", leave=False)
+        state.resume(out / CHECKPOINT, device)
+    start_epoch = state.epoch
+    loop = _EpochLoop.of(config, device, data, out, state, on_step, dynamics)
+    bar = tqdm(total=loop.schedule.total, initial=start_epoch * loop.steps_per_epoch,
+               disable=None if progress is None else not progress,
+               desc=f"{config.task.name} {config.model.pe}", leave=False)
+    state.clock.start()
     try:
-        for epoch in range(start_epoch, config.epochs):
-            if metrics and "diverged_step" in metrics[-1]:  # (a resumed run that diverged)
-                break
-            if val_data is not None and stop_now(config, metrics):
-                break
+        while state.epoch < config.epochs and not _stopped(config, state, data):
             t0 = time.perf_counter()
-            model.train()
-            order = torch.randperm(n, generator=torch.Generator().manual_seed(
-                config.seed * 1_000_003 + epoch)).to(device)
-            loss_sum, correct = 0.0, 0
-            for b in range(steps_per_epoch):
-                step = epoch * steps_per_epoch + b
-                if recorder is not None and recorder.due(step):
-                    recorder.record(step, model)  # before update `step`: step 0 = initialisation
-                for group in opt.param_groups:
-                    group["lr"] = schedule.rate(step)
-                idx = order[b * config.batch_size:(b + 1) * config.batch_size]
-                with autocast(config.precision, device):
-                    logits = forward(model, tokens[idx]).float()
-                loss = F.cross_entropy(logits, labels[idx])
-                loss_value = float(loss.detach())
-                if not math.isfinite(loss_value):  # diverged: record it, update nothing more
-                    diverged_step = step
-                    break
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if config.grad_clip is not None:  # the norm before clipping
-                    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                else:
-                    norm = grad_norm(model.parameters())
-                opt.step()
-                loss_sum += loss_value * len(idx)
-                hits = int((logits.argmax(-1) == labels[idx]).sum())
-                correct += hits
-                trace.step(loss, norm, hits / len(idx))
-                bar.update(1)
-                if on_step is not None:
-                    on_step(step, loss_value)
-            metrics.append({"epoch": epoch + 1, "step": (epoch + 1) * steps_per_epoch,
-                            "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
-                            "train_acc": correct / n})
-            if diverged_step is not None:  # the epoch's sums are partial: say so with NaN
-                metrics[-1].update(step=diverged_step, train_loss=math.nan, train_acc=math.nan,
-                                   diverged_step=diverged_step)
-            if val_data is None:  # without early stopping every epoch's model is a final one
-                test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
-                                               config.precision, config.step)
-                metrics[-1].update(test_loss=test_loss, test_acc=test_acc)
-            else:  # the test split is evaluated once, for the kept weights (after the loop)
-                val_loss, val_acc = evaluate(model, val_data, config.eval_batch_size, device,
-                                             config.precision, config.step)
-                metrics[-1].update(val_loss=val_loss, val_acc=val_acc)
-                if best_index([m["val_acc"] for m in metrics]) == len(metrics) - 1:
-                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            if recorder is not None:  # before the checkpoint: a resume re-records past it
-                recorder.flush()
-            trace.end_epoch(epoch + 1, model)
-            epoch_seconds.append(time.perf_counter() - t0)
-            atomic_torch_save({"format": FORMAT, "model": model.state_dict(),
-                               "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                               **({"cuda_rng": torch.cuda.get_rng_state(device)}
-                                  if device.type == "cuda" else {}),
-                               "epoch": epoch + 1, "metrics": metrics,
-                               **({"best_model": best_state} if best_state is not None else {}),
-                               **_seconds_so_far(earlier, t_start, epoch_seconds, recorder),
-                               "config": config.to_dict()}, out / CHECKPOINT)
-            write_metrics(out, metrics)
-            if bar.disable and progress is None and n >= LONG_EPOCH_EXAMPLES:
-                print(_epoch_line(config, metrics[-1], epoch_seconds[-1]), file=sys.stderr,
-                      flush=True)
-            if diverged_step is not None:
-                break
-            bar.set_postfix({k: f"{metrics[-1][k]:.3f}" for k in ("test_acc", "val_acc")
-                             if k in metrics[-1]})
+            record = loop.train_epoch(state, bar)
+            loop.evaluate_epoch(state, record, data)
+            if loop.recorder is not None:  # before the checkpoint: a resume re-records past it
+                loop.recorder.flush()
+            loop.trace.end_epoch(state.epoch, model)
+            state.clock.epoch_seconds.append(time.perf_counter() - t0)
+            state.save(out / CHECKPOINT, config, device, loop.dynamics_seconds())
+            write_metrics(out, state.metrics)
+            if bar.disable and progress is None and len(data.train) >= LONG_EPOCH_EXAMPLES:
+                print(_epoch_line(config, record, state.clock.epoch_seconds[-1]),
+                      file=sys.stderr, flush=True)
+            bar.set_postfix({k: f"{record[k]:.3f}" for k in ("test_acc", "val_acc") if k in record})
     finally:
         bar.close()
+    return _finish(config, out, device, data, state, loop, start_epoch)
+
+
+@dataclass(frozen=True)
+class _Splits:
+    """The run's data: the training split, the validation split carved from it (early stopping
+    only, else None) and the test split."""
+
+    train: TaskData
+    val: Optional[TaskData]
+    test: TaskData
+
+    @classmethod
+    def of(cls, config: TrainConfig) -> _Splits:
+        split = dataset_for(config)
+        if not config.early_stopping:
+            return cls(split.train, None, split.test)
+        data_seed = config.task.data_seed if config.task.data_seed is not None else config.seed
+        train_data, val_data = carve_validation(split.train, config.val_frac, data_seed)
+        return cls(train_data, val_data, split.test)
+
+
+def _stopped(config: TrainConfig, state: RunState, data: _Splits) -> bool:
+    """Whether training ends before the next epoch: the last one diverged, or early stopping's
+    rule fired on the validation history."""
+    return state.diverged or (data.val is not None and stop_now(config, state.metrics))
+
+
+@dataclass
+class _EpochLoop:
+    """What every epoch uses: the step's forward, the training tensors on the device, the
+    learning-rate schedule, the trace and the dynamics recorder (None: not asked for)."""
+
+    config: TrainConfig
+    device: torch.device
+    forward: Callable[[Transformer, torch.Tensor], torch.Tensor]
+    tokens: torch.Tensor
+    labels: torch.Tensor
+    steps_per_epoch: int
+    schedule: OptimizerSchedule
+    trace: TraceRecorder
+    recorder: Optional[DynamicsRecorder]
+    on_step: Optional[Callable[[int, float], None]]
+
+    @classmethod
+    def of(cls, config: TrainConfig, device: torch.device, data: _Splits, out: Path,
+           state: RunState, on_step: Optional[Callable[[int, float], None]],
+           dynamics: Optional[DynamicsConfig]) -> _EpochLoop:
+        steps_per_epoch = math.ceil(len(data.train) / config.batch_size)
+        schedule = OptimizerSchedule.of(config, steps_per_epoch)
+        recorder = None
+        if dynamics is not None:
+            recorder = DynamicsRecorder(dynamics, out, config, data.train, data.test,
+                                        schedule.total, steps_per_epoch)
+            recorder.start(state.model, state.epoch * steps_per_epoch)
+        trace = TraceRecorder(out, config.run_id(), steps_per_epoch, int(data.train.tokens.shape[1]))
+        trace.start(state.model, state.epoch)
+        return cls(config, device, step_forward(config.step), data.train.tokens.to(device),
+                   data.train.labels.to(device), steps_per_epoch, schedule, trace, recorder,
+                   on_step)
+
+    def dynamics_seconds(self) -> float:
+        return self.recorder.seconds if self.recorder is not None else 0.0
+
+    def train_epoch(self, state: RunState, bar: Any) -> dict[str, Any]:
+        """One epoch of optimiser steps in the epoch's seeded order; its metrics record, appended
+        to ``state.metrics`` (at a non-finite loss the epoch ends there, its sums NaN)."""
+        config, model, opt, epoch = self.config, state.model, state.optimizer, state.epoch
+        n = len(self.labels)
+        model.train()
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(
+            config.seed * 1_000_003 + epoch)).to(self.device)
+        loss_sum, correct, diverged_step = 0.0, 0, None
+        for b in range(self.steps_per_epoch):
+            step = epoch * self.steps_per_epoch + b
+            if self.recorder is not None and self.recorder.due(step):
+                self.recorder.record(step, model)  # before update `step`: step 0 = initialisation
+            for group in opt.param_groups:
+                group["lr"] = self.schedule.rate(step)
+            idx = order[b * config.batch_size:(b + 1) * config.batch_size]
+            with autocast(config.precision, self.device):
+                logits = self.forward(model, self.tokens[idx]).float()
+            loss = F.cross_entropy(logits, self.labels[idx])
+            loss_value = float(loss.detach())
+            if not math.isfinite(loss_value):  # diverged: record it, update nothing more
+                diverged_step = step
+                break
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip is not None:  # the norm before clipping
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            else:
+                norm = grad_norm(model.parameters())
+            opt.step()
+            loss_sum += loss_value * len(idx)
+            hits = int((logits.argmax(-1) == self.labels[idx]).sum())
+            correct += hits
+            self.trace.step(loss, norm, hits / len(idx))
+            bar.update(1)
+            if self.on_step is not None:
+                self.on_step(step, loss_value)
+        state.epoch += 1
+        record = {"epoch": state.epoch, "step": state.epoch * self.steps_per_epoch,
+                  "lr": opt.param_groups[0]["lr"], "train_loss": loss_sum / n,
+                  "train_acc": correct / n}
+        if diverged_step is not None:  # the epoch's sums are partial: say so with NaN
+            record.update(step=diverged_step, train_loss=math.nan, train_acc=math.nan,
+                          diverged_step=diverged_step)
+        state.metrics.append(record)
+        return record
+
+    def evaluate_epoch(self, state: RunState, record: dict[str, Any], data: _Splits) -> None:
+        """The epoch's evaluation into its record: the test split without early stopping (every
+        epoch's model is a final one); with it the validation split, keeping the weights of the
+        best epoch (the test split is evaluated once, for the kept weights: :func:`_finish`)."""
+        config = self.config
+        if data.val is None:
+            test_loss, test_acc = evaluate(state.model, data.test, config.eval_batch_size,
+                                           self.device, config.precision, config.step)
+            record.update(test_loss=test_loss, test_acc=test_acc)
+            return
+        val_loss, val_acc = evaluate(state.model, data.val, config.eval_batch_size, self.device,
+                                     config.precision, config.step)
+        record.update(val_loss=val_loss, val_acc=val_acc)
+        if best_index([m["val_acc"] for m in state.metrics]) == len(state.metrics) - 1:
+            state.snapshot_best()
+
+
+def _finish(config: TrainConfig, out: Path, device: torch.device, data: _Splits,
+            state: RunState, loop: _EpochLoop, start_epoch: int) -> RunResult:
+    """The kept model (with early stopping the best-validation one, its test split evaluated
+    and the checkpoint rewritten to hold it), the last dynamics record, the summary."""
+    metrics, model = state.metrics, state.model
     final, stop = metrics[-1], None
-    if val_data is not None:  # the final model is the best-validation one
-        stop = _early_stopping_summary(config, metrics, len(val_data))
+    if data.val is not None:
+        stop = _early_stopping_summary(config, metrics, len(data.val))
         final = metrics[stop["best_epoch"] - 1]
-        model.load_state_dict(best_state)
+        state.use_best()
         if "test_acc" not in final:  # (a resumed finished run has it already)
-            test_loss, test_acc = evaluate(model, test_data, config.eval_batch_size, device,
+            test_loss, test_acc = evaluate(model, data.test, config.eval_batch_size, device,
                                            config.precision, config.step)
             final.update(test_loss=test_loss, test_acc=test_acc)
-        ckpt = read_checkpoint(out / CHECKPOINT, device)
-        ckpt.update(model=best_state, best_epoch=stop["best_epoch"], metrics=metrics)
-        atomic_torch_save(ckpt, out / CHECKPOINT)
+        state.save_kept(out / CHECKPOINT, device, stop["best_epoch"])
         write_metrics(out, metrics)
-    if recorder is not None:
-        recorder.record(len(metrics) * steps_per_epoch if stop else total, model, final=True)
-        recorder.flush()
-    seconds = _seconds_so_far(earlier, t_start, epoch_seconds, recorder)
+    if loop.recorder is not None:
+        loop.recorder.record(len(metrics) * loop.steps_per_epoch if stop else loop.schedule.total,
+                             model, final=True)
+        loop.recorder.flush()
+    seconds = state.clock.so_far(loop.dynamics_seconds())
     result = write_summary(out, config, metrics, final, n_params=model.n_params,
-                           seconds=seconds["seconds"], resumed=_resumed(start_epoch, earlier),
-                           epoch_seconds=epoch_seconds, device=str(device), n_train=n,
-                           n_test=len(test_data), stop=stop,
+                           seconds=seconds["seconds"], resumed=state.clock.resumed(start_epoch),
+                           epoch_seconds=seconds["epoch_seconds"], device=str(device),
+                           n_train=len(data.train), n_test=len(data.test), stop=stop,
                            diverged=_divergence(metrics, final, model.parameters()))
     return RunResult(str(out), config, tuple(metrics), final["test_acc"],
                      result["best_test_acc"], model.n_params, seconds["seconds"], str(device),
                      early_stopping=stop, dynamics_seconds=seconds["dynamics_seconds"],
                      resumed=result.get("resumed"))
-
-
-def _earlier_seconds(ckpt: dict[str, Any]) -> dict[str, Any]:
-    """The times a checkpoint holds of its epochs; a checkpoint written before posenc kept them
-    (2026-12-06) holds none: ``seconds_known`` is then False and its epochs count 0 seconds
-    (and stays False through every later checkpoint of the run)."""
-    return {"seconds": float(ckpt.get("seconds", 0.0)),
-            "epoch_seconds": [float(x) for x in ckpt.get("epoch_seconds", [])],
-            "dynamics_seconds": float(ckpt.get("dynamics_seconds", 0.0)),
-            "seconds_known": "seconds" in ckpt and bool(ckpt.get("seconds_known", True))}
-
-
-def _seconds_so_far(earlier: dict[str, Any], t_start: float, epoch_seconds: list[float],
-                    recorder: Any) -> dict[str, Any]:
-    """The run's seconds so far over all its epochs: the resumed checkpoint's and this call's
-    (training with dynamics, each epoch's, the dynamics recording's share)."""
-    return {"seconds": earlier["seconds"] + time.perf_counter() - t_start,
-            "epoch_seconds": list(epoch_seconds),
-            "dynamics_seconds": earlier["dynamics_seconds"] +
-            (recorder.seconds if recorder is not None else 0.0),
-            "seconds_known": earlier["seconds_known"]}
-
-
-def _resumed(start_epoch: int, earlier: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """{from_epoch, earlier_seconds} of a run resumed from a checkpoint (None: trained in one
-    go); ``earlier_seconds`` None when the checkpoint did not hold them (``seconds`` then counts
-    this call's epochs alone)."""
-    if start_epoch == 0:
-        return None
-    return {"from_epoch": start_epoch,
-            "earlier_seconds": round(earlier["seconds"], 3) if earlier["seconds_known"] else None}
 
 
 def write_summary(out: Path, config: TrainConfig, metrics: Sequence[dict[str, Any]],

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from posenc.empirical.training import run_state
 from posenc.empirical.training.train import train
 from posenc.empirical.config import ModelConfig, TaskConfig, TrainConfig
 from posenc.empirical.training.runs import dataset_for, model_for
@@ -162,21 +163,19 @@ def test_a_resumed_run_records_the_same_trace(tmp_path):
 
 def test_a_crash_saving_the_checkpoint_after_the_trace_drops_the_extra_epoch(tmp_path,
                                                                               monkeypatch):
-    import sys
-    train_mod = sys.modules["posenc.empirical.training.train"]  # the module (the package exports train())
     cfg = tiny()
     train(cfg, tmp_path / "full")
-    real, calls = train_mod.atomic_torch_save, []
+    real, calls = run_state.atomic_torch_save, []
 
     def save(obj, path):
         calls.append(path)
         if len(calls) == 2:  # epoch 2's checkpoint: its trace epoch is already written
             raise OSError("disk full")
         real(obj, path)
-    monkeypatch.setattr(train_mod, "atomic_torch_save", save)
+    monkeypatch.setattr(run_state, "atomic_torch_save", save)
     with pytest.raises(OSError):
         train(cfg, tmp_path / "cut")
-    monkeypatch.setattr(train_mod, "atomic_torch_save", real)
+    monkeypatch.setattr(run_state, "atomic_torch_save", real)
     assert len(read_trace(tmp_path / "cut", cfg.run_id())[1]) == 2  # one past the checkpoint
     train(cfg, tmp_path / "cut")
     assert (tmp_path / "cut" / TRACE).read_text() == (tmp_path / "full" / TRACE).read_text()
