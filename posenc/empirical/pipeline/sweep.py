@@ -200,12 +200,42 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
               retrain_incomplete: bool = False,
               on_start: Callable[[str, Job], None] | None = None,
               on_plan: Callable[[SweepSummary], None] | None = None) -> SweepSummary:
+    """The plan's unfinished jobs (the rest counted as skipped), the earlier sweeps' staging
+    folders resumed or removed, then the jobs run by the backend."""
     store.heal()
     summary = SweepSummary()
-    jobs = list(jobs)
+    todo = _todo(store, list(jobs), summary, retrain_incomplete)
+    staging_root = store.root / "staging"
+    # (we hold the writer lock: every staging folder is an ended sweep's)
+    earlier = _resumable(staging_root, {rid for rid, _ in todo}, resume_from) \
+        if backend == "local" else {}
+    _clear_staging(staging_root, keep=set(earlier.values()))
+    if on_plan:
+        on_plan(summary)
+    sweep = _Sweep(store, summary, staging_root, earlier, drop, on_done, on_start)
+    if backend == "ray":
+        with SigintGuard(raise_now=True) as guard:
+            try:
+                _run_ray(store, todo, worker, threads, ray_address, sweep.new_staging,
+                         sweep.commit, sweep.failed, on_start)
+            except KeyboardInterrupt:
+                guard.exit_on_next()
+                raise sweep.interrupted([]) from None
+    elif workers == 1:
+        _run_serial(todo, worker, threads, sweep)
+    else:
+        _run_pool(todo, worker, workers, threads, sweep.started, sweep.commit, sweep.failed,
+                  sweep.interrupted)
+    shutil.rmtree(staging_root, ignore_errors=True)
+    return summary
+
+
+def _todo(store: RunStore, jobs: list[Job], summary: SweepSummary,
+          retrain_incomplete: bool) -> list[tuple[str, Job]]:
+    """(run id, job) of each job to run, each run once; the finished and intact ones are counted
+    in ``summary`` as skipped.  An experiment run folder that lacks what a finished run keeps is
+    refused before any training, unless the plan's own are to be trained again (kept_files)."""
     planned = {run_id(job.config) for job in jobs}
-    # an experiment run folder that lacks what a finished run keeps: refused before any training,
-    # unless the user asked for this plan's to be trained again (kept_files)
     found = incomplete_runs(store)
     refuse_incomplete([i for i in found if not (retrain_incomplete and i.id in planned)], store.root)
     incomplete = {i.id for i in found}
@@ -217,94 +247,98 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
             summary.skipped += 1
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
-    staging_root = store.root / "staging"
-    # (we hold the writer lock: every staging folder is an ended sweep's)
-    earlier = _resumable(staging_root, {rid for rid, _ in todo}, resume_from) \
-        if backend == "local" else {}
+    return todo
+
+
+def _clear_staging(staging_root: Path, keep: set[Path]) -> None:
+    """Every staging folder (and stray file) of an ended sweep removed but those in ``keep``
+    (to be resumed); the folder itself there afterwards."""
     if staging_root.exists():
         for path in staging_root.iterdir():
-            if path in earlier.values():
+            if path in keep:
                 continue
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink()
     staging_root.mkdir(exist_ok=True)
-    if on_plan:
-        on_plan(summary)
 
-    def commit(rid: str, job: Job, staging: Path, result: dict) -> None:
-        for name in drop:
+
+@dataclass
+class _Sweep:
+    """What a backend calls as runs start and end: staging folders (an earlier attempt's
+    resumed), commits into the store, failures, and the interruption's summary."""
+
+    store: RunStore
+    summary: SweepSummary
+    staging_root: Path
+    earlier: dict[str, Path]
+    drop: tuple[str, ...]
+    on_done: Callable[[str, Job, dict | None], None] | None
+    on_start: Callable[[str, Job], None] | None
+
+    def commit(self, rid: str, job: Job, staging: Path, result: dict) -> None:
+        for name in self.drop:
             (staging / name).unlink(missing_ok=True)
-        store.commit(rid, staging, result)
-        summary.completed.append(rid)
-        if on_done:
-            on_done(rid, job, result)
+        self.store.commit(rid, staging, result)
+        self.summary.completed.append(rid)
+        if self.on_done:
+            self.on_done(rid, job, result)
 
-    def failed(rid: str, job: Job, message: str) -> None:
-        store.fail(rid, message)
-        summary.failed[rid] = message
-        if on_done:
-            on_done(rid, job, None)
+    def failed(self, rid: str, job: Job, message: str) -> None:
+        self.store.fail(rid, message)
+        self.summary.failed[rid] = message
+        if self.on_done:
+            self.on_done(rid, job, None)
 
-    def new_staging(rid: str) -> Path:
-        path = staging_root / f"{rid}.{uuid.uuid4().hex[:8]}"
-        if rid in earlier:  # the earlier attempt's files, under a name of this sweep's
-            os.replace(earlier.pop(rid), path)
+    def new_staging(self, rid: str) -> Path:
+        path = self.staging_root / f"{rid}.{uuid.uuid4().hex[:8]}"
+        if rid in self.earlier:  # the earlier attempt's files, under a name of this sweep's
+            os.replace(self.earlier.pop(rid), path)
             for tmp in path.rglob(".*.tmp"):  # an atomic write a kill cut short (posenc.atomic)
                 tmp.unlink(missing_ok=True)
-            summary.resumed.append(rid)
+            self.summary.resumed.append(rid)
         else:
             path.mkdir()
-        store.stage(rid, path)
+        self.store.stage(rid, path)
         return path
 
-    def started(rid: str, job: Job) -> Path:
-        staging = new_staging(rid)
-        store._set_state(rid, "running")
-        if on_start:
-            on_start(rid, job)
+    def started(self, rid: str, job: Job) -> Path:
+        staging = self.new_staging(rid)
+        self.store._set_state(rid, "running")
+        if self.on_start:
+            self.on_start(rid, job)
         return staging
 
-    def interrupted(stopped: list[str]) -> SweepInterrupted:
+    def interrupted(self, stopped: list[str]) -> SweepInterrupted:
         for rid in stopped:  # their staging folders stay: the next sweep resumes them
-            store._set_state(rid, "pending")
-        return SweepInterrupted(summary.skipped + len(summary.completed), summary.total, store.root,
-                                len(stopped))
+            self.store._set_state(rid, "pending")
+        return SweepInterrupted(self.summary.skipped + len(self.summary.completed),
+                                self.summary.total, self.store.root, len(stopped))
 
-    if backend == "ray":
-        with SigintGuard(raise_now=True) as guard:
+
+def _run_serial(todo: list[tuple[str, Job]], worker: str, threads: int, sweep: _Sweep) -> None:
+    """The jobs one after another in this process; Ctrl-C stops between (or inside) runs."""
+    with SigintGuard(raise_now=True) as guard:
+        for rid, job in todo:
+            if guard.requested:
+                raise sweep.interrupted([])
+            staging = sweep.started(rid, job)
             try:
-                _run_ray(store, todo, worker, threads, ray_address, new_staging, commit, failed,
-                         on_start)
+                result = _call_worker(worker, job.config, str(staging), threads)
+            except PosencError:
+                raise
             except KeyboardInterrupt:
                 guard.exit_on_next()
-                raise interrupted([]) from None
-    elif workers == 1:
-        with SigintGuard(raise_now=True) as guard:
-            for rid, job in todo:
-                if guard.requested:
-                    raise interrupted([])
-                staging = started(rid, job)
-                try:
-                    result = _call_worker(worker, job.config, str(staging), threads)
-                except PosencError:
-                    raise
-                except KeyboardInterrupt:
-                    guard.exit_on_next()
-                    raise interrupted([rid]) from None
-                except Exception as exc:  # a bug in one run must not lose the others
-                    with guard.shielded():
-                        failed(rid, job, _describe(exc))
-                    continue
+                raise sweep.interrupted([rid]) from None
+            except Exception as exc:  # a bug in one run must not lose the others
                 with guard.shielded():
-                    commit(rid, job, staging, result)
-            if guard.requested:
-                raise interrupted([])
-    else:
-        _run_pool(todo, worker, workers, threads, started, commit, failed, interrupted)
-    shutil.rmtree(staging_root, ignore_errors=True)
-    return summary
+                    sweep.failed(rid, job, _describe(exc))
+                continue
+            with guard.shielded():
+                sweep.commit(rid, job, staging, result)
+        if guard.requested:
+            raise sweep.interrupted([])
 
 
 #: seconds between two looks of a pool sweep at its runs and at SIGINT
