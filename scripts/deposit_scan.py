@@ -29,9 +29,12 @@ wherever a scan stopped, a finished run is never redone.  Jobs are seed-major, s
 
     python scripts/deposit_scan.py run OUT [--regimes h4x16-w64,...] [--seeds 2] [--workers 2]
     python scripts/deposit_scan.py table OUT [--regimes ...] [--seeds 3]   # markdown to stdout
+    python scripts/deposit_scan.py curves OUT [--regimes ...]   # OUT/curves.png
 
-The table: regime x role -> per seed the test accuracy, the single-head layers (one head
->= 30 points, the layer's others < 5: the report's AD thresholds) in zero and in mean mode, the
+The table: regime x role -> per seed the test accuracy, the best validation accuracy and its
+epoch, the validation gain over the last 3 epochs (a run stopped while it still learns), the
+single-head layers (one head >= 30 points, the layer's others < 5: the report's AD thresholds)
+in zero and in mean mode, the
 deposit layer (the layer of the largest single-head drop), its top head and runner-up, the
 deposit index of that layer, and the run's CPU seconds (one torch thread).
 """
@@ -101,7 +104,7 @@ def run_row(res: Any) -> dict[str, Any]:
     from posenc.verdicts.accuracy_deposit import one_head_carries
 
     row: dict[str, Any] = {"acc": 100.0 * res.test_acc, "seed": res.seed,
-                           "cpu": res.summary.get("cpu_seconds")}
+                           "cpu": res.summary.get("cpu_seconds"), **learning(res.metrics or [])}
     for mode in MODES:
         table = (res.ablation or {}).get(mode)
         if table is None:
@@ -117,10 +120,27 @@ def run_row(res: Any) -> dict[str, Any]:
     return row
 
 
+#: the epochs over which a run counts as still learning when its validation accuracy rose
+LATE_EPOCHS = 3
+
+
+def learning(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """From a run's epoch records: its best validation accuracy and epoch, the epochs run, and
+    the validation gain over the last :data:`LATE_EPOCHS` epochs (points; None when it ran
+    fewer), the sign of a run stopped while it still learns."""
+    vals = [100.0 * m["val_acc"] for m in metrics if "val_acc" in m]
+    if not vals:
+        return {"best_val": None, "best_epoch": None, "epochs": len(metrics), "late_gain": None}
+    best = max(range(len(vals)), key=lambda i: (vals[i], -i))  # the earliest of ties
+    late = vals[-1] - vals[-1 - LATE_EPOCHS] if len(vals) > LATE_EPOCHS else None
+    return {"best_val": vals[best], "best_epoch": best + 1, "epochs": len(vals), "late_gain": late}
+
+
 def table(out: Path, regimes: list[str], seeds: int) -> str:
-    lines = ["| regime | role | seed | test acc % | single-head layers (zero / mean) | "
+    lines = ["| regime | role | seed | test acc % | best val acc % (epoch / of) | "
+             f"val gain, last {LATE_EPOCHS} epochs | single-head layers (zero / mean) | "
              "deposit layer: head, drop / runner-up (zero) | deposit index (zero / mean) | "
-             "CPU s |", "|" + "---|" * 8]
+             "CPU s |", "|" + "---|" * 10]
     for regime in regimes:
         for res in sorted(results(out, regime, seeds), key=lambda r: (ROLES.index(r.role), r.seed)):
             r = run_row(res)
@@ -130,14 +150,51 @@ def table(out: Path, regimes: list[str], seeds: int) -> str:
                                          f"{z['runner_up']:.1f}")
             index = " / ".join("?" if x is None else f"{x['index']:.2f}" for x in (z, m))
             cpu = "?" if r["cpu"] is None else f"{r['cpu']:.0f}"
-            lines.append(f"| {regime} | {res.role} | {r['seed']} | {r['acc']:.1f} | {single} | "
-                         f"{dep} | {index} | {cpu} |")
+            val = "?" if r["best_val"] is None else \
+                f"{r['best_val']:.1f} ({r['best_epoch']} / {r['epochs']})"
+            late = "?" if r["late_gain"] is None else f"{r['late_gain']:+.1f}"
+            lines.append(f"| {regime} | {res.role} | {r['seed']} | {r['acc']:.1f} | {val} | "
+                         f"{late} | {single} | {dep} | {index} | {cpu} |")
     return "\n".join(lines) + "\n"
+
+
+def curves(out: Path, regimes: list[str], seeds: int, path: Path) -> None:
+    """Training and validation accuracy per epoch of every finished run: a panel per regime and
+    role (rows: regimes; columns: roles), a line per seed (solid: validation; dotted: training)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(regimes), len(ROLES), figsize=(3.2 * len(ROLES),
+                             2.4 * len(regimes)), sharex=True, sharey=True, squeeze=False)
+    for i, regime in enumerate(regimes):
+        runs = results(out, regime, seeds)
+        for j, role in enumerate(ROLES):
+            ax = axes[i][j]
+            for k, res in enumerate(r for r in runs if r.role == role):
+                ms = res.metrics or []
+                epochs = [m["epoch"] for m in ms]
+                color = f"C{k}"
+                ax.plot(epochs, [100 * m["val_acc"] for m in ms], color=color,
+                        label=f"seed {res.seed}")
+                ax.plot(epochs, [100 * m["train_acc"] for m in ms], color=color, ls=":")
+            ax.set_title(f"{regime}: {role}", fontsize=9)
+            ax.grid(alpha=0.3)
+            if ax.lines:
+                ax.legend(fontsize=7, loc="lower right")
+            if i == len(regimes) - 1:
+                ax.set_xlabel("epoch")
+            if j == 0:
+                ax.set_ylabel("accuracy %")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("what", choices=("run", "table"))
+    ap.add_argument("what", choices=("run", "table", "curves"))
     ap.add_argument("out", type=Path)
     ap.add_argument("--regimes", default=",".join(REGIMES))
     ap.add_argument("--seeds", type=int, default=2)
@@ -149,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown regime {r!r}; known: {', '.join(REGIMES)}")
     if args.what == "run":
         run(args.out, regimes, args.seeds, args.workers)
+    elif args.what == "curves":
+        curves(args.out, regimes, args.seeds, args.out / "curves.png")
     else:
         sys.stdout.write(table(args.out, regimes, args.seeds))
     return 0

@@ -39,6 +39,7 @@ def test_the_committed_table_is_the_stores(scan):
 class _Run:
     def __init__(self, drops):
         self.test_acc, self.seed, self.summary = 0.9, 1000, {"cpu_seconds": 1.0}
+        self.metrics = []
         layers = [{"layer": i, "drops": d, "largest_drop": max(d),
                    "deposit_head": d.index(max(d)), "deposit_index": max(d) / sum(d)}
                   for i, d in enumerate(drops)]
@@ -53,3 +54,15 @@ class _Run:
 def test_single_head_layers_follow_the_thresholds(scan, drops, single):
     row = scan.run_row(_Run(drops))
     assert row["zero"]["single"] == single and row["mean"] is None
+
+
+@pytest.mark.parametrize("vals, best_epoch, late", [
+    ([0.1, 0.5, 0.5, 0.4, 0.6], 5, 10.0),     # the gain is last - the one 3 epochs before
+    ([0.1, 0.7, 0.7, 0.7, 0.6], 2, -10.0),    # the earliest of tied bests; a late loss
+    ([0.2, 0.3, 0.3], 2, None),               # too few epochs to say
+])
+def test_learning_reads_the_validation_history(scan, vals, best_epoch, late):
+    got = scan.learning([{"epoch": i + 1, "val_acc": v} for i, v in enumerate(vals)])
+    assert got["best_epoch"] == best_epoch and got["epochs"] == len(vals)
+    assert got["best_val"] == pytest.approx(100 * max(vals))
+    assert (got["late_gain"] is None) if late is None else got["late_gain"] == pytest.approx(late)
