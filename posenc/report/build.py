@@ -39,6 +39,7 @@ from .dynamics import FIGURE as DYNAMICS_FIGURE
 from .dynamics import dynamics_figure, dynamics_markdown, dynamics_results, recording_text
 from .markdown import ReportInputs, render, report_mode
 from .measured import measured_markdown
+from .mla_both_ways import mla_both_ways_markdown
 from .publish import staged_report
 from .replication import check_same_plan, replication_markdown, replication_rows
 from .report_json import REPORT_FORMAT
@@ -309,10 +310,13 @@ def _strips(results: list[ExperimentResult]) -> list[tuple[str, str, list[Experi
 
 
 def _measured_sections(results: list[ExperimentResult], configs: list[dict[str, Any]]) -> _Section:
-    """The training-dynamics section and the claims measured as the paper states them."""
+    """The training-dynamics section, the claims measured as the paper states them and E13 read
+    both ways (where the runs hold MLA)."""
     dyn_lines, dyn = dynamics_markdown(dynamics_results(results), recording_text(configs))
     lines, measured = measured_markdown(results)
-    return _Section(dyn_lines + lines, {"dynamics": dyn, "measured": measured})
+    mla_lines, mla = mla_both_ways_markdown(results)
+    return _Section(dyn_lines + lines + mla_lines, {"dynamics": dyn, "measured": measured,
+                                                    **({"e13_both_ways": mla} if mla else {})})
 
 
 def _replication(verdicts: list[Verdict], results: list[ExperimentResult],
