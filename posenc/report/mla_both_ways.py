@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
 
 SECTION = "### E13 read both ways: MLA's heads and the paper code's latent columns"
-#: a cell of a mode a run holds no table of
+#: a cell of a mode an MLA run holds no table of
 NOT_MEASURED = "not measured"
+#: a difference cell of a seed without RoPE's zero table (no RoPE run, or one that diverged)
+NO_ROPE = "no RoPE table"
 
 
 def _deposit_cell(dep: Optional[dict[str, Any]], unit: str) -> str:
@@ -37,7 +39,8 @@ def _summary(values: list[float]) -> str:
     if not values:
         return NOT_MEASURED
     mean = sum(values) / len(values)
-    return f"{mean:+.2f} (range {min(values):+.2f} to {max(values):+.2f}; {len(values)} seed{'s' if len(values) > 1 else ''})"
+    seeds = f"{len(values)} seed" + ("s" if len(values) > 1 else "")
+    return f"{mean:+.2f} (range {min(values):+.2f} to {max(values):+.2f}; {seeds})"
 
 
 def mla_both_ways_markdown(results: list[ExperimentResult], task: str = "distance"
@@ -52,18 +55,23 @@ def mla_both_ways_markdown(results: list[ExperimentResult], task: str = "distanc
              "E13 compares RoPE's deposit index with MLA's, each from the `zero` ablation (one "
              "head removed at a time). The paper code's MLA ablation (`dis_gen/mlavis.py`) "
              "removes no head: its \"head\" v zeroes the latent input columns [w v, w v + w) of "
-             "the three up-projections, shared by every head (mode `latent-columns`). Both are "
-             f"shown on the {task} task; E13's verdict reads `zero`. \"{NOT_MEASURED}\": the run "
-             "holds no table of that mode (it needs the run's checkpoint).", ""]
+             "the three up-projections, shared by every head (mode `latent-columns`; a range "
+             "past the latent's width is cut there, so where w v reaches it the variant removes "
+             f"nothing). Both are shown on the {task} task, RoPE's index always from `zero` (it "
+             "has no latent), for every seed whether or not its runs learned the task (E13's "
+             "verdict reads `zero` and leaves out a run that did not learn). "
+             f"\"{NOT_MEASURED}\": the MLA run holds no table of that mode (it needs the run's "
+             f"checkpoint); \"{NO_ROPE}\": the seed has no RoPE run with a `zero` table.", ""]
     lines += md_header(["seed", "MLA deposit, heads (zero)", "MLA deposit, latent columns",
-                        "DI(rope) - DI(mla), heads", "DI(rope) - DI(mla), latent columns"])
+                        "DI(rope) - DI(mla, heads)", "DI(rope) - DI(mla, latent columns)"])
     seeds: list[dict[str, Any]] = []
     for seed, modes in deposits.items():
         stat = stats.get(seed, {})
         cells = [stat.get(f"rope - mla {mode}") for mode in BOTH]
+        missing = NO_ROPE if stat.get("rope") is None else NOT_MEASURED
         lines.append(md_row([seed, _deposit_cell(modes[ZERO], "head"),
                              _deposit_cell(modes[LATENT_COLUMNS], "block"),
-                             *(NOT_MEASURED if c is None else f"{c:+.2f}" for c in cells)]))
+                             *(missing if c is None else f"{c:+.2f}" for c in cells)]))
         seeds.append({"seed": seed, "mla": modes,
                       **{f"rope - mla {mode}": c for mode, c in zip(BOTH, cells)}})
     means = {mode: [s[f"rope - mla {mode}"] for s in seeds if s[f"rope - mla {mode}"] is not None]
