@@ -104,7 +104,8 @@ def run_row(res: Any) -> dict[str, Any]:
     from posenc.verdicts.accuracy_deposit import one_head_carries
 
     row: dict[str, Any] = {"acc": 100.0 * res.test_acc, "seed": res.seed,
-                           "cpu": res.summary.get("cpu_seconds"), **learning(res.metrics or [])}
+                           "cpu": res.summary.get("cpu_seconds"), "cpu_complete": cpu_complete(res),
+                           **learning(res.metrics or [])}
     for mode in MODES:
         table = (res.ablation or {}).get(mode)
         if table is None:
@@ -118,6 +119,16 @@ def run_row(res: Any) -> dict[str, Any]:
                      "top": drops[0], "runner_up": drops[1] if len(drops) > 1 else 0.0,
                      "index": top["deposit_index"]}
     return row
+
+
+def cpu_complete(res: Any) -> bool:
+    """Whether a run's ``cpu_seconds`` counts all its training: not for a run resumed from a
+    checkpoint that held no CPU time (its summary says ``cpu_seconds_complete`` False, or, written
+    before posenc kept it, its ``resumed`` record has no ``earlier_cpu_seconds``)."""
+    resumed = res.summary.get("resumed")
+    if not resumed:
+        return True
+    return res.summary.get("cpu_seconds_complete", True) and "earlier_cpu_seconds" in resumed
 
 
 #: the epochs over which a run counts as still learning when its validation accuracy rose
@@ -149,7 +160,8 @@ def table(out: Path, regimes: list[str], seeds: int) -> str:
             dep = "?" if z is None else (f"L{z['layer']}: H{z['head']}, {z['top']:.1f} / "
                                          f"{z['runner_up']:.1f}")
             index = " / ".join("?" if x is None else f"{x['index']:.2f}" for x in (z, m))
-            cpu = "?" if r["cpu"] is None else f"{r['cpu']:.0f}"
+            cpu = "?" if r["cpu"] is None else f"{r['cpu']:.0f}" if r["cpu_complete"] else \
+                f">= {r['cpu']:.0f} (resumed; the earlier calls' CPU time not kept)"
             val = "?" if r["best_val"] is None else \
                 f"{r['best_val']:.1f} ({r['best_epoch']} / {r['epochs']})"
             late = "?" if r["late_gain"] is None else f"{r['late_gain']:+.1f}"

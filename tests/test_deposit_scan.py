@@ -66,3 +66,20 @@ def test_learning_reads_the_validation_history(scan, vals, best_epoch, late):
     assert got["best_epoch"] == best_epoch and got["epochs"] == len(vals)
     assert got["best_val"] == pytest.approx(100 * max(vals))
     assert (got["late_gain"] is None) if late is None else got["late_gain"] == pytest.approx(late)
+
+
+@pytest.mark.parametrize("summary, complete", [
+    ({"cpu_seconds": 5.0}, True),                                              # in one go
+    ({"cpu_seconds": 5.0, "resumed": {"from_epoch": 8, "earlier_seconds": 1.0,
+                                      "earlier_cpu_seconds": 3.0}}, True),     # the sum
+    ({"cpu_seconds": 5.0, "resumed": {"from_epoch": 8, "earlier_seconds": 1.0,
+                                      "earlier_cpu_seconds": None},
+      "cpu_seconds_complete": False}, False),                                  # not kept
+    ({"cpu_seconds": 5.0, "resumed": {"from_epoch": 8, "earlier_seconds": 1.0}}, False),  # older
+])
+def test_a_resumed_runs_cpu_seconds_are_marked_where_they_miss_its_earlier_calls(scan, summary,
+                                                                                  complete):
+    run = _Run([[0.4, 0.0]])
+    run.summary = summary
+    assert scan.cpu_complete(run) is complete
+    assert scan.run_row(run)["cpu_complete"] is complete

@@ -160,7 +160,10 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
     ``cpu_start``: the worker process's ``time.process_time()`` when the call began; the
     summary's ``cpu_seconds`` is then the CPU time of the whole call (training, ablation,
     probe; every thread of the process: with one torch thread, the run's own cost whatever
-    the machine's load; a run resumed part-way counts only its last call)."""
+    the machine's load), plus, for a run resumed part-way, its earlier calls' training CPU time
+    as its checkpoint kept it (``resumed.earlier_cpu_seconds``; where that is None, a checkpoint
+    written before posenc kept it, ``cpu_seconds`` counts the last call only and
+    ``cpu_seconds_complete`` is False)."""
     # ablate and probe where it trained; the checkpoint must be of the config just trained
     run = load_run(folder, device=resolve_device(cfg.device), expected=cfg)
     split = run.data()
@@ -200,7 +203,11 @@ def measure(exp: ExperimentConfig, cfg: TrainConfig, folder: str, res: Any,
                                  "ablation": round(t_probe - t_ablation, 3),
                                  "probe": round(t_end - t_probe, 3)}}
     if cpu_start is not None:
-        summary["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
+        # (a resumed record without the field is one of a posenc that did not keep it: unknown)
+        earlier = res.resumed.get("earlier_cpu_seconds") if res.resumed else 0.0
+        summary["cpu_seconds"] = round(time.process_time() - cpu_start + (earlier or 0.0), 1)
+        if earlier is None:
+            summary["cpu_seconds_complete"] = False
     schedule = OptimizerSchedule.of_run(cfg, list(res.metrics))
     if schedule is not None:  # RA's drift null replays it (posenc.verdicts.drift_null)
         summary["schedule"] = schedule.to_dict()

@@ -24,44 +24,54 @@ from .runs import FORMAT, atomic_torch_save, read_checkpoint
 
 @dataclass
 class RunClock:
-    """The wall seconds of a run's epochs: ``earlier`` (and the dynamics recording's share
-    ``earlier_dynamics``) from the checkpoint it resumed from, ``epoch_seconds`` of every epoch,
-    and this call's time since :meth:`start`.  ``known`` is False for a run resumed from a
-    checkpoint that held no times (written before posenc kept them, 2026-12-06): its epochs
-    count 0 seconds, and every later checkpoint of the run says so."""
+    """The wall and CPU seconds of a run's epochs: ``earlier`` (and the dynamics recording's
+    share ``earlier_dynamics``, and ``earlier_cpu``: this process's CPU time, every thread) from
+    the checkpoint it resumed from, ``epoch_seconds`` of every epoch, and this call's time since
+    :meth:`start`.  ``known`` is False for a run resumed from a checkpoint that held no times
+    (written before posenc kept them, 2026-12-06): its epochs count 0 seconds, and every later
+    checkpoint of the run says so; ``earlier_cpu`` is None, and stays None, for a run resumed
+    from a checkpoint that held no CPU time (written before 2026-12-07)."""
 
     earlier: float = 0.0
     earlier_dynamics: float = 0.0
     epoch_seconds: list[float] = field(default_factory=list)
     known: bool = True
+    earlier_cpu: Optional[float] = 0.0
     started: float = field(default_factory=time.perf_counter)
+    started_cpu: float = field(default_factory=time.process_time)
 
     @classmethod
     def of_checkpoint(cls, ckpt: dict[str, Any]) -> RunClock:
+        cpu = ckpt.get("cpu_seconds")
         return cls(earlier=float(ckpt.get("seconds", 0.0)),
                    earlier_dynamics=float(ckpt.get("dynamics_seconds", 0.0)),
                    epoch_seconds=[float(x) for x in ckpt.get("epoch_seconds", [])],
-                   known="seconds" in ckpt and bool(ckpt.get("seconds_known", True)))
+                   known="seconds" in ckpt and bool(ckpt.get("seconds_known", True)),
+                   earlier_cpu=None if cpu is None else float(cpu))
 
     def start(self) -> None:
         """This call's time counts from now."""
-        self.started = time.perf_counter()
+        self.started, self.started_cpu = time.perf_counter(), time.process_time()
 
     def so_far(self, dynamics_seconds: float = 0.0) -> dict[str, Any]:
         """The run's times over all its epochs (``dynamics_seconds``: this call's recording), as
         the checkpoint stores them."""
+        cpu = None if self.earlier_cpu is None else \
+            self.earlier_cpu + time.process_time() - self.started_cpu
         return {"seconds": self.earlier + time.perf_counter() - self.started,
                 "epoch_seconds": list(self.epoch_seconds),
                 "dynamics_seconds": self.earlier_dynamics + dynamics_seconds,
-                "seconds_known": self.known}
+                "seconds_known": self.known, "cpu_seconds": cpu}
 
     def resumed(self, from_epoch: int) -> Optional[dict[str, Any]]:
-        """{from_epoch, earlier_seconds} of a run resumed at ``from_epoch`` (None: trained in one
-        go); ``earlier_seconds`` None when the checkpoint did not hold them."""
+        """{from_epoch, earlier_seconds, earlier_cpu_seconds} of a run resumed at ``from_epoch``
+        (None: trained in one go); the earlier times None when the checkpoint did not hold them."""
         if from_epoch == 0:
             return None
         return {"from_epoch": from_epoch,
-                "earlier_seconds": round(self.earlier, 3) if self.known else None}
+                "earlier_seconds": round(self.earlier, 3) if self.known else None,
+                "earlier_cpu_seconds": None if self.earlier_cpu is None else
+                round(self.earlier_cpu, 3)}
 
 
 @dataclass

@@ -166,3 +166,40 @@ def test_latent_columns_only_where_there_is_a_latent():
     with pytest.raises(PosencError, match="latent-columns ablation is for MLA models; PE 'rope'"):
         ExperimentConfig(train=small(), ablation_modes=modes)
     assert ExperimentConfig(train=small("mla"), ablation_modes=modes).ablation_modes == modes
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_resumed_experiment_counts_its_earlier_cpu_time(tmp_path, legacy):
+    """cpu_seconds of a run resumed part-way adds the CPU time its checkpoint kept; where the
+    checkpoint kept none (written before posenc did), the summary says the count is partial."""
+    import math
+
+    import torch
+
+    from posenc.empirical.training.runs import CHECKPOINT, dataset_for
+    from posenc.empirical.training.train import train
+
+    exp = ExperimentConfig(train=small(), ablation_examples=50, probe=False)
+    folder = tmp_path / "run"
+
+    cfg = exp.train.replace(num_threads=1)
+    per_epoch = math.ceil(len(dataset_for(cfg).train) / cfg.batch_size)
+
+    def interrupt(step, loss):
+        if step == per_epoch + 1:  # in epoch 2: the checkpoint holds epoch 1
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, folder, progress=False, on_step=interrupt)
+    ckpt = torch.load(folder / CHECKPOINT, weights_only=False)
+    assert ckpt["cpu_seconds"] > 0
+    if legacy:
+        del ckpt["cpu_seconds"]
+    else:  # far more than this call can spend: the sum must hold it
+        ckpt["cpu_seconds"] = 10_000.0
+    torch.save(ckpt, folder / CHECKPOINT)
+    summary = experiment_worker(exp.to_dict(), str(folder), 1)["summary"]
+    assert summary["resumed"]["earlier_cpu_seconds"] == (None if legacy else 10_000.0)
+    if legacy:
+        assert summary["cpu_seconds_complete"] is False and summary["cpu_seconds"] < 10_000
+    else:
+        assert "cpu_seconds_complete" not in summary and 10_000 < summary["cpu_seconds"] < 11_000

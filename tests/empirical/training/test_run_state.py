@@ -49,7 +49,9 @@ def test_a_saved_state_resumes_to_the_same_model_optimiser_rng_and_records(tmp_p
     assert other.epoch == 3 and other.metrics == state.metrics
     assert other.clock.epoch_seconds == [1.0, 2.0, 3.0] and other.clock.known
     assert other.clock.earlier >= 0.0 and other.clock.earlier_dynamics == 0.5
-    assert other.clock.resumed(3) == {"from_epoch": 3, "earlier_seconds": round(other.clock.earlier, 3)}
+    assert other.clock.earlier_cpu is not None and other.clock.earlier_cpu >= 0.0
+    assert other.clock.resumed(3) == {"from_epoch": 3, "earlier_seconds": round(other.clock.earlier, 3),
+                                      "earlier_cpu_seconds": round(other.clock.earlier_cpu, 3)}
     assert RunClock().resumed(0) is None
 
 
@@ -59,16 +61,34 @@ def test_unknown_earlier_seconds_stay_unknown_through_later_saves(tmp_path):
     state = _state(0)
     state.save(path, cfg, CPU)
     legacy = read_checkpoint(path)
-    for key in ("seconds", "epoch_seconds", "dynamics_seconds", "seconds_known"):
+    for key in ("seconds", "epoch_seconds", "dynamics_seconds", "seconds_known", "cpu_seconds"):
         del legacy[key]  # a checkpoint written before posenc kept times
     torch.save(legacy, path)
     resumed = _state(0)
     resumed.resume(path, CPU)
     assert not resumed.clock.known and resumed.clock.resumed(2)["earlier_seconds"] is None
+    assert resumed.clock.resumed(2)["earlier_cpu_seconds"] is None
     resumed.save(path, cfg, CPU)
     again = _state(0)
     again.resume(path, CPU)
     assert not again.clock.known  # a later checkpoint still says the earliest epochs are untimed
+    assert again.clock.earlier_cpu is None and read_checkpoint(path)["cpu_seconds"] is None
+
+
+def test_the_cpu_seconds_add_up_across_resumes(tmp_path):
+    cfg = preset("smoke", "distance", "rope")
+    path = tmp_path / "checkpoint.pt"
+    state = _state(0)
+    state.clock.start()
+    _stepped(state)
+    state.save(path, cfg, CPU)
+    first = read_checkpoint(path)["cpu_seconds"]
+    resumed = _state(0)
+    resumed.resume(path, CPU)
+    resumed.clock.start()
+    _stepped(resumed)
+    resumed.save(path, cfg, CPU)
+    assert read_checkpoint(path)["cpu_seconds"] > first > 0  # the earlier CPU time and this call's
 
 
 def test_the_kept_checkpoint_holds_the_best_weights(tmp_path):

@@ -91,7 +91,9 @@ def test_a_resumed_run_counts_the_seconds_of_every_epoch(tmp_path):
     summary = json.loads((folder / RESULT).read_text())
     assert len(summary["epoch_seconds"]) == tiny().epochs
     assert summary["epoch_seconds"][0] == first["epoch_seconds"][0]
-    assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": round(first["seconds"], 3)}
+    assert first["cpu_seconds"] > 0  # the process's CPU time of epoch 1 (one torch thread)
+    assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": round(first["seconds"], 3),
+                                  "earlier_cpu_seconds": round(first["cpu_seconds"], 3)}
     assert summary["seconds"] == resumed.seconds >= first["seconds"] + sum(
         summary["epoch_seconds"][1:])
     again = train(tiny(), folder)  # found finished (a sweep killed during its analysis)
@@ -103,12 +105,13 @@ def test_a_checkpoint_without_times_resumes_and_says_its_earlier_seconds_are_unk
     folder = tmp_path / "cut"
     _cut_after_epoch_one(folder)
     ckpt = torch.load(folder / CHECKPOINT, weights_only=False)
-    for key in ("seconds", "epoch_seconds", "dynamics_seconds", "seconds_known"):
+    for key in ("seconds", "epoch_seconds", "dynamics_seconds", "seconds_known", "cpu_seconds"):
         del ckpt[key]  # as posenc wrote checkpoints before 2026-12-06
     torch.save(ckpt, folder / CHECKPOINT)
     train(tiny(), folder)
     summary = json.loads((folder / RESULT).read_text())
-    assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": None}
+    assert summary["resumed"] == {"from_epoch": 1, "earlier_seconds": None,
+                                  "earlier_cpu_seconds": None}
     assert len(summary["epoch_seconds"]) == tiny().epochs - 1
 
 
