@@ -139,10 +139,12 @@ def learning(metrics: list[dict[str, Any]]) -> dict[str, Any]:
     """From a run's epoch records: its best validation accuracy and epoch, the epochs run, and
     the validation gain over the last :data:`LATE_EPOCHS` epochs (points; None when it ran
     fewer), the sign of a run stopped while it still learns."""
+    from posenc.empirical.training.train import best_index  # the earliest of ties, as training keeps
+
     vals = [100.0 * m["val_acc"] for m in metrics if "val_acc" in m]
     if not vals:
         return {"best_val": None, "best_epoch": None, "epochs": len(metrics), "late_gain": None}
-    best = max(range(len(vals)), key=lambda i: (vals[i], -i))  # the earliest of ties
+    best = best_index(vals)
     late = vals[-1] - vals[-1 - LATE_EPOCHS] if len(vals) > LATE_EPOCHS else None
     return {"best_val": vals[best], "best_epoch": best + 1, "epochs": len(vals), "late_gain": late}
 

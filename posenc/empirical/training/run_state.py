@@ -4,8 +4,8 @@ the run's checkpoint after every epoch and read back to resume it.
 :class:`RunState` holds the model, the optimiser, the epochs' metrics records, the number of
 epochs done, the best-validation weights (early stopping) and the run's clock; the global RNG
 is saved with it and restored on resume, so a resumed run goes on bit for bit.
-:class:`RunClock` keeps the wall seconds of all the run's epochs across resumes: the earlier
-calls' (from the checkpoint) plus this call's.
+:class:`RunClock` keeps the wall and CPU seconds of all the run's epochs across resumes: the
+earlier calls' (from the checkpoint) plus this call's.
 """
 
 from __future__ import annotations
