@@ -114,11 +114,17 @@ def run_row(res: Any) -> dict[str, Any]:
         layers = table["layers"]
         single = [la["layer"] for la in layers if one_head_carries(la["drops"])]
         top = max(layers, key=lambda la: la["largest_drop"])
-        drops = sorted((100.0 * d for d in top["drops"]), reverse=True)
+        first, second = _top_two(top["drops"])
         row[mode] = {"single": single, "layer": top["layer"], "head": top["deposit_head"],
-                     "top": drops[0], "runner_up": drops[1] if len(drops) > 1 else 0.0,
-                     "index": top["deposit_index"]}
+                     "top": first, "runner_up": second, "index": top["deposit_index"],
+                     "per_layer": [_top_two(la["drops"]) for la in layers]}
     return row
+
+
+def _top_two(drops: list[float]) -> tuple[float, float]:
+    """A layer's largest single-head drop and its runner-up, in points."""
+    ranked = sorted((100.0 * d for d in drops), reverse=True)
+    return ranked[0], ranked[1] if len(ranked) > 1 else 0.0
 
 
 def cpu_complete(res: Any) -> bool:
@@ -150,13 +156,22 @@ def learning(metrics: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def table(out: Path, regimes: list[str], seeds: int) -> str:
+    """The scan's markdown: a row per run, each run's layers, and each regime and role over its
+    seeds."""
+    rows = {regime: [(res.role, run_row(res)) for res in sorted(
+        results(out, regime, seeds), key=lambda r: (ROLES.index(r.role), r.seed))]
+        for regime in regimes}
+    return "\n".join(["## Runs", "", run_table(rows), "## Layers", "", layer_table(rows),
+                      "## Over seeds", "", seed_summary(rows, seeds)])
+
+
+def run_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
     lines = ["| regime | role | seed | test acc % | best val acc % (epoch / of) | "
              f"val gain, last {LATE_EPOCHS} epochs | single-head layers (zero / mean) | "
              "deposit layer: head, drop / runner-up (zero) | deposit index (zero / mean) | "
              "CPU s |", "|" + "---|" * 10]
-    for regime in regimes:
-        for res in sorted(results(out, regime, seeds), key=lambda r: (ROLES.index(r.role), r.seed)):
-            r = run_row(res)
+    for regime, runs in rows.items():
+        for role, r in runs:
             z, m = r["zero"], r["mean"]
             single = " / ".join("?" if x is None else _layers_text(x["single"]) for x in (z, m))
             dep = "?" if z is None else (f"L{z['layer']}: H{z['head']}, {z['top']:.1f} / "
@@ -167,8 +182,54 @@ def table(out: Path, regimes: list[str], seeds: int) -> str:
             val = "?" if r["best_val"] is None else \
                 f"{r['best_val']:.1f} ({r['best_epoch']} / {r['epochs']})"
             late = "?" if r["late_gain"] is None else f"{r['late_gain']:+.1f}"
-            lines.append(f"| {regime} | {res.role} | {r['seed']} | {r['acc']:.1f} | {val} | "
+            lines.append(f"| {regime} | {role} | {r['seed']} | {r['acc']:.1f} | {val} | "
                          f"{late} | {single} | {dep} | {index} | {cpu} |")
+    return "\n".join(lines) + "\n"
+
+
+def layer_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
+    """Each run's largest single-head drop per layer, zero ablation, with the layer's runner-up
+    after the slash (points); a layer showing the pattern is in bold."""
+    n = max((len(r["zero"]["per_layer"]) for runs in rows.values() for _, r in runs
+             if r["zero"] is not None), default=0)
+    lines = ["| regime | role | seed | test acc % | " + " | ".join(f"layer {i}" for i in range(n))
+             + " |", "|" + "---|" * (4 + n)]
+    for regime, runs in rows.items():
+        for role, r in runs:
+            z = r["zero"]
+            cells = ["?"] * n if z is None else [
+                (f"**{a:.1f} / {b:.1f}**" if i in z["single"] else f"{a:.1f} / {b:.1f}")
+                for i, (a, b) in enumerate(z["per_layer"])]
+            cells += [""] * (n - len(cells))
+            lines.append(f"| {regime} | {role} | {r['seed']} | {r['acc']:.1f} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def seed_summary(rows: dict[str, list[tuple[str, dict[str, Any]]]], seeds: int) -> str:
+    """Regime x role over the seeds run: how many, their test accuracy (mean and range), how many
+    show a single-head layer in zero and in mean mode, the mean deposit index (zero), and the
+    mean CPU seconds of the runs whose CPU time is complete."""
+    lines = [f"| regime | role | seeds run (of {seeds}) | test acc %: mean [min, max] | "
+             "runs with a single-head layer (zero / mean) | deposit index, mean (zero) | "
+             "CPU s a run, mean |", "|" + "---|" * 7]
+    for regime, runs in rows.items():
+        for role in ROLES:
+            rs = [r for ro, r in runs if ro == role]
+            if not rs:
+                continue
+            accs = [r["acc"] for r in rs]
+            single = " / ".join(
+                f"{sum(1 for r in rs if r[m] is not None and r[m]['single'])} of "
+                f"{sum(1 for r in rs if r[m] is not None)}" for m in MODES)
+            idx = [r["zero"]["index"] for r in rs if r["zero"] is not None]
+            cpus = [r["cpu"] for r in rs if r["cpu"] is not None and r["cpu_complete"]]
+            lines.append(
+                f"| {regime} | {role} | {len(rs)} | {sum(accs) / len(accs):.1f} "
+                f"[{min(accs):.1f}, {max(accs):.1f}] | {single} | "
+                + (f"{sum(idx) / len(idx):.2f}" if idx else "?") + " | "
+                + (f"{sum(cpus) / len(cpus):.0f} ({len(cpus)} of {len(rs)})" if cpus else "?")
+                + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -83,3 +83,21 @@ def test_a_resumed_runs_cpu_seconds_are_marked_where_they_miss_its_earlier_calls
     run.summary = summary
     assert scan.cpu_complete(run) is complete
     assert scan.run_row(run)["cpu_complete"] is complete
+
+
+def test_the_layer_table_gives_each_layers_top_two_and_bolds_the_pattern(scan):
+    row = scan.run_row(_Run([[0.01, 0.02, 0.0], [0.40, 0.04, 0.03], [0.5, 0.3, 0.1]]))
+    text = scan.layer_table({"h8x8-w64": [("rope", row)]})
+    cells = text.splitlines()[2].split(" | ")
+    assert cells[4:] == ["2.0 / 1.0", "**40.0 / 4.0**", "50.0 / 30.0 |"]
+
+
+def test_the_seed_summary_counts_runs_with_a_single_head_layer_per_mode(scan):
+    patterned = scan.run_row(_Run([[0.40, 0.01]]))
+    patterned["mean"] = dict(patterned["zero"], single=[])
+    plain = scan.run_row(_Run([[0.40, 0.20]]))
+    plain["acc"], plain["cpu_complete"] = 80.0, False
+    text = scan.seed_summary({"h4x16-w64": [("absolute", patterned), ("absolute", plain)]}, 3)
+    cells = text.splitlines()[2].split(" | ")
+    assert cells[2:] == ["2", "85.0 [80.0, 90.0]", "1 of 2 / 0 of 1",
+                         f"{(0.40 / 0.41 + 0.40 / 0.60) / 2:.2f}", "1 (1 of 2) |"]
