@@ -36,7 +36,10 @@ epoch, the validation gain over the last 3 epochs (a run stopped while it still 
 single-head layers (one head >= 30 points, the layer's others < 5: the report's AD thresholds)
 in zero and in mean mode, the
 deposit layer (the layer of the largest single-head drop), its top head and runner-up, the
-deposit index of that layer, and the run's CPU seconds (one torch thread).
+deposit index of that layer, and the run's CPU seconds (one torch thread); then each run's
+layers (top drop and runner-up), each regime and role over its seeds, and the same summary of
+the report's own paper-small stores (the h8x8-w64 shape on seeds 0-5 and 2000-2005, zero
+ablation only).
 """
 
 from __future__ import annotations
@@ -78,17 +81,38 @@ def run(out: Path, regimes: list[str], seeds: int, workers: int) -> None:
         run_plan(p, RunStore(out / regime), workers=workers, threads=1, bar=False)
 
 
+#: the report's own paper-small stores (beside the scan's folder) and their first seeds: the
+#: h8x8-w64 shape on the report's seeds, ablated in zero mode only
+REPORT_STORES = {"paper-small": 0, "paper-small-replicate": 2000}
+REPORT_SEEDS = 6
+
+
+def report_plan(first_seed: int) -> Any:
+    from posenc.reproduction.plan import ReproductionPlan
+
+    return ReproductionPlan(preset=PRESET, seeds=REPORT_SEEDS, distance_roles=ROLES,
+                            count_roles=(), first_seed=first_seed, paper_code=True)
+
+
 def results(out: Path, regime: str, seeds: int) -> list[Any]:
     """The finished runs of ``regime``'s plan, each checked against the config it was run for."""
+    return _finished(out / regime, plan(regime, seeds))
+
+
+def report_results(figures: Path, name: str) -> list[Any]:
+    """The finished runs of the report's paper-small store ``name`` under ``figures``."""
+    return _finished(figures / name, report_plan(REPORT_STORES[name]))
+
+
+def _finished(root: Path, the_plan: Any) -> list[Any]:
     from posenc.empirical.pipeline.experiment_result import ExperimentResult
     from posenc.empirical.pipeline.store import RunStore, run_id
 
-    root = out / regime
     if not (root / "posenc-store.json").is_file():
         return []
     store = RunStore(root, create=False)
     found = []
-    for job in plan(regime, seeds).jobs():
+    for job in the_plan.jobs():
         rid = run_id(job.config)
         if store.is_done(rid):
             found.append(ExperimentResult.from_store(store, rid, job.config))
@@ -158,11 +182,21 @@ def learning(metrics: list[dict[str, Any]]) -> dict[str, Any]:
 def table(out: Path, regimes: list[str], seeds: int) -> str:
     """The scan's markdown: a row per run, each run's layers, and each regime and role over its
     seeds."""
-    rows = {regime: [(res.role, run_row(res)) for res in sorted(
-        results(out, regime, seeds), key=lambda r: (ROLES.index(r.role), r.seed))]
-        for regime in regimes}
-    return "\n".join(["## Runs", "", run_table(rows), "## Layers", "", layer_table(rows),
-                      "## Over seeds", "", seed_summary(rows, seeds)])
+    rows = {regime: _rows(results(out, regime, seeds)) for regime in regimes}
+    report = {f"h8x8-w64 ({name}, seeds {first}-{first + REPORT_SEEDS - 1})":
+              _rows(report_results(out.parent, name)) for name, first in REPORT_STORES.items()}
+    report = {k: v for k, v in report.items() if v}
+    parts = ["## Runs", "", run_table(rows), "## Layers", "", layer_table(rows),
+             "## Over seeds", "", seed_summary(rows, seeds)]
+    if report:
+        parts += ["## The report's paper-small stores (zero ablation only)", "",
+                  seed_summary(report, REPORT_SEEDS)]
+    return "\n".join(parts)
+
+
+def _rows(found: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(res.role, run_row(res))
+            for res in sorted(found, key=lambda r: (ROLES.index(r.role), r.seed))]
 
 
 def run_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
@@ -206,27 +240,39 @@ def layer_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _count_of(rs: list[dict[str, Any]], mode: str) -> str:
+    measured = [r[mode] for r in rs if r[mode] is not None]
+    if not measured:
+        return "not run"
+    return f"{sum(1 for x in measured if x['single'])} of {len(measured)}"
+
+
+#: the shallower half of the scan's 4-layer models, where the paper places the deposit
+SHALLOW_LAYERS = 2
+
+
 def seed_summary(rows: dict[str, list[tuple[str, dict[str, Any]]]], seeds: int) -> str:
     """Regime x role over the seeds run: how many, their test accuracy (mean and range), how many
-    show a single-head layer in zero and in mean mode, the mean deposit index (zero), and the
+    show a single-head layer in zero and in mean mode and how many of those (zero) in the
+    shallower half (layer 0 or 1), the mean deposit index (zero), and the
     mean CPU seconds of the runs whose CPU time is complete."""
     lines = [f"| regime | role | seeds run (of {seeds}) | test acc %: mean [min, max] | "
-             "runs with a single-head layer (zero / mean) | deposit index, mean (zero) | "
-             "CPU s a run, mean |", "|" + "---|" * 7]
+             "runs with a single-head layer (zero / mean) | of them in layer 0 or 1 (zero) | "
+             "deposit index, mean (zero) | CPU s a run, mean |", "|" + "---|" * 8]
     for regime, runs in rows.items():
         for role in ROLES:
             rs = [r for ro, r in runs if ro == role]
             if not rs:
                 continue
             accs = [r["acc"] for r in rs]
-            single = " / ".join(
-                f"{sum(1 for r in rs if r[m] is not None and r[m]['single'])} of "
-                f"{sum(1 for r in rs if r[m] is not None)}" for m in MODES)
+            single = " / ".join(_count_of(rs, m) for m in MODES)
+            shallow = sum(1 for r in rs if r["zero"] is not None
+                          and any(la < SHALLOW_LAYERS for la in r["zero"]["single"]))
             idx = [r["zero"]["index"] for r in rs if r["zero"] is not None]
             cpus = [r["cpu"] for r in rs if r["cpu"] is not None and r["cpu_complete"]]
             lines.append(
                 f"| {regime} | {role} | {len(rs)} | {sum(accs) / len(accs):.1f} "
-                f"[{min(accs):.1f}, {max(accs):.1f}] | {single} | "
+                f"[{min(accs):.1f}, {max(accs):.1f}] | {single} | {shallow} | "
                 + (f"{sum(idx) / len(idx):.2f}" if idx else "?") + " | "
                 + (f"{sum(cpus) / len(cpus):.0f} ({len(cpus)} of {len(rs)})" if cpus else "?")
                 + " |")

@@ -99,5 +99,17 @@ def test_the_seed_summary_counts_runs_with_a_single_head_layer_per_mode(scan):
     plain["acc"], plain["cpu_complete"] = 80.0, False
     text = scan.seed_summary({"h4x16-w64": [("absolute", patterned), ("absolute", plain)]}, 3)
     cells = text.splitlines()[2].split(" | ")
-    assert cells[2:] == ["2", "85.0 [80.0, 90.0]", "1 of 2 / 0 of 1",
+    assert cells[2:] == ["2", "85.0 [80.0, 90.0]", "1 of 2 / 0 of 1", "1",
                          f"{(0.40 / 0.41 + 0.40 / 0.60) / 2:.2f}", "1 (1 of 2) |"]
+
+
+@pytest.mark.parametrize("name, first", [("paper-small", 0), ("paper-small-replicate", 2000)])
+def test_the_report_stores_are_read_whole_as_the_h8x8_shape(scan, name, first):
+    found = scan.report_results(ROOT / "docs/figures", name)
+    assert sorted((r.role, r.seed) for r in found) == sorted(
+        (role, first + k) for role in scan.ROLES for k in range(6))
+    # each run was checked against the report plan's config; that plan is the scan's h8x8-w64
+    # but for its seeds and ablation modes
+    scan_cfgs = {e.tags["role"]: e.train for e in scan.plan("h8x8-w64", 1).experiments()}
+    for e in scan.report_plan(first).experiments():
+        assert e.train == scan_cfgs[e.tags["role"]].replace(seed=e.train.seed)
