@@ -186,7 +186,9 @@ def table(out: Path, regimes: list[str], seeds: int) -> str:
     report = {f"h8x8-w64 ({name}, seeds {first}-{first + REPORT_SEEDS - 1})":
               _rows(report_results(out.parent, name)) for name, first in REPORT_STORES.items()}
     report = {k: v for k, v in report.items() if v}
-    parts = ["## Runs", "", run_table(rows), "## Layers", "", layer_table(rows),
+    both = {**rows, "h8x8-w64, the report's seeds": [x for v in report.values() for x in v]}
+    parts = ["## Where the pattern appears", "", pattern_table(both), "## Runs", "",
+             run_table(rows), "## Layers", "", layer_table(rows),
              "## Over seeds", "", seed_summary(rows, seeds)]
     if report:
         parts += ["## The report's paper-small stores (zero ablation only)", "",
@@ -238,6 +240,23 @@ def layer_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
             lines.append(f"| {regime} | {role} | {r['seed']} | {r['acc']:.1f} | "
                          + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def pattern_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
+    """Role x regime: the runs with a single-head layer (zero ablation) of the runs measured, and
+    how many of them have one in the shallower half (layer 0 or 1)."""
+    cols = [k for k, v in rows.items() if v]
+    lines = ["| role | " + " | ".join(cols) + " |", "|" + "---|" * (1 + len(cols))]
+    for role in ROLES:
+        cells = []
+        for col in cols:
+            rs = [r["zero"] for ro, r in rows[col] if ro == role and r["zero"] is not None]
+            shallow = sum(1 for z in rs if any(la < SHALLOW_LAYERS for la in z["single"]))
+            cells.append(f"{sum(1 for z in rs if z['single'])} of {len(rs)} ({shallow} in L0-1)"
+                         if rs else "-")
+        lines.append(f"| {role} | " + " | ".join(cells) + " |")
+    return ("Runs with a single-head layer (zero ablation) of the runs measured, and how many "
+            "have one in layer 0 or 1:\n\n" + "\n".join(lines) + "\n")
 
 
 def _count_of(rs: list[dict[str, Any]], mode: str) -> str:

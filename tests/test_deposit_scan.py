@@ -113,3 +113,15 @@ def test_the_report_stores_are_read_whole_as_the_h8x8_shape(scan, name, first):
     scan_cfgs = {e.tags["role"]: e.train for e in scan.plan("h8x8-w64", 1).experiments()}
     for e in scan.report_plan(first).experiments():
         assert e.train == scan_cfgs[e.tags["role"]].replace(seed=e.train.seed)
+
+
+def test_the_pattern_table_counts_runs_and_the_shallower_half_per_role_and_regime(scan):
+    deep = scan.run_row(_Run([[0.01, 0.0], [0.01, 0.0], [0.5, 0.0]]))    # layer 2 only
+    shallow = scan.run_row(_Run([[0.5, 0.0], [0.01, 0.0], [0.01, 0.0]]))  # layer 0
+    none = scan.run_row(_Run([[0.5, 0.3]]))
+    text = scan.pattern_table({"a": [("rope", deep), ("rope", shallow), ("rope", none)],
+                               "b": [("absolute", deep)], "c": []})
+    head, _, rope, _, absolute, _ = text.splitlines()[2:]
+    assert head == "| role | a | b |"
+    assert rope == "| rope | 2 of 3 (1 in L0-1) | - |"
+    assert absolute == "| absolute | - | 1 of 1 (0 in L0-1) |"
