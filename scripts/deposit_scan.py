@@ -47,7 +47,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 PRESET = "paper-small"
 ROLES = ("rope", "absolute+rope", "absolute", "relative")
@@ -126,6 +126,10 @@ def _layers_text(layers: list[int]) -> str:
 def run_row(res: Any) -> dict[str, Any]:
     """One run's scan columns, from its zero and mean ablation tables."""
     from posenc.verdicts.accuracy_deposit import one_head_carries
+    from posenc.verdicts.measured import NC2_READINGS
+
+    shallower: Callable[[int], list[int]] = dict(
+        (claim, layers_of) for claim, _, _, layers_of in NC2_READINGS)["NC2 (shallower half)"]
 
     row: dict[str, Any] = {"acc": 100.0 * res.test_acc, "seed": res.seed,
                            "cpu": res.summary.get("cpu_seconds"), "cpu_complete": cpu_complete(res),
@@ -141,7 +145,8 @@ def run_row(res: Any) -> dict[str, Any]:
         first, second = _top_two(top["drops"])
         row[mode] = {"single": single, "layer": top["layer"], "head": top["deposit_head"],
                      "top": first, "runner_up": second, "index": top["deposit_index"],
-                     "per_layer": [_top_two(la["drops"]) for la in layers]}
+                     "per_layer": [_top_two(la["drops"]) for la in layers],
+                     "shallow": any(la in shallower(len(layers)) for la in single)}
     return row
 
 
@@ -244,16 +249,15 @@ def layer_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
 
 def pattern_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
     """Role x regime: the runs with a single-head layer (zero ablation) of the runs measured, and
-    how many of them have one in the shallower half (layer 0 or 1)."""
+    how many of them have one in the shallower half (NC2's reading: the layers below n / 2)."""
     cols = [k for k, v in rows.items() if v]
     lines = ["| role | " + " | ".join(cols) + " |", "|" + "---|" * (1 + len(cols))]
     for role in ROLES:
         cells = []
         for col in cols:
-            rs = [r["zero"] for ro, r in rows[col] if ro == role and r["zero"] is not None]
-            shallow = sum(1 for z in rs if any(la < SHALLOW_LAYERS for la in z["single"]))
-            cells.append(f"{sum(1 for z in rs if z['single'])} of {len(rs)} ({shallow} in L0-1)"
-                         if rs else "-")
+            rs = [r for ro, r in rows[col] if ro == role]
+            # every scan model has 4 layers, so the shallower half is layers 0-1 (a test holds it)
+            cells.append(f"{_count_of(rs, 'zero')} ({_shallow(rs)} in L0-1)" if rs else "-")
         lines.append(f"| {role} | " + " | ".join(cells) + " |")
     return ("Runs with a single-head layer (zero ablation) of the runs measured, and how many "
             "have one in layer 0 or 1:\n\n" + "\n".join(lines) + "\n")
@@ -266,8 +270,9 @@ def _count_of(rs: list[dict[str, Any]], mode: str) -> str:
     return f"{sum(1 for x in measured if x['single'])} of {len(measured)}"
 
 
-#: the shallower half of the scan's 4-layer models, where the paper places the deposit
-SHALLOW_LAYERS = 2
+def _shallow(rs: list[dict[str, Any]]) -> int:
+    """How many runs have a single-head layer in the shallower half (zero ablation)."""
+    return sum(1 for r in rs if r["zero"] is not None and r["zero"]["shallow"])
 
 
 def seed_summary(rows: dict[str, list[tuple[str, dict[str, Any]]]], seeds: int) -> str:
@@ -285,13 +290,11 @@ def seed_summary(rows: dict[str, list[tuple[str, dict[str, Any]]]], seeds: int) 
                 continue
             accs = [r["acc"] for r in rs]
             single = " / ".join(_count_of(rs, m) for m in MODES)
-            shallow = sum(1 for r in rs if r["zero"] is not None
-                          and any(la < SHALLOW_LAYERS for la in r["zero"]["single"]))
             idx = [r["zero"]["index"] for r in rs if r["zero"] is not None]
             cpus = [r["cpu"] for r in rs if r["cpu"] is not None and r["cpu_complete"]]
             lines.append(
                 f"| {regime} | {role} | {len(rs)} | {sum(accs) / len(accs):.1f} "
-                f"[{min(accs):.1f}, {max(accs):.1f}] | {single} | {shallow} | "
+                f"[{min(accs):.1f}, {max(accs):.1f}] | {single} | {_shallow(rs)} | "
                 + (f"{sum(idx) / len(idx):.2f}" if idx else "?") + " | "
                 + (f"{sum(cpus) / len(cpus):.0f} ({len(cpus)} of {len(rs)})" if cpus else "?")
                 + " |")

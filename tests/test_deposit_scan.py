@@ -27,6 +27,7 @@ def test_each_regime_changes_only_the_attention_shape(scan):
         assert cfg.model.code == "paper"
         assert cfg.replace(model=base.model, preset=base.preset) == base.replace(seed=cfg.seed)
         shapes[regime] = (cfg.model.n_heads, cfg.model.head_dim, cfg.model.d_model)
+        assert cfg.model.n_layers == 4   # the table's "L0-1" names the shallower half of 4
     assert shapes == {"h8x8-w64": (8, 8, 64), "h4x16-w64": (4, 16, 64),
                       "h8x16-w128": (8, 16, 128), "h16x8-w128": (16, 8, 128)}
 
@@ -93,9 +94,9 @@ def test_the_layer_table_gives_each_layers_top_two_and_bolds_the_pattern(scan):
 
 
 def test_the_seed_summary_counts_runs_with_a_single_head_layer_per_mode(scan):
-    patterned = scan.run_row(_Run([[0.40, 0.01]]))
+    patterned = scan.run_row(_Run([[0.40, 0.01], [0.01, 0.0]]))   # layer 0 of 2: shallower half
     patterned["mean"] = dict(patterned["zero"], single=[])
-    plain = scan.run_row(_Run([[0.40, 0.20]]))
+    plain = scan.run_row(_Run([[0.40, 0.20], [0.01, 0.0]]))
     plain["acc"], plain["cpu_complete"] = 80.0, False
     text = scan.seed_summary({"h4x16-w64": [("absolute", patterned), ("absolute", plain)]}, 3)
     cells = text.splitlines()[2].split(" | ")
