@@ -1,0 +1,63 @@
+"""scripts/deposit_calibration.py: each candidate runs paper-small's nine distance roles at the
+scan regime's attention shape, reuses the scan's own runs of that regime, and changes the budget
+only where its rung of the ladder says."""
+
+import pytest
+from script_loader import load_script
+
+from posenc.empirical.pipeline.store import run_id
+from posenc.reproduction.plan import ReproductionPlan
+from posenc.roles import DISTANCE, default_roles
+
+
+@pytest.fixture
+def cal(monkeypatch):
+    return load_script(monkeypatch, "deposit_calibration")
+
+
+def _by_role_seed(plans):
+    return {(e.tags["role"], e.train.seed): e for p in plans for e in p.experiments()}
+
+
+def test_the_roles_are_paper_smalls_distance_roles_with_the_scans_first(cal):
+    assert set(cal.ROLES) == set(default_roles(DISTANCE)) and len(cal.ROLES) == 9
+    assert cal.ROLES[:4] == cal.scan.ROLES
+
+
+@pytest.mark.parametrize("candidate", ["h4x16-w64", "h4x16-w64-e30"])
+def test_a_candidate_is_paper_small_at_its_regimes_shape(cal, candidate):
+    exps = _by_role_seed(cal.plans(candidate))
+    assert set(exps) == {(r, s) for r in cal.ROLES for s in (1000, 1001)}
+    small = _by_role_seed([ReproductionPlan(preset="paper-small", seeds=2, first_seed=1000,
+                                            distance_roles=cal.ROLES, count_roles=(),
+                                            paper_code=True)])
+    epochs = 30 if candidate.endswith("e30") else 15
+    for key, e in exps.items():
+        cfg, ref = e.train, small[key].train
+        assert (cfg.model.n_heads, cfg.model.head_dim, cfg.model.d_model) == (4, 16, 64)
+        if key[0] == "mla":
+            assert (cfg.epochs, cfg.batch_size, cfg.patience) == \
+                ((23, 32, 23) if epochs == 15 else (46, 32, 46))
+            assert e.ablation_modes == ("zero", "mean", "latent-columns")
+        else:
+            assert (cfg.epochs, cfg.batch_size, cfg.patience) == (epochs, 16, epochs)
+            assert e.ablation_modes == ("zero", "mean")
+        # nothing else moves: the model's head count and the budget aside, paper-small's config
+        budget = {"epochs": ref.epochs, "batch_size": ref.batch_size, "patience": ref.patience}
+        assert cfg.replace(model=ref.model, **budget) == ref
+        assert e.ablation_examples == small[key].ablation_examples == 500
+        assert (e.dynamics is None) == (small[key].dynamics is None)
+
+
+def test_the_scans_runs_of_the_regime_are_the_candidates_at_the_scans_budget(cal):
+    mine = {run_id(j.config) for p in cal.plans("h4x16-w64") for j in p.jobs()}
+    scans = {run_id(j.config) for j in cal.scan.plan("h4x16-w64", 2).jobs()}
+    assert scans < mine and len(mine) == 18
+    longer = {run_id(j.config) for p in cal.plans("h4x16-w64-e30") for j in p.jobs()}
+    assert not longer & mine
+
+
+def test_each_candidate_has_its_store(cal, tmp_path):
+    assert cal.store_of(tmp_path, "h4x16-w64") == tmp_path / "h4x16-w64"
+    assert cal.store_of(tmp_path, "h4x16-w64-e30") == tmp_path / "h4x16-w64-e30"
+    assert cal.LADDER == ("h4x16-w64", "h4x16-w64-e30")
