@@ -41,6 +41,9 @@ class TrainingPreset:
     #: on ``ablation_examples`` test examples, as in standard mode)
     paper_code_ablates_whole_set: bool = True
     dynamics_every: Optional[int] = None           # steps between dynamics records (None: 25)
+    #: the ablation modes of each run of its sweep, ``zero`` first (the one the verdicts read);
+    #: a mode for MLA models only (``latent-columns``) is left out of every other run
+    ablation_modes: tuple[str, ...] = ("zero",)
     budgets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # role -> fields
     notes: str = ""                                # where it follows the paper's code, and not
     calibration: str = ""                          # how its values were chosen
@@ -56,6 +59,9 @@ class TrainingPreset:
                         ("probe_examples", self.probe_examples),
                         ("dynamics_every", 1 if self.dynamics_every is None else self.dynamics_every)):
             need(isinstance(n, int) and not isinstance(n, bool) and n >= 1, f"{what} >= 1")
+        need(isinstance(self.ablation_modes, tuple) and self.ablation_modes[:1] == ("zero",)
+             and len(set(self.ablation_modes)) == len(self.ablation_modes),
+             "ablation_modes: distinct modes, zero first")
         need(not ({"task", "model", "seed", "preset"} & set(self.train)),
              "train fields name no task, model, seed or preset")
         need("pe" not in self.model and not any("name" in t for t in self.task.values()),

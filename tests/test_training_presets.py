@@ -210,6 +210,9 @@ def _record(**changes):
     ({"model": {"pe": "rope"}}, "the PE and the task name"),
     ({"task": {"distance": {"name": "count"}, "count": {}}}, "the PE and the task name"),
     ({"summary": " "}, "a summary"),
+    ({"ablation_modes": ("mean", "zero")}, "zero first"),
+    ({"ablation_modes": ("zero", "mean", "zero")}, "distinct modes"),
+    ({"ablation_modes": ["zero"]}, "ablation_modes"),
 ])
 def test_a_bad_record_is_refused_when_it_is_made(changes, match):
     assert _record().seeds == 1
@@ -223,3 +226,21 @@ def test_a_record_is_read_only():
         record.train["epochs"] = 1  # type: ignore[index]
     with pytest.raises(TypeError):
         record.task["distance"]["n_samples"] = 1  # type: ignore[index]
+
+
+def test_a_plan_ablates_in_its_presets_modes_unless_told(monkeypatch):
+    """The sweep's ablation modes are the preset record's (MLA's latent columns on MLA runs
+    only); a plan that names its own keeps them."""
+    from dataclasses import replace
+
+    from posenc.reproduction import plan as plan_module
+
+    record = replace(TRAINING_PRESETS["smoke"], ablation_modes=("zero", "mean", "latent-columns"))
+    monkeypatch.setattr(plan_module, "training_preset", lambda name: record)
+    exps = plan_module.ReproductionPlan("smoke", seeds=1, distance_roles=("rope", "mla"),
+                                        count_roles=()).experiments()
+    assert {e.tags["role"]: e.ablation_modes for e in exps} == {
+        "rope": ("zero", "mean"), "mla": ("zero", "mean", "latent-columns")}
+    told = plan_module.ReproductionPlan("smoke", seeds=1, ablation_modes=("zero",))
+    assert {e.ablation_modes for e in told.experiments()} == {("zero",)}
+    assert TRAINING_PRESETS["quick"].ablation_modes == ("zero",)

@@ -67,7 +67,9 @@ class ReproductionPlan:
     seeds: int = training_preset("quick").seeds
     distance_roles: tuple[str, ...] = DISTANCE_ROLES
     count_roles: tuple[str, ...] = COUNT_ROLES
-    ablation_modes: tuple[str, ...] = ("zero",)
+    #: the modes each run's heads are ablated in (empty: the preset's, its record's
+    #: ``ablation_modes``)
+    ablation_modes: tuple[str, ...] = ()
     overrides: dict[str, Any] = field(default_factory=dict)
     dynamics_roles: tuple[str, ...] = DYNAMICS_ROLES
     count_seeds: Optional[int] = None  # seeds of the count task (None: ``seeds``)
@@ -85,7 +87,9 @@ class ReproductionPlan:
         for role in self.distance_roles + self.count_roles:
             if role not in CLEAN_PES:
                 raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")
-        training_preset(self.preset)
+        record = training_preset(self.preset)
+        if not self.ablation_modes:
+            object.__setattr__(self, "ablation_modes", record.ablation_modes)
         _check_seeds("--seeds", self.seeds)
         if self.count_seeds is not None:
             _check_seeds("--count-seeds", self.count_seeds)
