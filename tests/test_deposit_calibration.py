@@ -2,12 +2,16 @@
 scan regime's attention shape, reuses the scan's own runs of that regime, and changes the budget
 only where its rung of the ladder says."""
 
+from pathlib import Path
+
 import pytest
 from script_loader import load_script
 
 from posenc.empirical.pipeline.store import run_id
 from posenc.reproduction.plan import ReproductionPlan
 from posenc.roles import DISTANCE, default_roles
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -61,3 +65,35 @@ def test_each_candidate_has_its_store(cal, tmp_path):
     assert cal.store_of(tmp_path, "h4x16-w64") == tmp_path / "h4x16-w64"
     assert cal.store_of(tmp_path, "h4x16-w64-e30") == tmp_path / "h4x16-w64-e30"
     assert cal.LADDER == ("h4x16-w64", "h4x16-w64-e30")
+
+
+def test_the_committed_calibration_table_is_the_stores(cal):
+    out = ROOT / "docs/figures/deposit-scan"
+    assert (out / "calibration-h4x16-w64.md").read_text() == cal.table(out, "h4x16-w64")
+
+
+def _run(role, seed, vals):
+    """A finished fixed-budget run (every epoch run) with this validation history."""
+    from posenc.empirical.pipeline.experiment_result import ExperimentResult
+    from synthetic_runs import result
+
+    n = len(vals)
+    data = result("distance", role, seed, 0.92, stop=(n, n, n, n, max(vals)), chance=0.02,
+                  bayes_ceiling=0.975)
+    data["summary"]["early_stopping"]["fired"] = False
+    data["ablation"]["zero"]["layers"][0]["drops"] = [0.1, 0.0, 0.0, 0.0]
+    data["metrics"] = [{"epoch": i + 1, "val_acc": v, "train_acc": v} for i, v in enumerate(vals)]
+    return ExperimentResult.of(data)
+
+
+@pytest.mark.parametrize("last, met", [(0.899, "yes"), (0.900, "no")])
+def test_the_table_judges_the_runs_by_the_trained_criterion(cal, monkeypatch, last, met):
+    """A run whose validation accuracy rose 2 points or more over its last 2 epochs fails (a)."""
+    runs = [_run(r, s, [0.5, 0.89, 0.9, 0.9]) for r in cal.ROLES for s in (1000, 1001)]
+    runs[0] = _run(cal.ROLES[0], 1000, [0.5, 0.88, 0.88, last])
+    monkeypatch.setattr(cal, "results", lambda out, candidate: runs)
+    text = cal.table(ROOT, "h4x16-w64")
+    assert "18 of 18 runs finished" in text
+    plateau = next(line for line in text.splitlines() if line.startswith("| (a) plateau"))
+    assert plateau.endswith(f"| {met} |"), plateau
+    assert f"| {cal.ROLES[0]} | 1000 | 92.0 |" in text
