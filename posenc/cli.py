@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from .errors import PosencError, missing_extra
 
@@ -34,7 +34,27 @@ COMMANDS = (
 )
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped without breaking a name at its hyphens (``paper-small-h4x16``,
+    ``--from-hf`` stay whole on one line)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]  # noqa: F821
         # main prints "posenc: error: " before it: name the sub-command ("bound: ..."), never
         # "posenc" a second time

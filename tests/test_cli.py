@@ -150,3 +150,14 @@ def test_dynamics_set_without_record_is_refused(capsys, tmp_path):
     assert main(["dynamics", str(tmp_path), "--set", "epochs=1"]) == 2
     assert capsys.readouterr().err == ("posenc: error: dynamics: --set changes the run that "
                                        "--record trains; give --record\n")
+
+
+@pytest.mark.parametrize("columns", ["50", "64", "80", "100"])
+def test_help_never_breaks_a_name_at_its_hyphens(monkeypatch, columns):
+    """At any terminal width every option's help keeps hyphenated names (presets such as
+    ``paper-small``, flags such as ``--from-hf``) whole: no help line ends in a hyphen that a
+    wrap put there."""
+    monkeypatch.setenv("COLUMNS", columns)
+    for name, parser in _subparsers().items():
+        for line in parser.format_help().splitlines():
+            assert not line.rstrip().endswith("-") or line.strip() == "-", (name, line)
