@@ -116,10 +116,7 @@ def table(out: Path, candidate: str) -> str:
     for res in sorted(found, key=lambda r: (order[r.role], r.seed)):
         r = scan.run_row(res)
         rise = end_rise(res.metrics)
-        single = " / ".join("?" if r[m] is None else scan._layers_text(r[m]["single"])
-                            for m in scan.MODES)
-        cpu = "?" if r["cpu"] is None else f"{r['cpu']:.0f}" + ("" if r["cpu_complete"] else
-                                                                  " (at least: resumed)")
+        single, cpu = scan.single_cell(r), scan.cpu_cell(r)
         lines.append(f"| {res.role} | {res.seed} | {r['acc']:.1f} | {r['best_val']:.1f} "
                      f"({r['best_epoch']} / {r['epochs']}) | "
                      + ("?" if rise is None else f"{rise:+.2f}") + f" | {single} | {cpu} |")

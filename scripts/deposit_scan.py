@@ -214,18 +214,28 @@ def run_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
     for regime, runs in rows.items():
         for role, r in runs:
             z, m = r["zero"], r["mean"]
-            single = " / ".join("?" if x is None else _layers_text(x["single"]) for x in (z, m))
+            single = single_cell(r)
             dep = "?" if z is None else (f"L{z['layer']}: H{z['head']}, {z['top']:.1f} / "
                                          f"{z['runner_up']:.1f}")
             index = " / ".join("?" if x is None else f"{x['index']:.2f}" for x in (z, m))
-            cpu = "?" if r["cpu"] is None else f"{r['cpu']:.0f}" if r["cpu_complete"] else \
-                f">= {r['cpu']:.0f} (resumed; the earlier calls' CPU time not kept)"
+            cpu = cpu_cell(r)
             val = "?" if r["best_val"] is None else \
                 f"{r['best_val']:.1f} ({r['best_epoch']} / {r['epochs']})"
             late = "?" if r["late_gain"] is None else f"{r['late_gain']:+.1f}"
             lines.append(f"| {regime} | {role} | {r['seed']} | {r['acc']:.1f} | {val} | "
                          f"{late} | {single} | {dep} | {index} | {cpu} |")
     return "\n".join(lines) + "\n"
+
+
+def single_cell(r: dict[str, Any]) -> str:
+    """A run row's single-head layers, zero / mean ("?" for a mode not run)."""
+    return " / ".join("?" if r[m] is None else _layers_text(r[m]["single"]) for m in MODES)
+
+
+def cpu_cell(r: dict[str, Any]) -> str:
+    """A run row's CPU seconds, marked as a lower bound where a resume lost the earlier calls'."""
+    return "?" if r["cpu"] is None else f"{r['cpu']:.0f}" if r["cpu_complete"] else \
+        f">= {r['cpu']:.0f} (resumed; the earlier calls' CPU time not kept)"
 
 
 def layer_table(rows: dict[str, list[tuple[str, dict[str, Any]]]]) -> str:
