@@ -2,6 +2,7 @@
 scan regime's attention shape, reuses the scan's own runs of that regime, and changes the budget
 only where its rung of the ladder says."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -41,13 +42,14 @@ def test_a_candidate_is_paper_small_at_its_regimes_shape(cal, candidate):
         assert (cfg.model.n_heads, cfg.model.head_dim, cfg.model.d_model) == (4, 16, 64)
         if key[0] == "mla":
             assert (cfg.epochs, cfg.batch_size, cfg.patience) == \
-                ((23, 32, 23) if epochs == 15 else (46, 32, 46))
+                ((23, 32, 23) if epochs == 15 else (45, 32, 45))
             assert e.ablation_modes == ("zero", "mean", "latent-columns")
         else:
             assert (cfg.epochs, cfg.batch_size, cfg.patience) == (epochs, 16, epochs)
             assert e.ablation_modes == ("zero", "mean")
         # nothing else moves: the model's head count and the budget aside, paper-small's config
         budget = {"epochs": ref.epochs, "batch_size": ref.batch_size, "patience": ref.patience}
+        assert dataclasses.replace(cfg.model, n_heads=ref.model.n_heads) == ref.model
         assert cfg.replace(model=ref.model, **budget) == ref
         assert e.ablation_examples == small[key].ablation_examples == 500
         assert (e.dynamics is None) == (small[key].dynamics is None)
