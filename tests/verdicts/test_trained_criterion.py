@@ -6,7 +6,7 @@ from synthetic_runs import result
 
 from posenc.empirical.pipeline.experiment_result import ExperimentResult
 from posenc.verdicts.trained import BEST_COUNT, BEST_DISTANCE, FIXED_BUDGET_RISE, \
-    FIXED_BUDGET_SPAN, end_rise, stopping_table, trained_criterion
+    FIXED_BUDGET_SPAN, end_rise, plateaued, stopping_table, trained_criterion
 
 CHANCE = 0.05
 
@@ -166,6 +166,23 @@ def test_at_a_fixed_budget_the_plateau_is_read_from_the_end_of_the_validation_cu
            "points over its last 2 epochs" in crit.rule
     flat = by_name(fixed_runs([0.5, 1.9, -3.0]))["(a) plateau"]
     assert flat.met is True and "at the maximum" not in flat.measured
+
+
+def test_a_rise_of_exactly_two_points_is_still_learning_whatever_the_float_rounding():
+    """The rule is val(E) - val(E-2) >= 2 points: at 1,400 validation examples a rise of exactly
+    28 examples is 2 points, for every count it starts from -- including the pairs whose float
+    difference falls a hair under 2 -- while 27 examples (1.93 points) is a plateau."""
+    n, k = 1400, 28
+    assert any(100 * (a / n - (a - k) / n) < 2.0 for a in range(k, n + 1))  # the trap is real
+    for a in range(k, n + 1):
+        ex = [{"epoch": 1, "val_acc": (a - k) / n}, {"epoch": 2, "val_acc": (a - k + 9) / n},
+              {"epoch": 3, "val_acc": a / n}]
+        assert end_rise(ex) == 2.0
+        stop = {"best_epoch": 3, "stopped_epoch": 3, "patience": 3, "max_epochs": 3,
+                "best_val_acc": a / n, "fired": False}
+        assert not plateaued(stop, ex), a
+        ex[-1]["val_acc"] = (a - 1) / n
+        assert plateaued(stop, ex), a
 
 
 def test_a_fixed_budget_run_without_its_history_is_not_a_plateau():
