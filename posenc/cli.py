@@ -35,19 +35,22 @@ COMMANDS = (
 
 
 class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's help, wrapped without breaking a name at its hyphens (``paper-small-h4x16``,
-    ``--from-hf`` stay whole on one line)."""
+    """argparse's help, wrapped only at spaces: a name never breaks at its hyphens
+    (``paper-small-h4x16``, ``--from-hf`` stay whole on one line), and a word longer than the
+    line (a path) overruns it rather than being cut."""
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         import textwrap
 
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         import textwrap
 
         return textwrap.fill(" ".join(text.split()), width, initial_indent=indent,
-                             subsequent_indent=indent, break_on_hyphens=False)
+                             subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=False)
 
 
 class _Parser(argparse.ArgumentParser):
