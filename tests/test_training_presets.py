@@ -244,3 +244,21 @@ def test_a_plan_ablates_in_its_presets_modes_unless_told(monkeypatch):
     told = plan_module.ReproductionPlan("smoke", seeds=1, ablation_modes=("zero",))
     assert {e.ablation_modes for e in told.experiments()} == {("zero",)}
     assert TRAINING_PRESETS["quick"].ablation_modes == ("zero",)
+
+
+@pytest.mark.parametrize("modes", [(), ("mean",), ("zero", "zero"), ("zero", "average"),
+                                   ["zero"]])
+def test_a_plan_refuses_ablation_modes_that_are_not_distinct_known_modes_zero_first(modes):
+    from posenc.reproduction.plan import ReproductionPlan
+
+    with pytest.raises(PosencError, match="ablation modes must be"):
+        ReproductionPlan("smoke", seeds=1, ablation_modes=modes)
+
+
+def test_every_presets_ablation_modes_are_modes_the_ablation_knows():
+    """The record checks zero first and distinct without importing torch; the names themselves
+    are the ablation's (posenc.empirical.analysis.ablation.MODES)."""
+    from posenc.empirical.analysis.ablation import MODES
+
+    for record in TRAINING_PRESETS.values():
+        assert set(record.ablation_modes) <= set(MODES), record.name

@@ -61,15 +61,24 @@ def _check_seeds(flag: str, n: Any) -> None:
     check_int(flag, n, MAX_SEEDS, why="seeds per configuration")
 
 
+def _check_modes(modes: Any) -> None:
+    from ..empirical.analysis.ablation import MODES
+
+    if not (isinstance(modes, tuple) and modes[:1] == ("zero",)
+            and len(set(modes)) == len(modes) and set(modes) <= set(MODES)):
+        raise PosencError(f"ablation modes must be distinct modes of {', '.join(MODES)}, zero "
+                          f"first (the verdicts read it); got {modes!r}")
+
+
 @dataclass(frozen=True)
 class ReproductionPlan:
     preset: str = "quick"
     seeds: int = training_preset("quick").seeds
     distance_roles: tuple[str, ...] = DISTANCE_ROLES
     count_roles: tuple[str, ...] = COUNT_ROLES
-    #: the modes each run's heads are ablated in (empty: the preset's, its record's
-    #: ``ablation_modes``)
-    ablation_modes: tuple[str, ...] = ()
+    #: the modes each run's heads are ablated in, ``zero`` first (None: the preset record's
+    #: ``ablation_modes``); resolved to a tuple when the plan is made
+    ablation_modes: Optional[tuple[str, ...]] = None
     overrides: dict[str, Any] = field(default_factory=dict)
     dynamics_roles: tuple[str, ...] = DYNAMICS_ROLES
     count_seeds: Optional[int] = None  # seeds of the count task (None: ``seeds``)
@@ -88,8 +97,9 @@ class ReproductionPlan:
             if role not in CLEAN_PES:
                 raise PosencError(f"unknown PE role {role!r}; known: {', '.join(CLEAN_PES)}")
         record = training_preset(self.preset)
-        if not self.ablation_modes:
+        if self.ablation_modes is None:
             object.__setattr__(self, "ablation_modes", record.ablation_modes)
+        _check_modes(self.ablation_modes)
         _check_seeds("--seeds", self.seeds)
         if self.count_seeds is not None:
             _check_seeds("--count-seeds", self.count_seeds)
@@ -195,7 +205,7 @@ class ReproductionPlan:
                 for seed in range(self.first_seed, self.first_seed + counts[(task, role)]):
                     cfg = self._config(task, role, specs[role], seed)
                     # the latent-columns ablation only where there is a latent: MLA
-                    modes = tuple(m for m in self.ablation_modes
+                    modes = tuple(m for m in self.ablation_modes or ()
                                   if m != LATENT_MODE or isinstance(specs[role], MLA))
                     out.append(ExperimentConfig(
                         train=cfg, ablation_modes=modes,
@@ -203,7 +213,7 @@ class ReproductionPlan:
                         ablation_data="all" if whole else "test",
                         probe=True, probe_examples=record.probe_examples, tags={"role": role},
                         dynamics=dynamics if task == "distance"
-                        and role in self.dynamics_roles and "zero" in self.ablation_modes
+                        and role in self.dynamics_roles and "zero" in modes
                         else None))
         return out
 
