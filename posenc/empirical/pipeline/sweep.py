@@ -26,7 +26,9 @@ and trained again only with ``retrain_incomplete``.
 checkpoint): a staging folder that holds it, left by a sweep that ended before that run
 finished, becomes the run's folder again on the local backend, so a sweep stopped mid-run
 loses at most the work since that file was written (training resumes bit for bit:
-:func:`~posenc.empirical.training.train.train`); every other staging folder is removed.
+:func:`~posenc.empirical.training.train.train`).  Such a folder of a run outside the sweep's jobs
+that the store has not finished is kept for the plan that has it (two plans share a store: a
+sweep of one must not cost the other its run in progress); every other staging folder is removed.
 
 One writer per store: :func:`run_jobs` holds the store's lock
 (:mod:`~posenc.empirical.pipeline.store_lock`) from start to end; a second sweep into the same store
@@ -207,9 +209,12 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
     todo = _todo(store, list(jobs), summary, retrain_incomplete)
     staging_root = store.root / "staging"
     # (we hold the writer lock: every staging folder is an ended sweep's)
-    earlier = _resumable(staging_root, {rid for rid, _ in todo}, resume_from) \
+    mine = {rid for rid, _ in todo}
+    earlier = _resumable(staging_root, mine.__contains__, resume_from) \
         if backend == "local" else {}
-    _clear_staging(staging_root, keep=set(earlier.values()))
+    others = set(_resumable(staging_root, lambda rid: rid not in mine and not store.is_done(rid),
+                            resume_from).values())
+    _clear_staging(staging_root, keep=set(earlier.values()) | others)
     if on_plan:
         on_plan(summary)
     sweep = _Sweep(store, summary, staging_root, earlier, drop, on_done, on_start)
@@ -226,7 +231,9 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
     else:
         _run_pool(todo, worker, workers, threads, sweep.started, sweep.commit, sweep.failed,
                   sweep.interrupted)
-    shutil.rmtree(staging_root, ignore_errors=True)
+    _clear_staging(staging_root, keep=others)
+    if not others:
+        shutil.rmtree(staging_root, ignore_errors=True)
     return summary
 
 
@@ -404,15 +411,17 @@ def _call_pool_worker(worker: str, config: dict, folder: str, threads: int) -> d
         return _call_worker(worker, config, folder, threads)
 
 
-def _resumable(staging_root: Path, rids: set[str], name: str | None) -> dict[str, Path]:
-    """Run id -> the staging folder an ended sweep left for it that holds the file ``name``
-    (several: the one whose file was written last).  Folders are named ``<run id>.<suffix>``."""
+def _resumable(staging_root: Path, wanted: Callable[[str], bool],
+               name: str | None) -> dict[str, Path]:
+    """Run id -> the staging folder an ended sweep left for it that holds the file ``name``, for
+    each ``wanted`` run id (several: the one whose file was written last).  Folders are named
+    ``<run id>.<suffix>``."""
     found: dict[str, Path] = {}
     if name is None or not staging_root.is_dir():
         return found
     for path in staging_root.iterdir():
         rid = path.name.partition(".")[0]
-        if rid in rids and (path / name).is_file() and (
+        if wanted(rid) and (path / name).is_file() and (
                 rid not in found or (path / name).stat().st_mtime_ns >
                 (found[rid] / name).stat().st_mtime_ns):
             found[rid] = path

@@ -1,5 +1,6 @@
 """A sweep that ended mid-run hands the run's staging folder to its next attempt when that folder
-holds the file the worker resumes from (``resume_from``); every other leftover is removed.  Toy
+holds the file the worker resumes from (``resume_from``); such a folder of an unfinished run the
+sweep does not have stays for the plan that has it; every other leftover is removed.  Toy
 worker here; the end-to-end version with real training (a SIGKILLed ``posenc reproduce``) is in
 tests/report/test_report.py."""
 
@@ -62,8 +63,22 @@ def test_a_staging_folder_holding_the_resume_file_is_handed_to_the_same_run(tmp_
     assert two["resume"] == "newest" and two["held"] == sorted(
         ["config.json", "run.json", "partial.txt", "resume.bin"])
     assert three["resume"] is None and three["held"] == ["config.json", "run.json"]
-    assert not (root / "staging").exists()
+    # only the unfinished run of another plan is left, and a sweep that has it resumes it
+    assert [p.name for p in (root / "staging").iterdir()] == [f"{run_id({'x': 9})}.aaaa0005"]
     assert s.result(run_id({"x": 1}))["summary"]["held"] == ["config.json", "run.json"]
+
+
+def test_a_sweep_of_another_plan_into_the_store_keeps_a_run_in_progress(tmp_path):
+    """Two plans share a store (the deposit calibration's MLA plan and its other roles): a sweep
+    of the first, with nothing to run, leaves the second's stopped run for it to resume."""
+    s = RunStore(tmp_path / "s")
+    run_jobs(s, jobs([1]), WORKER)
+    leftover(tmp_path / "s", 2, "aaaa0002", {"resume.bin": "epoch 10"})
+    assert run_jobs(s, jobs([1]), WORKER, resume_from="resume.bin").skipped == 1
+    summary = run_jobs(s, jobs([2]), WORKER, resume_from="resume.bin")
+    assert summary.resumed == [run_id({"x": 2})]
+    assert s.result(run_id({"x": 2}))["summary"]["resume"] == "epoch 10"
+    assert not (tmp_path / "s" / "staging").exists()
 
 
 def test_without_resume_from_every_leftover_is_removed(tmp_path):
