@@ -99,3 +99,30 @@ def test_the_table_judges_the_runs_by_the_trained_criterion(cal, monkeypatch, la
     plateau = next(line for line in text.splitlines() if line.startswith("| (a) plateau"))
     assert plateau.endswith(f"| {met} |"), plateau
     assert f"| {cal.ROLES[0]} | 1000 | 92.0 |" in text
+
+
+@pytest.mark.parametrize("candidate", ["h4x16-w64", "h4x16-w64-e30"])
+def test_running_role_by_role_runs_exactly_the_candidates_runs(cal, monkeypatch, tmp_path,
+                                                               candidate):
+    """run() sweeps one role's seeds at a time, in run_order: together the very run ids of the
+    candidate's plans, each once."""
+    swept = []
+    monkeypatch.setattr("posenc.reproduction.run_plan",
+                        lambda p, store, **kw: swept.append(p))
+    monkeypatch.setattr(cal, "run_order", lambda out, c: tuple(reversed(cal.ROLES)))
+    cal.run(tmp_path, candidate, workers=2)
+    assert [p.distance_roles for p in swept] == [(r,) for r in reversed(cal.ROLES)]
+    ids = [run_id(j.config) for p in swept for j in p.jobs()]
+    assert sorted(ids) == sorted(run_id(j.config) for p in cal.plans(candidate) for j in p.jobs())
+
+
+def test_a_later_rung_runs_the_roles_likeliest_to_fail_first(cal, monkeypatch):
+    """The first rung: MLA first; a later one: by the largest 2-epoch rise on the rung below,
+    largest first, a role without a finished run there before any."""
+    assert cal.run_order(ROOT, "h4x16-w64")[0] == "mla"
+    rises = {r: 0.01 * i for i, r in enumerate(cal.ROLES)}
+    runs = [_run(r, s, [0.5, 0.8, 0.8 + rises[r] / 2, 0.8 + rises[r]])
+            for r in cal.ROLES[1:] for s in (1000, 1001)]
+    monkeypatch.setattr(cal, "results", lambda out, candidate: runs)
+    order = cal.run_order(ROOT, "h4x16-w64-e30")
+    assert order == (cal.ROLES[0],) + tuple(reversed(cal.ROLES[1:]))
