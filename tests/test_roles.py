@@ -60,3 +60,20 @@ def test_alibi_with_the_paper_codes_slopes_is_an_extra_role():
     assert parse_spec(roles.BY_NAME["alibi"].spec).slopes == "press"
     assert "alibi-exp0" in roles.EXTRA and not role.additive
     assert all("alibi-exp0" not in roles.default_roles(t) for t in (roles.DISTANCE, roles.COUNT))
+
+
+def test_named_roles_run_on_every_task_of_the_plan():
+    """--roles names the roles of each task: trans.py's rope (distance-only by default) runs on
+    count when named, in the table's order; unnamed, each task keeps its default roles."""
+    from posenc.reproduction.plan import COUNT_ROLES, DISTANCE_ROLES, ReproductionPlan
+
+    plan = ReproductionPlan.select("paper-small", 1, roles=["mla", "absolute+rope", "rope"],
+                                   tasks=["count"])
+    assert plan.count_roles == ("rope", "mla", "absolute+rope") and plan.distance_roles == ()
+    assert {e.tags["role"] for e in plan.experiments()} == {"rope", "mla", "absolute+rope"}
+    assert {e.train.task.name for e in plan.experiments()} == {"count"}
+    both = ReproductionPlan.select("quick", 1, roles=["rope-1head", "xpos"])
+    assert both.distance_roles == both.count_roles == ("rope-1head", "xpos")
+    plain = ReproductionPlan.select("quick", 1)
+    assert (plain.distance_roles, plain.count_roles) == (DISTANCE_ROLES, COUNT_ROLES)
+    assert "absolute+rope" not in COUNT_ROLES

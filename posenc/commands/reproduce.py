@@ -30,8 +30,9 @@ def register(subs: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
                    help="training device (default auto: CUDA when available)")
     p.add_argument("--roles", default=None,
-                   help="only these PE roles, comma-separated (nope, absolute, relative, alibi, rope, "
-                        "mla, absolute+rope, rope-1head, rope-2heads)")
+                   help="only these PE roles, comma-separated, each on every task of the sweep "
+                        "(nope, absolute, relative, alibi, rope, mla, absolute+rope, rope-1head, "
+                        "rope-2heads; unnamed, count runs the first six)")
     p.add_argument("--tasks", default=None, help="only these tasks, comma-separated (distance, count)")
     add_set_option(p, "every run")
     p.add_argument("--wait", action="store_true",

@@ -116,7 +116,10 @@ class ReproductionPlan:
     @classmethod
     def select(cls, preset: str, seeds: int, roles: Optional[list[str]] = None,
                tasks: Optional[list[str]] = None, **kwargs: Any) -> "ReproductionPlan":
-        """A plan restricted to some roles and/or tasks (all by default)."""
+        """A plan restricted to some roles and/or tasks (all by default).  Named ``roles`` run on
+        every task of the plan, a role the default sweep runs on one task only (trans.py's
+        rope, partial RoPE: distance) among them -- ``--roles absolute+rope --tasks count`` is
+        the paper code's rope model on count; unnamed, each task runs its default roles."""
         tasks = list(tasks) if tasks else list(training_preset(preset).tasks)
         for t in tasks:
             if t not in ("distance", "count"):
@@ -127,7 +130,7 @@ class ReproductionPlan:
         def keep(rs: tuple[str, ...]) -> tuple[str, ...]:
             if roles is None:
                 return rs
-            return tuple(r for r in rs + tuple(x for x in EXTRA_ROLES if x not in rs) if r in roles)
+            return tuple(r.name for r in ROLES if r.name in roles)  # the table's order
         return cls(preset=preset, seeds=seeds,
                    distance_roles=keep(DISTANCE_ROLES) if "distance" in tasks else (),
                    count_roles=keep(COUNT_ROLES) if "count" in tasks else (), **kwargs)
