@@ -39,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import deposit_scan as scan  # noqa: E402
+import ladder_calibration as ladder  # noqa: E402
 
 #: paper-small's nine distance roles (posenc.roles), the scan's four first
 ROLES = scan.ROLES + ("nope", "alibi", "rope-1head", "rope-2heads", "mla")
@@ -52,7 +53,7 @@ CANDIDATES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
                       {"epochs": 45, "batch_size": 32, "patience": 45}),
 }
 LADDER = tuple(CANDIDATES)
-SEEDS = 2
+SEEDS = ladder.SEEDS
 
 
 def plans(candidate: str, seeds: int = SEEDS) -> list[Any]:
@@ -61,8 +62,7 @@ def plans(candidate: str, seeds: int = SEEDS) -> list[Any]:
 
     from posenc.empirical.analysis.latent_ablation import MODE as LATENT
 
-    if candidate not in CANDIDATES:
-        raise SystemExit(f"unknown candidate {candidate!r}; known: {', '.join(CANDIDATES)}")
+    CALIBRATION.check(candidate)
     regime, extra, mla = CANDIDATES[candidate]
     base = scan.plan(regime, seeds)
     over = {**base.overrides, **extra}
@@ -78,73 +78,30 @@ def store_of(out: Path, candidate: str) -> Path:
     return out / regime if not (extra or mla) else out / candidate
 
 
-def run_order(out: Path, candidate: str) -> tuple[str, ...]:
-    """The roles in the order they run: the likeliest to fail part (a) first, since one failure
-    sends every role to the next rung.  On the ladder's first rung MLA leads (at `paper-small` its
-    rises, 1.5 and 1.4 points over its last 2 epochs, were the largest), the rest in ROLES'
-    order; on a later rung, the roles by their largest rise on the rung below (largest first),
-    a role without a finished run there first.  The order changes when results arrive, never
-    which runs a rung holds or how they are judged."""
-    from posenc.verdicts.trained import end_rise
+#: the ladder; MLA leads its first rung (at `paper-small` its rises, 1.5 and 1.4 points over its
+#: last 2 epochs, were the largest); the distance task's parts of the criterion
+CALIBRATION = ladder.Ladder(LADDER, ROLES, plans, store_of,
+                            parts=("(a) plateau", "(b) distance", "(b') ceiling"), first="mla")
 
-    rung = LADDER.index(candidate)
-    if rung == 0:
-        return ("mla",) + tuple(r for r in ROLES if r != "mla")
-    worst: dict[str, float] = {}
-    for res in results(out, LADDER[rung - 1]):
-        rise = end_rise(res.metrics)
-        worst[res.role] = max(worst.get(res.role, -1e9), 1e9 if rise is None else rise)
-    return tuple(sorted(ROLES, key=lambda r: -worst.get(r, 1e9)))
+
+def run_order(out: Path, candidate: str) -> tuple[str, ...]:
+    """The roles in the order they run (:func:`ladder_calibration.run_order`)."""
+    return ladder.run_order(CALIBRATION, out, candidate, results_of=lambda o, c: results(o, c))
 
 
 def run(out: Path, candidate: str, workers: int) -> None:
-    """Every run of the candidate, role by role in :func:`run_order` (a sweep of one role's
-    seeds at a time into the one store; a stopped run resumes from its checkpoint)."""
-    from dataclasses import replace
-
-    from posenc.empirical.pipeline.store import RunStore
-    from posenc.reproduction import run_plan
-
-    store = RunStore(store_of(out, candidate))
-    by_role = {r: p for p in plans(candidate) for r in p.distance_roles}
-    for role in run_order(out, candidate):
-        run_plan(replace(by_role[role], distance_roles=(role,)), store, workers=workers,
-                 threads=1, bar=False)
+    """Every run of the candidate, role by role in :func:`run_order`."""
+    ladder.run(CALIBRATION, out, candidate, workers, order=lambda _l, o, c: run_order(o, c))
 
 
 def results(out: Path, candidate: str) -> list[Any]:
     """The candidate's finished runs, each checked against the config it was run for."""
-    root = store_of(out, candidate)
-    return [res for p in plans(candidate) for res in scan._finished(root, p)]
+    return ladder.results(CALIBRATION, out, candidate)
 
 
 def table(out: Path, candidate: str) -> str:
-    """The criterion's parts on the finished runs, then a row per run (the scan's columns and the
-    rise the criterion reads)."""
-    from posenc.verdicts.trained import FIXED_BUDGET_SPAN, end_rise, trained_criterion
-
-    found = results(out, candidate)
-    planned = sum(len(p.jobs()) for p in plans(candidate))
-    lines = [f"Candidate `{candidate}`: {len(found)} of {planned} runs finished "
-             f"(seeds {scan.FIRST_SEED}-{scan.FIRST_SEED + SEEDS - 1}).", "",
-             "| part | rule | measured | met |", "|---|---|---|---|"]
-    for c in trained_criterion(found):
-        if c.name.startswith("(c)"):
-            continue  # the count task: not run
-        met = "not yet" if len(found) < planned else {True: "yes", False: "no", None: "-"}[c.met]
-        lines.append(f"| {c.name} | {c.rule} | {c.measured} | {met} |")
-    lines += ["", f"| role | seed | test acc % | best val acc % (epoch / of) | val rise, last "
-              f"{FIXED_BUDGET_SPAN} epochs | single-head layers (zero / mean) | CPU s |",
-              "|" + "---|" * 7]
-    order = {r: i for i, r in enumerate(ROLES)}
-    for res in sorted(found, key=lambda r: (order[r.role], r.seed)):
-        r = scan.run_row(res)
-        rise = end_rise(res.metrics)
-        single, cpu = scan.single_cell(r), scan.cpu_cell(r)
-        lines.append(f"| {res.role} | {res.seed} | {r['acc']:.1f} | {r['best_val']:.1f} "
-                     f"({r['best_epoch']} / {r['epochs']}) | "
-                     + ("?" if rise is None else f"{rise:+.2f}") + f" | {single} | {cpu} |")
-    return "\n".join(lines) + "\n"
+    """The criterion's parts on the finished runs, then a row per run."""
+    return ladder.table(CALIBRATION, out, candidate, found=results(out, candidate))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,7 +49,8 @@ def test_smoke_report_is_complete(smoke_store):
     assert set(data["accuracy"]) == {"distance", "count"}
     # the smoke preset trains without early stopping: the plateau part cannot tell
     crit = {c["name"]: c for c in data["trained_criterion"]}
-    assert list(crit) == ["(a) plateau", "(b) distance", "(b') ceiling", "(c) count"]
+    assert list(crit) == ["(a) plateau", "(b) distance", "(b') ceiling", "(c) count",
+                         "(c') count ceiling"]
     assert crit["(a) plateau"]["met"] is None
     # both tasks' clean samplers: every label is a function of the input
     assert [(c["task"], c["sampler"], c["accuracy"]) for c in data["bayes_ceiling"]] == \

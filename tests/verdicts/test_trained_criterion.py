@@ -35,7 +35,7 @@ def by_name(results):
 
 def test_every_part_met():
     crit = by_name(runs(GOOD))
-    assert [c.met for c in crit.values()] == [True, True, True, True]
+    assert [c.met for c in crit.values()] == [True, True, True, True, True]
     assert crit["(a) plateau"].measured == "9 of 9 runs of learned PEs stopped early"
     assert crit["(b) distance"].measured == "best rope 94.0%"
     assert crit["(b') ceiling"].measured == "at the ceiling: none"
@@ -201,3 +201,14 @@ def test_a_patience_below_the_maximum_keeps_the_rule_whatever_the_curve():
     assert stopping_table(res)[("distance", "rope")]["at_max"] == [0]
     crit = by_name(res)["(a) plateau"]
     assert crit.met is False and "fixed budget" not in crit.rule + crit.measured
+
+
+def test_count_at_the_ceiling_fails_c_prime_and_reads_the_count_task_only():
+    """(c'): no count PE's mean at 98% or more (count's Bayes ceiling is 100%); a distance PE
+    there leaves it met, and a count PE at 97.9% does not fail it."""
+    assert by_name(runs(GOOD))["(c') count ceiling"].met is True
+    top = by_name(runs({**GOOD, ("count", "mla"): [0.985, 0.99, 0.98]}))["(c') count ceiling"]
+    assert top.met is False and top.measured == "at the ceiling: mla 98.5%"
+    under = by_name(runs({**GOOD, ("count", "mla"): [0.979] * 3}))["(c') count ceiling"]
+    assert under.met is True
+    assert by_name(runs({**GOOD, ("distance", "nope"): [0.99] * 3}))["(c') count ceiling"].met
