@@ -22,11 +22,13 @@ every role:
     function of the input): the line at 98%.
 
 **The ladder, fixed with it:** ``paper-small`` as it is, then ``paper-small-e30`` (every role at
-twice the epochs, MLA at the code's ratios to them: 45 of batch 32).  A candidate that fails (a)
-or (c) sends every role to the next rung; one that fails (c') ends the ladder, since more training
-cannot bring a PE off the ceiling: the count task is then at its ceiling in this regime, and the
-report says so.  The first candidate that meets every part is frozen as ``paper-small``'s count
-task.
+twice the epochs, MLA at the code's ratios to them: 45 of batch 32).  A candidate that fails
+(c') ends the ladder, whatever its other parts, since more training cannot bring a PE off the
+ceiling: the count task is then at its ceiling in this regime, and the report says so.  One that
+meets (c') and fails (a) or (c) sends every role to the next rung.  (c') is stricter than the
+verdicts' two-sided ceiling rule (an ordering of two PEs both at the ceiling is not decided): one
+PE at 98% fails it, however far below the others sit.  The first candidate that meets every part
+is frozen as ``paper-small``'s count task.
 
     python scripts/count_calibration.py run OUT [--candidate paper-small] [--workers 2]
     python scripts/count_calibration.py table OUT [--candidate paper-small]   # markdown

@@ -73,3 +73,16 @@ def test_the_table_reads_the_count_ceiling(cal, top, met):
                                                   "| (c') count ceiling"]
     assert parts[2].endswith(f"| {met} |"), parts[2]
     assert parts[0].endswith("| yes |") and parts[1].endswith("| yes |")
+
+
+def test_running_role_by_role_runs_exactly_the_candidates_runs(cal, monkeypatch, tmp_path):
+    """run() sweeps one role's two seeds at a time on the count task, MLA first on the first
+    rung: together the very run ids of the candidate's plans, each once."""
+    swept = []
+    monkeypatch.setattr("posenc.reproduction.run_plan", lambda p, store, **kw: swept.append(p))
+    cal.ladder.run(cal.CALIBRATION, tmp_path, "paper-small", workers=2)
+    assert [p.count_roles for p in swept] == [(r,) for r in ("mla",) + cal.ROLES[:-1]]
+    assert all(p.distance_roles == () and len(p.jobs()) == 2 for p in swept)
+    ids = [run_id(j.config) for p in swept for j in p.jobs()]
+    assert sorted(ids) == sorted(run_id(j.config) for p in cal.plans("paper-small")
+                                 for j in p.jobs())

@@ -27,7 +27,7 @@ checkpoint): a staging folder that holds it, left by a sweep that ended before t
 finished, becomes the run's folder again on the local backend, so a sweep stopped mid-run
 loses at most the work since that file was written (training resumes bit for bit:
 :func:`~posenc.empirical.training.train.train`).  Such a folder of a run outside the sweep's jobs
-that the store has not finished is kept for the plan that has it (two plans share a store: a
+that the store holds and has not finished is kept for the plan that has it (two plans share a store: a
 sweep of one must not cost the other its run in progress); every other staging folder is removed.
 
 One writer per store: :func:`run_jobs` holds the store's lock
@@ -212,7 +212,7 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
     mine = {rid for rid, _ in todo}
     earlier = _resumable(staging_root, mine.__contains__, resume_from) \
         if backend == "local" else {}
-    others = set(_resumable(staging_root, lambda rid: rid not in mine and not store.is_done(rid),
+    others = set(_resumable(staging_root, lambda rid: rid not in mine and _pending(store, rid),
                             resume_from).values())
     _clear_staging(staging_root, keep=set(earlier.values()) | others)
     if on_plan:
@@ -255,6 +255,15 @@ def _todo(store: RunStore, jobs: list[Job], summary: SweepSummary,
         elif rid not in {r for r, _ in todo}:
             todo.append((rid, job))
     return todo
+
+
+def _pending(store: RunStore, rid: str) -> bool:
+    """Whether ``rid`` is a run the store holds and has not finished (a plan added it)."""
+    try:
+        store.get(rid)
+    except PosencError:
+        return False
+    return not store.is_done(rid)
 
 
 def _clear_staging(staging_root: Path, keep: set[Path]) -> None:

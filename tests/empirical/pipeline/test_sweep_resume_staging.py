@@ -1,6 +1,7 @@
 """A sweep that ended mid-run hands the run's staging folder to its next attempt when that folder
 holds the file the worker resumes from (``resume_from``); such a folder of an unfinished run the
-sweep does not have stays for the plan that has it; every other leftover is removed.  Toy
+sweep does not have stays for the plan that has it (a run the store holds: a config no plan ever
+added, e.g. one whose id a changed setting retired, is removed); every other leftover is removed.  Toy
 worker here; the end-to-end version with real training (a SIGKILLed ``posenc reproduce``) is in
 tests/report/test_report.py."""
 
@@ -50,7 +51,9 @@ def test_a_staging_folder_holding_the_resume_file_is_handed_to_the_same_run(tmp_
     leftover(root, 2, "aaaa0002", {"resume.bin": "older", "partial.txt": "old"}, age_s=60)
     leftover(root, 2, "aaaa0003", {"resume.bin": "newest", "partial.txt": "new"})
     leftover(root, 3, "aaaa0004", {"partial.txt": "no resume file"})
+    s.add({"x": 9}, "toy", "x=9")                           # another plan's, pending
     leftover(root, 9, "aaaa0005", {"resume.bin": "a run this sweep does not have"})
+    leftover(root, 8, "aaaa0006", {"resume.bin": "a run the store does not hold"})
     (root / "staging" / "stray-file").write_text("x")
 
     summary = run_jobs(s, jobs([1, 2, 3]), WORKER, workers=workers, resume_from="resume.bin")
@@ -63,7 +66,7 @@ def test_a_staging_folder_holding_the_resume_file_is_handed_to_the_same_run(tmp_
     assert two["resume"] == "newest" and two["held"] == sorted(
         ["config.json", "run.json", "partial.txt", "resume.bin"])
     assert three["resume"] is None and three["held"] == ["config.json", "run.json"]
-    # only the unfinished run of another plan is left, and a sweep that has it resumes it
+    # only the unfinished run of another plan is left (not the run the store never held)
     assert [p.name for p in (root / "staging").iterdir()] == [f"{run_id({'x': 9})}.aaaa0005"]
     assert s.result(run_id({"x": 1}))["summary"]["held"] == ["config.json", "run.json"]
 
@@ -73,6 +76,7 @@ def test_a_sweep_of_another_plan_into_the_store_keeps_a_run_in_progress(tmp_path
     of the first, with nothing to run, leaves the second's stopped run for it to resume."""
     s = RunStore(tmp_path / "s")
     run_jobs(s, jobs([1]), WORKER)
+    s.add({"x": 2}, "toy", "x=2")                           # the other plan's earlier sweep
     leftover(tmp_path / "s", 2, "aaaa0002", {"resume.bin": "epoch 10"})
     assert run_jobs(s, jobs([1]), WORKER, resume_from="resume.bin").skipped == 1
     summary = run_jobs(s, jobs([2]), WORKER, resume_from="resume.bin")
