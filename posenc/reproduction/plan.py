@@ -44,6 +44,7 @@ from ..empirical.config import apply_overrides, check_overrides, paper_code_task
 from ..empirical.paper_specs import paper_budget, paper_code_fields
 from ..empirical.pipeline.experiment import LATENT_MODE, ExperimentConfig
 from ..empirical.pipeline.sweep import Job
+from ..empirical.analysis.ablation import MODES
 from ..empirical.analysis.dynamics import DynamicsConfig
 
 #: role -> spec, per model-code mode (the roles and their specs: :data:`posenc.roles.ROLES`)
@@ -62,8 +63,6 @@ def _check_seeds(flag: str, n: Any) -> None:
 
 
 def _check_modes(modes: Any) -> None:
-    from ..empirical.analysis.ablation import MODES
-
     if not (isinstance(modes, tuple) and modes and len(set(modes)) == len(modes)
             and set(modes) <= set(MODES)):
         raise PosencError(f"ablation modes must be distinct modes of {', '.join(MODES)}; "
