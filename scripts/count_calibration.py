@@ -36,7 +36,6 @@ is frozen as ``paper-small``'s count task.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -82,19 +81,5 @@ CALIBRATION = ladder.Ladder(LADDER, ROLES, plans, store_of,
                             parts=("(a) plateau", "(c) count", "(c') count ceiling"), first="mla")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("what", choices=("run", "table"))
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--candidate", default=LADDER[0], choices=LADDER)
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args(argv)
-    if args.what == "run":
-        ladder.run(CALIBRATION, args.out, args.candidate, args.workers)
-    else:
-        sys.stdout.write(ladder.table(CALIBRATION, args.out, args.candidate))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(ladder.main(CALIBRATION, __doc__))

@@ -32,7 +32,6 @@ the criterion.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,39 +83,5 @@ CALIBRATION = ladder.Ladder(LADDER, ROLES, plans, store_of,
                             parts=("(a) plateau", "(b) distance", "(b') ceiling"), first="mla")
 
 
-def run_order(out: Path, candidate: str) -> tuple[str, ...]:
-    """The roles in the order they run (:func:`ladder_calibration.run_order`)."""
-    return ladder.run_order(CALIBRATION, out, candidate, results_of=lambda o, c: results(o, c))
-
-
-def run(out: Path, candidate: str, workers: int) -> None:
-    """Every run of the candidate, role by role in :func:`run_order`."""
-    ladder.run(CALIBRATION, out, candidate, workers, order=lambda _l, o, c: run_order(o, c))
-
-
-def results(out: Path, candidate: str) -> list[Any]:
-    """The candidate's finished runs, each checked against the config it was run for."""
-    return ladder.results(CALIBRATION, out, candidate)
-
-
-def table(out: Path, candidate: str) -> str:
-    """The criterion's parts on the finished runs, then a row per run."""
-    return ladder.table(CALIBRATION, out, candidate, found=results(out, candidate))
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("what", choices=("run", "table"))
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--candidate", default=LADDER[0], choices=LADDER)
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args(argv)
-    if args.what == "run":
-        run(args.out, args.candidate, args.workers)
-    else:
-        sys.stdout.write(table(args.out, args.candidate))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(ladder.main(CALIBRATION, __doc__))

@@ -12,6 +12,8 @@ freeze; the ladder and the criterion are committed before any of its runs.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -59,14 +61,12 @@ def results(ladder: Ladder, out: Path, candidate: str) -> list[Any]:
     return [res for p in ladder.plans(candidate) for res in scan._finished(root, p)]
 
 
-def run_order(ladder: Ladder, out: Path, candidate: str,
-              results_of: Callable[[Path, str], list[Any]] | None = None) -> tuple[str, ...]:
+def run_order(ladder: Ladder, out: Path, candidate: str) -> tuple[str, ...]:
     """The roles in the order they run: the likeliest to fail part (a) first, since one failure
     sends every role to the next rung.  On the first rung ``ladder.first`` leads, the rest in
     the ladder's order; on a later rung, the roles by their largest rise on the rung below
     (largest first), a role without a finished run there first.  The order changes when results
-    arrive, never which runs a rung holds or how they are judged.  ``results_of(out, c)``: the
-    finished runs of candidate ``c`` (default :func:`results`)."""
+    arrive, never which runs a rung holds or how they are judged."""
     from posenc.verdicts.trained import end_rise
 
     ladder.check(candidate)
@@ -74,24 +74,22 @@ def run_order(ladder: Ladder, out: Path, candidate: str,
     if rung == 0:
         return (ladder.first,) + tuple(r for r in ladder.roles if r != ladder.first)
     worst: dict[str, float] = {}
-    below = ladder.candidates[rung - 1]
-    for res in (results_of(out, below) if results_of else results(ladder, out, below)):
+    for res in results(ladder, out, ladder.candidates[rung - 1]):
         rise = end_rise(res.metrics)
         worst[res.role] = max(worst.get(res.role, -1e9), 1e9 if rise is None else rise)
     return tuple(sorted(ladder.roles, key=lambda r: -worst.get(r, 1e9)))
 
 
-def run(ladder: Ladder, out: Path, candidate: str, workers: int,
-        order: Callable[[Ladder, Path, str], tuple[str, ...]] = run_order) -> None:
-    """Every run of the candidate, role by role in ``order`` (a sweep of one role's seeds at a
-    time into the one store; a stopped run resumes from its checkpoint)."""
+def run(ladder: Ladder, out: Path, candidate: str, workers: int) -> None:
+    """Every run of the candidate, role by role in :func:`run_order` (a sweep of one role's seeds
+    at a time into the one store; a stopped run resumes from its checkpoint)."""
     from posenc.empirical.pipeline.store import RunStore
     from posenc.reproduction import run_plan
 
     ladder.check(candidate)
     store = RunStore(ladder.store_of(out, candidate))
     by_role = {r: p for p in ladder.plans(candidate) for r in _roles_of(p)}
-    for role in order(ladder, out, candidate):
+    for role in run_order(ladder, out, candidate):
         run_plan(_one_role(by_role[role], role), store, workers=workers, threads=1, bar=False)
 
 
@@ -123,3 +121,18 @@ def table(ladder: Ladder, out: Path, candidate: str,
                      + ("?" if rise is None else f"{rise:+.2f}")
                      + f" | {scan.single_cell(r)} | {scan.cpu_cell(r)} |")
     return "\n".join(lines) + "\n"
+
+
+def main(ladder: Ladder, doc: str, argv: list[str] | None = None) -> int:
+    """A calibration script's command line: ``run OUT`` or ``table OUT`` of ``--candidate``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
+    ap.add_argument("what", choices=("run", "table"))
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--candidate", default=ladder.candidates[0], choices=ladder.candidates)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.what == "run":
+        run(ladder, args.out, args.candidate, args.workers)
+    else:
+        sys.stdout.write(table(ladder, args.out, args.candidate))
+    return 0

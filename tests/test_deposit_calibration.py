@@ -72,7 +72,8 @@ def test_each_candidate_has_its_store(cal, tmp_path):
 @pytest.mark.parametrize("candidate", ["h4x16-w64", "h4x16-w64-e30"])
 def test_the_committed_calibration_table_is_the_stores(cal, candidate):
     out = ROOT / "docs/figures/deposit-scan"
-    assert (out / f"calibration-{candidate}.md").read_text() == cal.table(out, candidate)
+    committed = (out / f"calibration-{candidate}.md").read_text()
+    assert committed == cal.ladder.table(cal.CALIBRATION, out, candidate)
 
 
 def _run(role, seed, vals):
@@ -94,8 +95,8 @@ def test_the_table_judges_the_runs_by_the_trained_criterion(cal, monkeypatch, la
     """A run whose validation accuracy rose 2 points or more over its last 2 epochs fails (a)."""
     runs = [_run(r, s, [0.5, 0.89, 0.9, 0.9]) for r in cal.ROLES for s in (1000, 1001)]
     runs[0] = _run(cal.ROLES[0], 1000, [0.5, 0.88, 0.88, last])
-    monkeypatch.setattr(cal, "results", lambda out, candidate: runs)
-    text = cal.table(ROOT, "h4x16-w64")
+    monkeypatch.setattr(cal.ladder, "results", lambda ladder, out, candidate: runs)
+    text = cal.ladder.table(cal.CALIBRATION, ROOT, "h4x16-w64")
     assert "18 of 18 runs finished" in text
     plateau = next(line for line in text.splitlines() if line.startswith("| (a) plateau"))
     assert plateau.endswith(f"| {met} |"), plateau
@@ -110,8 +111,8 @@ def test_running_role_by_role_runs_exactly_the_candidates_runs(cal, monkeypatch,
     swept = []
     monkeypatch.setattr("posenc.reproduction.run_plan",
                         lambda p, store, **kw: swept.append(p))
-    monkeypatch.setattr(cal, "run_order", lambda out, c: tuple(reversed(cal.ROLES)))
-    cal.run(tmp_path, candidate, workers=2)
+    monkeypatch.setattr(cal.ladder, "run_order", lambda ladder, out, c: tuple(reversed(cal.ROLES)))
+    cal.ladder.run(cal.CALIBRATION, tmp_path, candidate, workers=2)
     assert [p.distance_roles for p in swept] == [(r,) for r in reversed(cal.ROLES)]
     ids = [run_id(j.config) for p in swept for j in p.jobs()]
     assert sorted(ids) == sorted(run_id(j.config) for p in cal.plans(candidate) for j in p.jobs())
@@ -120,10 +121,10 @@ def test_running_role_by_role_runs_exactly_the_candidates_runs(cal, monkeypatch,
 def test_a_later_rung_runs_the_roles_likeliest_to_fail_first(cal, monkeypatch):
     """The first rung: MLA first; a later one: by the largest 2-epoch rise on the rung below,
     largest first, a role without a finished run there before any."""
-    assert cal.run_order(ROOT, "h4x16-w64")[0] == "mla"
+    assert cal.ladder.run_order(cal.CALIBRATION, ROOT, "h4x16-w64")[0] == "mla"
     rises = {r: 0.01 * i for i, r in enumerate(cal.ROLES)}
     runs = [_run(r, s, [0.5, 0.8, 0.8 + rises[r] / 2, 0.8 + rises[r]])
             for r in cal.ROLES[1:] for s in (1000, 1001)]
-    monkeypatch.setattr(cal, "results", lambda out, candidate: runs)
-    order = cal.run_order(ROOT, "h4x16-w64-e30")
+    monkeypatch.setattr(cal.ladder, "results", lambda ladder, out, candidate: runs)
+    order = cal.ladder.run_order(cal.CALIBRATION, ROOT, "h4x16-w64-e30")
     assert order == (cal.ROLES[0],) + tuple(reversed(cal.ROLES[1:]))

@@ -231,8 +231,9 @@ def _run_jobs(store: RunStore, jobs: Iterable[Job], worker: str, backend: str, w
     else:
         _run_pool(todo, worker, workers, threads, sweep.started, sweep.commit, sweep.failed,
                   sweep.interrupted)
-    _clear_staging(staging_root, keep=others)
-    if not others:
+    if others:
+        _clear_staging(staging_root, keep=others)
+    else:
         shutil.rmtree(staging_root, ignore_errors=True)
     return summary
 
