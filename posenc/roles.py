@@ -72,5 +72,9 @@ ADDITIVE = roles_where(additive=True)
 DYNAMICS = roles_where(dynamics=True)
 #: roles a sweep runs only when asked for by name (--roles)
 EXTRA = roles_where(tasks=())
+#: the paper code's own ``rope`` model (dis_gen/trans.py: RoPE in attention plus its cat[sin, cos]
+#: table on the embeddings; the model its transvis.py ablates head by head), posenc's
+#: ``absolute+rope`` role in paper-code mode
+CODE_ROPE = "absolute+rope"
 #: (k, role) of the partial-RoPE roles, k = heads with RoPE
 PARTIAL_ROPE = tuple((r.rope_heads, r.name) for r in ROLES if r.rope_heads)

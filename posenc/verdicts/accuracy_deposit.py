@@ -22,6 +22,9 @@ Statistics, all computed on the same seed (runs of one seed share data):
     exceeds each PE's own, a bias against RoPE of about half the resolution.
 13. MLA mitigation on ``distance``: **(a)** ``DI(rope) - DI(mla)`` > 0; shown: (b) the
     accuracy margin ``acc(mla) - acc(rope)`` against -10 points.
+    In paper-code mode 12 and 13 are read for trans.py's ``rope`` model too ("E12 (code
+    rope)", "E13 (code rope)"; :data:`~.accuracy_runs.ROPE_READINGS`), the model the paper
+    code's head ablation (dis_gen/transvis.py) ablates, each on that model's own runs.
 14. Partial RoPE on ``distance``: ``acc(rope on k heads) - acc(rope)`` > -5 points, **k = 2**;
     shown: k = 1.
 
@@ -65,9 +68,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
-from ..roles import ADDITIVE, PARTIAL_ROPE
+from ..roles import ADDITIVE, CODE_ROPE, PARTIAL_ROPE
 from .accuracy_runs import (LEARNED_MARGIN, NO_ABLATION, POINTS, UNIT, Runs,  # noqa: F401
                             has_head_drops, learned_part, ordering_at_ceiling, unlearned_note,
                             versus_additive)
@@ -80,9 +83,47 @@ from .verdict import Verdict, bounded_interval, binomial_se, reading_claim, verd
 E10_READINGS = (("", ("nope",) + ADDITIVE, "NoPE and the additive PEs (MLA left out)"),
                 ("with MLA", ("nope",) + ADDITIVE + ("mla",),
                  "NoPE, the additive PEs and MLA (the paper's table)"))
-#: the paper code's own ``rope`` model (dis_gen/trans.py: RoPE in attention plus its cat[sin, cos]
-#: table on the embeddings), posenc's ``absolute+rope`` role in paper-code mode
-CODE_ROPE = "absolute+rope"
+
+
+def _e12(runs: Runs, reading: str, role: str, pe: str, mode: str) -> Verdict:
+    """E12 for one RoPE model (:data:`~.accuracy_runs.ROPE_READINGS`): its deposit index against
+    each additive PE's."""
+    def contrast(key: str) -> Callable[[int, tuple[str, ...]], Optional[float]]:
+        return lambda s, add: runs.deposit_contrast("distance", role, add, s, key, mode)
+    return verdict_from_parts(
+        reading_claim("E12", reading),
+        f"Single-head deposit: with {pe} the position reasoning is more concentrated in one "
+        "head of a layer than with the additive PEs, which spread it",
+        f"primary (b) deposit index({role}) - deposit index(PE) > 0 for each additive PE that "
+        "learned the task (all of them); shown (a) the same for the top single-head drop; "
+        "distance, zero ablation",
+        "ablating the deposit head costs ~60 points; other heads ~0",
+        [versus_additive(f"top drop: {role} - additive", runs, "distance", contrast("drop"),
+                         POINTS, role=role),
+         versus_additive(f"deposit index: {role} - additive", runs, "distance",
+                         contrast("index"), UNIT, role=role)],
+        primary=1)
+
+
+def _e13(runs: Runs, reading: str, role: str, pe: str, mode: str) -> Verdict:
+    """E13 for one RoPE model: its deposit index against MLA's (primary), MLA's accuracy
+    against its own (shown)."""
+    D, pair = "distance", (role, "mla")
+    return verdict_from_parts(
+        reading_claim("E13", reading),
+        "MLA removes the concentration" + ("" if role == "rope" else f" of {pe}")
+        + " (shown beside it, not judged: its accuracy against "
+        + ("RoPE's)" if role == "rope" else "that model's)"),
+        f"primary (a) deposit index({role}) - deposit index(mla); shown (b) acc(mla) - "
+        f"acc({role}) > -10 points",
+        "MLA 88.34%, no single-head deposit",
+        [learned_part(f"DI: {role} - mla", runs, D, pair, lambda: _part(
+            f"DI: {role} - mla", runs, D, pair,
+            lambda s: runs.deposit_contrast(D, role, ("mla",), s, "index", mode),
+            0.0, "above", bounds=UNIT, missing_note=NO_ABLATION)),
+         _part(f"acc: mla - {role}", runs, D, pair,
+               lambda s: runs.acc(D, "mla", s) - runs.acc(D, role, s), -10.0, "above")],
+        primary=0)
 
 
 def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
@@ -95,20 +136,16 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
                      lambda s: runs.acc(D, role, s) - max(runs.acc(D, r, s) for r in others),
                      0.0, "above", ordering=True)
 
-    paper_code = any(r.summary.get("code") == "paper" for seeds in runs.by.values()
-                     for r in seeds.values())
     # trans.py's comparison list runs its `rope` (RoPE + the table), so the paper's 92.64% is
     # most likely that model's: judged beside pure RoPE in paper-code mode
-    e10_roles = [("E10", "rope", "RoPE", "RoPE 92.64% best")]
-    if paper_code and (D, CODE_ROPE) in runs.by:
-        e10_roles.append(("E10 (code rope)", CODE_ROPE,
-                          "The paper code's `rope` model (RoPE + its cat[sin, cos] table)",
-                          "RoPE 92.64% best (most likely this model: trans.py's `rope`)"))
-    for claim, role, pe, paper in e10_roles:
-        for suffix, others, reading in E10_READINGS:
+    readings = runs.rope_readings(D)
+    for reading, role, pe in readings:
+        paper = "RoPE 92.64% best" + (" (most likely this model: trans.py's `rope`)"
+                                      if role == CODE_ROPE else "")
+        for suffix, others, competitors in E10_READINGS:
             out.append(verdict_from_parts(
-                reading_claim(claim, suffix),
-                f"{pe} beats {reading} on the position-sensitive task",
+                reading_claim(reading_claim("E10", reading), suffix),
+                f"{pe[0].upper()}{pe[1:]} beats {competitors} on the position-sensitive task",
                 f"acc({role}) - max(acc({', '.join(others)})), distance, points",
                 paper, [best_of(role, others)]))
 
@@ -126,34 +163,8 @@ def evaluate(results: Iterable[Any], mode: str = "zero") -> list[Verdict]:
                lambda s: runs.acc(C, "mla", s) - max(runs.acc(C, r, s) for r in count_others),
                0.0, "above", ordering=True)], primary=0))
 
-    out.append(verdict_from_parts(
-        "E12", "Single-head deposit: with RoPE the position reasoning is more concentrated in "
-               "one head of a layer than with the additive PEs, which spread it",
-        "primary (b) deposit index(rope) - deposit index(PE) > 0 for each additive PE that "
-        "learned the task (all of them); shown (a) the same for the top single-head drop; "
-        "distance, zero ablation",
-        "ablating the deposit head costs ~60 points; other heads ~0",
-        [versus_additive("top drop: rope - additive", runs, D,
-                          lambda s, add: runs.deposit_contrast(D, "rope", add, s, "drop", mode),
-                          POINTS),
-         versus_additive("deposit index: rope - additive", runs, D,
-                          lambda s, add: runs.deposit_contrast(D, "rope", add, s, "index", mode),
-                          UNIT)], primary=1))
-
-    out.append(verdict_from_parts(
-        "E13", "MLA removes the concentration (shown beside it, not judged: its accuracy "
-               "against RoPE's)",
-        "primary (a) deposit index(rope) - deposit index(mla); shown (b) acc(mla) - acc(rope) "
-        "> -10 points",
-        "MLA 88.34%, no single-head deposit",
-        [learned_part("DI: rope - mla", runs, D, ("rope", "mla"),
-                      lambda: _part("DI: rope - mla", runs, D, ("rope", "mla"),
-                                    lambda s: runs.deposit_contrast(D, "rope", ("mla",), s,
-                                                                    "index", mode),
-                                    0.0, "above", bounds=UNIT, missing_note=NO_ABLATION)),
-         _part("acc: mla - rope", runs, D, ("rope", "mla"),
-               lambda s: runs.acc(D, "mla", s) - runs.acc(D, "rope", s), -10.0, "above")],
-        primary=0))
+    out += [_e12(runs, reading, role, pe, mode) for reading, role, pe in readings]
+    out += [_e13(runs, reading, role, pe, mode) for reading, role, pe in readings]
 
     out.append(verdict_from_parts(
         "E14", "Partial RoPE: one or two RoPE heads suffice for near-full accuracy (judged "

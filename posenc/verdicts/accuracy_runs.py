@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
-from ..roles import ADDITIVE
+from ..roles import ADDITIVE, CODE_ROPE
 from .conjunction import conjunction
 from .runs import SeedRuns, judge_part
 from .verdict import CLEAN_BAYES, at_ceiling, ceiling_rule, ceiling_threshold
@@ -24,11 +24,38 @@ POINTS, UNIT = (-100.0, 100.0), (-1.0, 1.0)  # ranges of differences of percenta
 LEARNED_MARGIN = 5.0
 
 
+#: the RoPE models a claim about RoPE's deposit or accuracy is read for (claim-id reading, role,
+#: the model in words): posenc's ``rope`` role (in paper-code mode partialrope.py's model, RoPE on
+#: every head) and the paper code's own ``rope`` model (dis_gen/trans.py, RoPE plus its
+#: sinusoidal table: the model the paper's distance results and its transvis.py head ablation
+#: come from), read only for runs that hold it (:meth:`Runs.rope_readings`)
+ROPE_READINGS = (("", "rope", "RoPE"),
+                 ("code rope", CODE_ROPE, "the paper code's `rope` model (RoPE + its cat[sin, "
+                                          "cos] table)"))
+
+
 class Runs(SeedRuns):
     """Results indexed by (task, role) -> {seed: result}, with the accuracy and deposit of a run."""
 
     def acc(self, task: str, role: str, seed: int) -> float:
         return 100.0 * self.by[(task, role)][seed].test_acc
+
+    @property
+    def paper_code(self) -> bool:
+        """Whether the runs are of the paper code's models (paper-code mode): any run's summary
+        says so."""
+        return any(r.summary.get("code") == "paper" for seeds in self.by.values()
+                   for r in seeds.values())
+
+    def reads_code_rope(self, task: str = "distance") -> bool:
+        """Whether a claim about RoPE is read for the paper code's own ``rope`` model too
+        (:data:`~posenc.roles.CODE_ROPE`): paper-code runs that hold that role on ``task``."""
+        return self.paper_code and (task, CODE_ROPE) in self.by
+
+    def rope_readings(self, task: str = "distance") -> list[tuple[str, str, str]]:
+        """The entries of :data:`ROPE_READINGS` these runs are read for: posenc's RoPE always,
+        the paper code's ``rope`` model where :meth:`reads_code_rope`."""
+        return [r for r in ROPE_READINGS if r[1] != CODE_ROPE or self.reads_code_rope(task)]
 
     def chance(self, task: str, role: str) -> Optional[float]:
         """The chance rate (percent) of the role's runs on ``task``: the mean over its seeds of

@@ -15,11 +15,12 @@ rule that turns it into a word:
 * :class:`VersusAdditive` -- a deposit part against each additive PE that learned the task
   (:func:`~.accuracy_runs.versus_additive`).
 
-A claim of several parts names its primary one (:func:`~.verdict.verdict_from_parts`: the
-others are shown, not judged).  :class:`JudgedElsewhere` keeps the place, in a list of claims,
-of claims whose module judges them itself (S, ALiBi's).  Evaluating a record is one call
-(:meth:`MeasuredClaim.verdict`); the records themselves live with their statistics
-(:mod:`.measured`).
+A claim read for one model of several (the paper code's own ``rope`` model beside posenc's RoPE)
+states when it is judged (``when``).  A claim of several parts names its primary one
+(:func:`~.verdict.verdict_from_parts`: the others are shown, not judged).
+:class:`JudgedElsewhere` keeps the place, in a list of claims, of claims whose module judges
+them itself (S, ALiBi's).  Evaluating a record is one call (:meth:`MeasuredClaim.verdict`); the
+records themselves live with their statistics (:mod:`.measured`).
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ class MeasuredClaim:
     parts: tuple[AnyPart, ...]
     primary: Optional[int] = None
     digits: int = 3
+    #: judged only on runs for which this holds (None: on every sweep), e.g. a reading of the
+    #: paper code's own model, judged only on runs of it (:meth:`~.accuracy_runs.Runs.reads_code_rope`)
+    when: Optional[Callable[[Runs], bool]] = None
 
     def __post_init__(self) -> None:
         if not self.id or self.id != self.id.strip():
@@ -149,4 +153,5 @@ def evaluate_claims(claims: tuple[Union[MeasuredClaim, JudgedElsewhere], ...], r
                     mode: str = "zero") -> list[Verdict]:
     """The verdicts of ``claims`` on ``runs``, in their order."""
     return [v for c in claims
-            for v in (c.verdicts(runs) if isinstance(c, JudgedElsewhere) else [c.verdict(runs, mode)])]
+            for v in (c.verdicts(runs) if isinstance(c, JudgedElsewhere)
+                      else [c.verdict(runs, mode)] if c.when is None or c.when(runs) else [])]

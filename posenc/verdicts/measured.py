@@ -69,6 +69,11 @@ MX   The deposit is inherent in multiplicative encodings, beyond RoPE and MLA: x
      xPos runs (the default sweep) the row says so.
 AL1, AL2  ALiBi's accuracy claims: :mod:`.alibi_claims`.
 
+In paper-code mode AD and NC2's three readings are read for trans.py's ``rope`` model as well
+("AD (code rope)", "NC2 (layer 0, code rope)", ...; :data:`~.accuracy_runs.ROPE_READINGS`), on
+that model's own runs: the paper code ablates the heads of trans.py's models
+(dis_gen/transvis.py), whose ``rope`` is RoPE plus a sinusoidal table.
+
 Each claim is a record (:class:`~.claim.MeasuredClaim`: its statement, its parts' statistics
 and the rules that turn them into words) in :data:`CLAIMS`, the order the report lists them;
 :func:`evaluate_measured` evaluates them.
@@ -78,13 +83,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .accuracy_runs import NO_ABLATION, POINTS, UNIT, Runs, has_head_drops
+from .accuracy_runs import NO_ABLATION, POINTS, ROPE_READINGS, UNIT, Runs, has_head_drops
 from .alibi_claims import evaluate_alibi
 from .claim import Conjunction, JudgedElsewhere, MeasuredClaim, Part, Stat, VersusAdditive, \
     evaluate_claims
 from .drift_null import null_attenuation
 from .stability import stability_verdict
-from .verdict import Verdict
+from .verdict import Verdict, reading_claim
 
 if TYPE_CHECKING:
     from ..empirical.pipeline.experiment_result import ExperimentResult
@@ -213,10 +218,10 @@ def _rope_distance_minus_count(key: str) -> Stat:
     return stat
 
 
-def _rope_depth(layers_of: Callable[[int], list[int]]) -> Stat:
-    """NC2: :func:`deposit_depth` of RoPE's run for one reading's layers."""
+def _rope_depth(role: str, layers_of: Callable[[int], list[int]]) -> Stat:
+    """NC2: :func:`deposit_depth` of ``role``'s run (a RoPE model) for one reading's layers."""
     def stat(runs: Runs, s: int, mode: str) -> Optional[float]:
-        return deposit_depth(_layer_drops(runs.by[(D, "rope")][s], mode), layers_of)
+        return deposit_depth(_layer_drops(runs.by[(D, role)][s], mode), layers_of)
     return stat
 
 
@@ -245,14 +250,20 @@ def _count_flattened(runs: Runs, s: int, mode: str) -> Optional[float]:
     return flattened_table_change(runs.by[(C, "relative")][s])
 
 
-def _deposit_head_drop(runs: Runs, s: int, mode: str) -> Optional[float]:
-    dep = runs.deposit(D, "rope", s, mode)
-    return None if dep is None else dep["drop"]
+def _deposit_head_drop(role: str) -> Stat:
+    """AD: the deposit head's drop (points) of ``role``'s run."""
+    def stat(runs: Runs, s: int, mode: str) -> Optional[float]:
+        dep = runs.deposit(D, role, s, mode)
+        return None if dep is None else dep["drop"]
+    return stat
 
 
-def _other_heads_drop(runs: Runs, s: int, mode: str) -> Optional[float]:
-    dep = runs.deposit(D, "rope", s, mode)
-    return None if dep is None else _other_heads_top_drop(runs.by[(D, "rope")][s], mode, dep)
+def _other_heads_drop(role: str) -> Stat:
+    """AD: the largest drop (points) of any other head of ``role``'s run."""
+    def stat(runs: Runs, s: int, mode: str) -> Optional[float]:
+        dep = runs.deposit(D, role, s, mode)
+        return None if dep is None else _other_heads_top_drop(runs.by[(D, role)][s], mode, dep)
+    return stat
 
 
 def _xpos_minus(runs: Runs, s: int, mode: str, additive: tuple[str, ...]) -> Optional[float]:
@@ -294,15 +305,23 @@ NC1 = MeasuredClaim(
                                           ("top drop: distance - count", "drop", POINTS))),
     primary=0, digits=2)
 
+def _reads(role: str) -> Optional[Callable[[Runs], bool]]:
+    """A RoPE reading's ``when``: posenc's RoPE always, the paper code's own model on its runs."""
+    return None if role == "rope" else lambda runs: runs.reads_code_rope(D)
+
+
 NC2 = tuple(MeasuredClaim(
-    id=claim,
-    statement=f"The RoPE deposit lies in {reading}",
-    statistic=f"largest single-head drop in {name} - largest in any other layer (points); RoPE, "
-              "distance, zero ablation",
+    id=reading_claim(claim, rope_reading),
+    statement=("The RoPE deposit" if role == "rope" else f"The deposit of {pe}")
+              + f" lies in {reading}",
+    statistic=f"largest single-head drop in {name} - largest in any other layer (points); "
+              f"{'RoPE' if role == 'rope' else role}, distance, zero ablation",
     paper="one head of a shallow layer carries the position reasoning",
-    parts=(Part(f"{name} - other layers", D, ("rope",), _rope_depth(layers_of), 0.0, "above",
+    parts=(Part(f"{name} - other layers", D, (role,), _rope_depth(role, layers_of), 0.0, "above",
                 missing="too few layers for this reading, or " + NO_ABLATION, learned=True),),
-    digits=1) for claim, reading, name, layers_of in NC2_READINGS)
+    digits=1, when=_reads(role))
+    for rope_reading, role, pe in ROPE_READINGS
+    for claim, reading, name, layers_of in NC2_READINGS)
 
 NC3 = MeasuredClaim(
     id="NC3",
@@ -343,20 +362,23 @@ RA = MeasuredClaim(
                 missing=NOT_RECORDED.format(what="no accuracy with flattened tables"))),
     primary=0)
 
-AD = MeasuredClaim(
-    id="AD",
-    statement="Ablating RoPE's deposit head costs about 60 accuracy points, any other head "
-              "almost nothing (distance; both together)",
+AD = tuple(MeasuredClaim(
+    id=reading_claim("AD", rope_reading),
+    statement=("Ablating RoPE's deposit head" if role == "rope"
+               else f"Ablating the deposit head of {pe}")
+              + " costs about 60 accuracy points, any other head almost nothing (distance; "
+                "both together)",
     statistic=f"primary: the deposit head's drop > {DEPOSIT_DROP:g} points (half the paper's ~60) "
               f"and the largest drop of any other head < {OTHER_HEADS:g} points, both required; "
-              "RoPE, distance, zero ablation",
+              f"{'RoPE' if role == 'rope' else role}, distance, zero ablation",
     paper="ablating the deposit head costs ~60 points, other heads ~0",
-    parts=(Conjunction("deposit head large, others small", D, ("rope",), (
-        Part("deposit head's drop", D, ("rope",), _deposit_head_drop, DEPOSIT_DROP, "above",
+    parts=(Conjunction("deposit head large, others small", D, (role,), (
+        Part("deposit head's drop", D, (role,), _deposit_head_drop(role), DEPOSIT_DROP, "above",
              bounds=POINTS, missing=NO_ABLATION),
-        Part("other heads' top drop", D, ("rope",), _other_heads_drop, OTHER_HEADS, "below",
+        Part("other heads' top drop", D, (role,), _other_heads_drop(role), OTHER_HEADS, "below",
              bounds=POINTS, missing=NO_ABLATION))),),
-    digits=1)
+    digits=1, when=_reads(role))
+    for rope_reading, role, pe in ROPE_READINGS)
 
 MX = MeasuredClaim(
     id="MX",
@@ -371,7 +393,7 @@ MX = MeasuredClaim(
 #: the claims in the order the report lists them; S and ALiBi's claims are judged by their own
 #: modules (:mod:`.stability`, :mod:`.alibi_claims`)
 CLAIMS: tuple[MeasuredClaim | JudgedElsewhere, ...] = (
-    EH, NC1, *NC2, NC3, JudgedElsewhere("S", lambda runs: [stability_verdict(runs)]), RA, AD, MX,
+    EH, NC1, *NC2, NC3, JudgedElsewhere("S", lambda runs: [stability_verdict(runs)]), RA, *AD, MX,
     JudgedElsewhere("AL1, AL2", evaluate_alibi))
 
 

@@ -330,3 +330,30 @@ def test_e10_with_mla_among_the_competitors_is_its_own_reading():
     assert by["E10 (with MLA)"].parts[0]["roles"] == ["rope", *OTHERS, "mla"]
     assert "mla" not in by["E10"].parts[0]["roles"]
     assert by["E10 (with MLA)"].parts[0]["values"] == pytest.approx([-5.0, -5.0, -5.0])
+
+
+def test_e12_and_e13_are_read_for_the_paper_codes_rope_model_on_its_own_runs():
+    """In paper-code mode E12 and E13 are read for trans.py's ``rope`` model (absolute+rope,
+    the model the paper's transvis.py ablates) beside posenc's RoPE: here RoPE spreads (index
+    0.5, below the additive PEs' 0.6 and MLA's 0.55) and trans.py's rope concentrates (0.9), so
+    each reading must read its own model's runs.  Standard runs get no such reading."""
+    runs = []
+    for s in range(4):
+        runs.append(result(D, "rope", s, 0.9, drop=0.5, index=0.5 - 0.01 * s))
+        runs.append(result(D, "absolute+rope", s, 0.9, drop=0.6, index=0.9 - 0.01 * s))
+        runs.append(result(D, "mla", s, 0.88, drop=0.3, index=0.55))
+        runs += [result(D, r, s, 0.85, drop=0.3, index=0.6) for r in ("absolute", "relative",
+                                                                      "alibi")]
+    assert not {"E12 (code rope)", "E13 (code rope)"} & {v.claim for v in evaluate(runs)}
+    for r in runs:
+        r["summary"]["code"] = "paper"
+    by = {v.claim: v for v in evaluate(runs)}
+    assert by["E12"].verdict == "against" and by["E12 (code rope)"].verdict == "confirmed"
+    di = by["E12 (code rope)"].parts[1]
+    assert [c["part"] for c in di["conditions"]] == [
+        "absolute+rope - absolute", "absolute+rope - relative", "absolute+rope - alibi"]
+    assert di["conditions"][0]["values"] == pytest.approx([0.3 - 0.01 * s for s in range(4)])
+    assert by["E13"].verdict == "against" and by["E13 (code rope)"].verdict == "confirmed"
+    assert by["E13 (code rope)"].parts[0]["values"] == pytest.approx(
+        [0.35 - 0.01 * s for s in range(4)])
+    assert by["E13 (code rope)"].parts[1]["values"] == pytest.approx([-2.0] * 4)

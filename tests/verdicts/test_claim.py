@@ -140,14 +140,27 @@ def test_claims_judged_elsewhere_keep_their_place():
     assert [v.claim for v in evaluate_claims((one, elsewhere, two), runs)] == ["A", "A", "A", "C"]
 
 
+def test_a_claim_is_judged_only_on_the_runs_its_when_admits():
+    runs = pair_runs([0.9, 0.92, 0.91], [0.5, 0.52, 0.51])
+    part = Part("p - q", "distance", ("p", "q"), acc_diff, 0.0, "above")
+    always = MeasuredClaim("A", "s", "t", "w", (part,))
+    held = MeasuredClaim("B", "s", "t", "w", (part,), when=lambda r: ("distance", "p") in r.by)
+    refused = MeasuredClaim("C", "s", "t", "w", (part,), when=lambda r: ("count", "p") in r.by)
+    assert [v.claim for v in evaluate_claims((always, held, refused), runs)] == ["A", "B"]
+
+
 def test_evaluate_measured_is_the_loop_over_the_records():
     """Every record's id once, in CLAIMS' order, with S and ALiBi's claims in their places."""
     ids = [c.id for c in CLAIMS if isinstance(c, MeasuredClaim)]
     assert len(ids) == len(set(ids))
     runs = pair_runs([0.9, 0.92], [0.5, 0.52])
     got = [v.claim for v in evaluate_measured(runs)]
-    expected = [v.claim for c in CLAIMS for v in (c.verdicts(runs) if isinstance(c, JudgedElsewhere)
-                                                  else [c.verdict(runs)])]
+    expected = []
+    for c in CLAIMS:
+        if isinstance(c, JudgedElsewhere):
+            expected += [v.claim for v in c.verdicts(runs)]
+        elif c.when is None or c.when(runs):
+            expected.append(c.verdict(runs).claim)
     assert got == expected
     assert got[:got.index("S")] == ["EH", "NC1", "NC2 (layer 0)", "NC2 (layer 1)",
                                     "NC2 (shallower half)", "NC3"]

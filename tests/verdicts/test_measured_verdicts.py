@@ -325,8 +325,9 @@ def test_relative_table_change_within_its_run_to_run_noise_is_not_attenuation():
 # --- AD: a claim of the paper that had no verdict row (AL1 and AL2 are in
 # test_alibi_claims.py) ---
 
-def ablated(seed, drops_by_layer, acc=0.95):
-    """A RoPE distance run whose zero ablation gives these per-head drops (fractions)."""
+def ablated(seed, drops_by_layer, acc=0.95, role="rope", code=None):
+    """A RoPE distance run (``role``; in paper-code mode with ``code="paper"``) whose zero
+    ablation gives these per-head drops (fractions)."""
     layers = []
     for l, drops in enumerate(drops_by_layer):
         head = max(range(len(drops)), key=lambda h: (drops[h], -h))
@@ -335,8 +336,9 @@ def ablated(seed, drops_by_layer, acc=0.95):
                        "runner_up_gap": rest[0] - rest[1], "deposit_head": head,
                        "baseline_acc": acc, "drops": list(drops), "head_acc": []})
     return ExperimentResult.from_stored({
-        "summary": {"task": "distance", "pe": "rope", "seed": seed, "preset": "quick",
-                    "test_acc": acc, "n_test": 900, "tags": {"role": "rope"}},
+        "summary": {"task": "distance", "pe": role, "seed": seed, "preset": "quick",
+                    "test_acc": acc, "n_test": 900, "tags": {"role": role},
+                    **({"code": code} if code else {})},
         "ablation": {"zero": {"layers": layers}}})
 
 
@@ -440,3 +442,38 @@ def test_nc2_readings_need_a_layer_on_each_side():
         assert one[claim].verdict == "inconclusive" and one[claim].parts[0]["n"] == 0
     assert two["NC2 (layer 1)"].verdict == "against"  # layer 1 below layer 0
     assert two["NC2 (shallower half)"].parts[0]["values"][0] == pytest.approx(40.0)
+
+
+CODE_ROPE_DEPOSIT_CLAIMS = ("AD (code rope)", "NC2 (layer 0, code rope)", "NC2 (layer 1, code rope)",
+                            "NC2 (shallower half, code rope)")
+
+
+def test_the_deposit_claims_are_read_for_the_paper_codes_rope_model_too():
+    """The paper's head ablation (dis_gen/transvis.py) ablates trans.py's ``rope`` model, RoPE
+    plus its sinusoidal table (posenc's absolute+rope in paper-code mode): AD and NC2 are read
+    for it beside posenc's RoPE, each on its own runs, and only for paper-code runs that hold
+    it.  Here RoPE spreads its reasoning over two heads of layer 1 and trans.py's rope has the
+    paper's picture in layer 0; the test fails when a reading reads the other model's runs."""
+    def runs(code):
+        return ([ablated(s, [[0.0, 0.02, 0.0], [0.40 + 0.01 * s, 0.30, 0.0]], code=code)
+                 for s in range(4)]
+                + [ablated(s, [[0.01, 0.60 + 0.01 * s, 0.0], [0.02, 0.0, 0.01]],
+                           role="absolute+rope", code=code) for s in range(4)])
+    standard = verdicts(runs(None))
+    assert not set(CODE_ROPE_DEPOSIT_CLAIMS) & set(standard)
+    assert not set(CODE_ROPE_DEPOSIT_CLAIMS) & set(
+        verdicts([r for r in runs("paper") if r.role == "rope"]))  # paper code, no such runs
+    by = verdicts(runs("paper"))
+    assert by["AD"].verdict == "against" and by["AD (code rope)"].verdict == "confirmed"
+    drop, others = by["AD (code rope)"].parts[0]["conditions"]
+    assert drop["values"] == pytest.approx([60.0 + s for s in range(4)])
+    assert others["values"] == pytest.approx([2.0] * 4)
+    assert by["AD (code rope)"].parts[0]["roles"] == ["absolute+rope"]
+    assert by["NC2 (layer 0)"].verdict == "against"
+    assert by["NC2 (layer 0, code rope)"].verdict == "confirmed"
+    assert by["NC2 (layer 1, code rope)"].verdict == "against"
+    assert by["NC2 (layer 0, code rope)"].parts[0]["values"] == pytest.approx(
+        [60.0 + s - 2.0 for s in range(4)])
+    # the posenc-RoPE claims read the same with or without the other model's runs
+    for claim in ("AD", "NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)"):
+        assert by[claim].parts[0].get("values") == standard[claim].parts[0].get("values")
