@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..verdicts.accuracy_runs import Runs
 from ..verdicts.mla_latent import BOTH, LATENT_COLUMNS, ZERO, e13_index_both_ways, \
     mla_deposit_both_ways
 from .table import md_header, md_row
@@ -50,7 +51,8 @@ def mla_both_ways_markdown(results: list[ExperimentResult], task: str = "distanc
     deposits = mla_deposit_both_ways(results, task)
     if not deposits:
         return [], {}
-    stats = e13_index_both_ways(results, task)
+    roles = [role for _, role, _ in Runs(results).rope_readings(task)]
+    stats = {role: e13_index_both_ways(results, task, role) for role in roles}
     lines = [SECTION, "",
              "E13 compares RoPE's deposit index with MLA's, each from the `zero` ablation (one "
              "head removed at a time). The paper code's MLA ablation (`dis_gen/mlavis.py`) "
@@ -61,22 +63,35 @@ def mla_both_ways_markdown(results: list[ExperimentResult], task: str = "distanc
              "has no latent), for every seed whether or not its runs learned the task (E13's "
              "verdict reads `zero` and leaves out a run that did not learn). "
              f"\"{NOT_MEASURED}\": the MLA run holds no table of that mode (it needs the run's "
-             f"checkpoint); \"{NO_ROPE}\": the seed has no RoPE run with a `zero` table.", ""]
+             f"checkpoint); \"{NO_ROPE}\": the seed has no RoPE run with a `zero` table."
+             + (" The paper-code runs hold trans.py's rope (`absolute+rope`) too: E13's "
+                "code-rope reading, read both ways beside RoPE's." if len(roles) > 1 else ""),
+             ""]
     lines += md_header(["seed", "MLA deposit, heads (zero)", "MLA deposit, latent columns",
-                        "DI(rope) - DI(mla, heads)", "DI(rope) - DI(mla, latent columns)"])
+                        *(f"DI({role}) - DI(mla, {way})" for role in roles
+                          for way in ("heads", "latent columns"))])
     seeds: list[dict[str, Any]] = []
     for seed, modes in deposits.items():
-        stat = stats.get(seed, {})
-        cells = [stat.get(f"rope - mla {mode}") for mode in BOTH]
-        missing = NO_ROPE if stat.get("rope") is None else NOT_MEASURED
+        row: dict[str, Any] = {"seed": seed, "mla": modes}
+        cells = []
+        for role in roles:
+            stat = stats[role].get(seed, {})
+            missing = NO_ROPE if stat.get(role) is None else NOT_MEASURED
+            for mode in BOTH:
+                c = row[f"{role} - mla {mode}"] = stat.get(f"{role} - mla {mode}")
+                cells.append(missing if c is None else f"{c:+.2f}")
         lines.append(md_row([seed, _deposit_cell(modes[ZERO], "head"),
-                             _deposit_cell(modes[LATENT_COLUMNS], "block"),
-                             *(missing if c is None else f"{c:+.2f}" for c in cells)]))
-        seeds.append({"seed": seed, "mla": modes,
-                      **{f"rope - mla {mode}": c for mode, c in zip(BOTH, cells)}})
-    means = {mode: [s[f"rope - mla {mode}"] for s in seeds if s[f"rope - mla {mode}"] is not None]
-             for mode in BOTH}
-    lines += ["", f"- DI(rope) - DI(mla) over seeds, heads: {_summary(means[ZERO])}; latent "
-              f"columns: {_summary(means[LATENT_COLUMNS])}.", ""]
+                             _deposit_cell(modes[LATENT_COLUMNS], "block"), *cells]))
+        seeds.append(row)
+    means = {role: {mode: [s[f"{role} - mla {mode}"] for s in seeds
+                           if s[f"{role} - mla {mode}"] is not None] for mode in BOTH}
+             for role in roles}
+    lines.append("")
+    lines += [f"- DI({role}) - DI(mla) over seeds, heads: {_summary(means[role][ZERO])}; latent "
+              f"columns: {_summary(means[role][LATENT_COLUMNS])}." for role in roles]
+    lines.append("")
     return lines, {"task": task, "seeds": seeds,
-                   "measured": {mode: len(v) for mode, v in means.items()}}
+                   "measured": {mode: len(v) for mode, v in means["rope"].items()},
+                   **({"measured_by_role": {role: {mode: len(v) for mode, v in m.items()}
+                                            for role, m in means.items()}}
+                      if len(roles) > 1 else {})}

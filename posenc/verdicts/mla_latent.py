@@ -36,21 +36,22 @@ def mla_deposit_both_ways(results: Iterable[Any], task: str = "distance", role: 
             for seed in sorted(runs.by.get((task, role), {}))}
 
 
-def e13_index_both_ways(results: Iterable[Any], task: str = "distance"
+def e13_index_both_ways(results: Iterable[Any], task: str = "distance", role: str = "rope"
                         ) -> dict[int, dict[str, Optional[float]]]:
-    """seed (those the rope and mla runs share) -> RoPE's deposit index (``zero``), MLA's in
-    each mode (``"mla zero"``, ``"mla latent-columns"``) and E13's statistic ``DI(rope) -
-    DI(mla)`` with each (``"rope - mla zero"``, ``"rope - mla latent-columns"``); None where a
-    table is missing."""
+    """seed (those the ``role`` and mla runs share) -> the RoPE model's deposit index (``zero``;
+    key ``role``), MLA's in each mode (``"mla zero"``, ``"mla latent-columns"``) and E13's
+    statistic ``DI(role) - DI(mla)`` with each (``"rope - mla zero"``, ``"rope - mla
+    latent-columns"`` for ``role`` rope); None where a table is missing.  ``role``: posenc's
+    RoPE, or trans.py's rope (``absolute+rope``) for E13's code-rope reading."""
     runs = Runs(results)
     out: dict[int, dict[str, Optional[float]]] = {}
-    for seed in runs.seeds(task, ("rope", "mla")):
-        rope = runs.deposit(task, "rope", seed, ZERO)
-        row: dict[str, Optional[float]] = {"rope": None if rope is None else rope["index"]}
+    for seed in runs.seeds(task, (role, "mla")):
+        rope = runs.deposit(task, role, seed, ZERO)
+        row: dict[str, Optional[float]] = {role: None if rope is None else rope["index"]}
         for mode in BOTH:
             mla = runs.deposit(task, "mla", seed, mode)
             row[f"mla {mode}"] = None if mla is None else mla["index"]
-            row[f"rope - mla {mode}"] = None if rope is None or mla is None else \
+            row[f"{role} - mla {mode}"] = None if rope is None or mla is None else \
                 rope["index"] - mla["index"]
         out[seed] = row
     return out

@@ -80,3 +80,30 @@ def test_the_committed_report_shows_e13s_own_statistic_in_the_heads_column():
     both = {s["seed"]: s["rope - mla zero"] for s in report["e13_both_ways"]["seeds"]}
     assert [both[s] for s in primary["seeds"]] == pytest.approx(primary["values"])
     assert SECTION in (ROOT / "docs/figures/paper-small/report/report.md").read_text()
+    # and the code-rope columns hold E13 (code rope)'s own statistic
+    e13 = next(v for v in report["verdicts"] if v["claim"] == "E13 (code rope)")
+    primary = next(p for p in e13["parts"] if p["primary"])
+    both = {s["seed"]: s["absolute+rope - mla zero"] for s in report["e13_both_ways"]["seeds"]}
+    assert [both[s] for s in primary["seeds"]] == pytest.approx(primary["values"])
+
+
+def test_paper_code_runs_read_trans_pys_rope_both_ways_beside_ropes():
+    """In paper-code mode the section has trans.py's rope (absolute+rope) beside RoPE: two more
+    columns from that model's own runs; standard runs do not get them."""
+    runs = _runs()
+    for seed in (0, 1):
+        runs.append(result(D, "absolute+rope", seed, 0.95, drop=0.6, index=0.5))
+    plain, _ = mla_both_ways_markdown(runs)
+    assert "DI(absolute+rope)" not in plain[4] and plain[4].count("|") == 6
+    for r in runs:
+        r["summary"]["code"] = "paper"
+    lines, entry = mla_both_ways_markdown(runs)
+    assert "DI(rope) - DI(mla, heads) | DI(rope) - DI(mla, latent columns) | DI(absolute+rope) " \
+           "- DI(mla, heads) | DI(absolute+rope) - DI(mla, latent columns) |" in lines[4]
+    assert _row(lines, 0).endswith("| +0.50 | +0.04 | +0.10 | -0.36 |")   # 0.5 - 0.4, 0.5 - 6/7
+    assert _row(lines, 2).endswith(f"| {NOT_MEASURED} | {NO_ROPE} | {NO_ROPE} |")
+    by_seed = {s["seed"]: s for s in entry["seeds"]}
+    assert by_seed[1]["absolute+rope - mla zero"] == pytest.approx(0.5 - 5 / 6)
+    assert by_seed[1]["rope - mla zero"] == pytest.approx(0.7 - 5 / 6)
+    assert entry["measured_by_role"]["absolute+rope"] == {"zero": 2, "latent-columns": 2}
+    assert any(x.startswith("- DI(absolute+rope) - DI(mla) over seeds, heads: ") for x in lines)
