@@ -29,13 +29,13 @@ from ..errors import PosencError
 from .beside import verdict_seeds
 from .report_json import read_report_json, verdict_decision
 from .table import md_header, md_row, value_span
+from ..roles import CODE_ROPE
 from ..verdicts.measured import DEPOSIT_DROP, NC2_READINGS, OTHER_HEADS, deposit_depth
+from ..verdicts.verdict import reading_claim
 from ..training_presets import TRAINING_PRESETS
 from ..atomic import atomic_write_text
 from .results_figure import regime_figure
 
-#: the anchor's claims: NC2's readings and AD, measured on its one run of each role
-ANCHOR_CLAIMS = ("NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)", "AD")
 #: a caveat longer than this is cut at its first clause (a table cell of one line)
 CAVEAT_CHARS = 110
 
@@ -233,6 +233,14 @@ def _layer_drops(result: Any) -> list[list[float]]:
     return [[100.0 * d for d in la["drops"]] for la in result.ablation["zero"]["layers"]]
 
 
+def anchor_reading(result: Any) -> str:
+    """The claim-id reading an anchor run's rows are filed under: "code rope" for a paper-code
+    run of trans.py's rope (:data:`~posenc.roles.CODE_ROPE`), as the reports' verdicts name its
+    claims; "" (posenc's RoPE ids) for any other run, whose role the rows name."""
+    paper = (getattr(result, "summary", None) or {}).get("code") == "paper"
+    return "code rope" if paper and result.role == CODE_ROPE else ""
+
+
 def anchor_rows(anchor: Anchor, statements: dict[str, str]) -> list[list[str]]:
     """The anchor's rows: per role, NC2's readings and AD's two conditions on its one run (no
     interval, so no verdict)."""
@@ -243,15 +251,18 @@ def anchor_rows(anchor: Anchor, statements: dict[str, str]) -> list[list[str]]:
         drops = _layer_drops(res)
         largest = [max(d) for d in drops]
         where = f"{res.role}, seed {res.seed}"
-        for claim, _, name, layers_of in NC2_READINGS:
+        reading = anchor_reading(res)
+        for nc2, _, name, layers_of in NC2_READINGS:
             value = deposit_depth(largest, layers_of)
+            claim = reading_claim(nc2, reading)
             rows.append([claim, statements.get(claim, "-"),
                          f"{name} - other layers: " + ("-" if value is None else f"{value:+.1f}"),
                          "no verdict (one run)", "-", f"{where}: one run, no interval"])
         flat = sorted(((d, layer, h) for layer, ds in enumerate(drops) for h, d in enumerate(ds)),
                       reverse=True)
         (top, layer, head), other = flat[0], flat[1][0]
-        rows.append(["AD", statements.get("AD", "-"),
+        ad = reading_claim("AD", reading)
+        rows.append([ad, statements.get(ad, "-"),
                      f"deposit head's drop: {top:+.1f} (layer {layer}, head {head}); other heads' "
                      f"top drop: {other:+.1f}",
                      "no verdict (one run)", "-",

@@ -40,17 +40,12 @@ class Runs(SeedRuns):
     def acc(self, task: str, role: str, seed: int) -> float:
         return 100.0 * self.by[(task, role)][seed].test_acc
 
-    @property
-    def paper_code(self) -> bool:
-        """Whether the runs are of the paper code's models (paper-code mode): any run's summary
-        says so."""
-        return any(r.summary.get("code") == "paper" for seeds in self.by.values()
-                   for r in seeds.values())
-
     def reads_code_rope(self, task: str = "distance") -> bool:
         """Whether a claim about RoPE is read for the paper code's own ``rope`` model too
-        (:data:`~posenc.roles.CODE_ROPE`): paper-code runs that hold that role on ``task``."""
-        return self.paper_code and (task, CODE_ROPE) in self.by
+        (:data:`~posenc.roles.CODE_ROPE`): runs of that role on ``task``, every one of them in
+        paper-code mode (in standard mode the role is posenc's own hybrid)."""
+        runs = self.by.get((task, CODE_ROPE))
+        return bool(runs) and all(r.summary.get("code") == "paper" for r in runs.values())
 
     def rope_readings(self, task: str = "distance") -> list[tuple[str, str, str]]:
         """The entries of :data:`ROPE_READINGS` these runs are read for: posenc's RoPE always,

@@ -105,9 +105,23 @@ def test_a_regimes_second_store_is_the_replication_its_first_names(tmp_path):
 
 
 class _Run:
-    def __init__(self, drops, role="absolute+rope"):
+    def __init__(self, drops, role="absolute+rope", code="paper"):
         self.role, self.seed, self.task = role, 0, "distance"
+        self.summary = {"code": code} if code else {}
         self.ablation = {"zero": {"layers": [{"drops": d} for d in drops]}}
+
+
+def test_the_anchors_rows_carry_the_ids_of_the_model_they_measure():
+    """A paper-code run of trans.py's rope is filed under the code-rope readings (the reports'
+    ids for that model), posenc's RoPE and a standard-mode hybrid under the plain ids."""
+    drops = [[0.0, 0.6], [0.1, 0.0]]
+    ids = [r[0] for r in anchor_rows(Anchor(Path("."), [_Run(drops)]), {"AD (code rope)": "s"})]
+    assert ids == ["NC2 (layer 0, code rope)", "NC2 (layer 1, code rope)",
+                   "NC2 (shallower half, code rope)", "AD (code rope)"]
+    assert anchor_rows(Anchor(Path("."), [_Run(drops)]), {"AD (code rope)": "s"})[3][1] == "s"
+    for run in (_Run(drops, role="rope"), _Run(drops, code=None)):
+        assert [r[0] for r in anchor_rows(Anchor(Path("."), [run]), {})] == [
+            "NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)", "AD"]
 
 
 @settings(max_examples=60, deadline=None)
@@ -117,14 +131,15 @@ def test_the_anchors_statistics_against_a_loop(drops):
     pts = [[100.0 * d for d in layer] for layer in drops]
     best = [max(layer) for layer in pts]
     layer0 = best[0] - max(best[1:])
-    assert rows["NC2 (layer 0)"][2] == f"layer 0 - other layers: {layer0:+.1f}"
+    assert rows["NC2 (layer 0, code rope)"][2] == f"layer 0 - other layers: {layer0:+.1f}"
     half = len(pts) // 2
     if half:
         depth = max(best[:half]) - max(best[half:])
-        assert rows["NC2 (shallower half)"][2] == f"layers < n/2 - other layers: {depth:+.1f}"
+        assert rows["NC2 (shallower half, code rope)"][2] == \
+            f"layers < n/2 - other layers: {depth:+.1f}"
     flat = sorted((d for layer in pts for d in layer), reverse=True)
-    assert f"deposit head's drop: {flat[0]:+.1f}" in rows["AD"][2]
-    assert rows["AD"][2].endswith(f"other heads' top drop: {flat[1]:+.1f}")
+    assert f"deposit head's drop: {flat[0]:+.1f}" in rows["AD (code rope)"][2]
+    assert rows["AD (code rope)"][2].endswith(f"other heads' top drop: {flat[1]:+.1f}")
     assert all(r[3] == "no verdict (one run)" for r in rows.values())
 
 

@@ -340,7 +340,7 @@ def test_e12_and_e13_are_read_for_the_paper_codes_rope_model_on_its_own_runs():
     runs = []
     for s in range(4):
         runs.append(result(D, "rope", s, 0.9, drop=0.5, index=0.5 - 0.01 * s))
-        runs.append(result(D, "absolute+rope", s, 0.9, drop=0.6, index=0.9 - 0.01 * s))
+        runs.append(result(D, "absolute+rope", s, 0.95, drop=0.6, index=0.9 - 0.01 * s))
         runs.append(result(D, "mla", s, 0.88, drop=0.3, index=0.55))
         runs += [result(D, r, s, 0.85, drop=0.3, index=0.6) for r in ("absolute", "relative",
                                                                       "alibi")]
@@ -356,4 +356,10 @@ def test_e12_and_e13_are_read_for_the_paper_codes_rope_model_on_its_own_runs():
     assert by["E13"].verdict == "against" and by["E13 (code rope)"].verdict == "confirmed"
     assert by["E13 (code rope)"].parts[0]["values"] == pytest.approx(
         [0.35 - 0.01 * s for s in range(4)])
-    assert by["E13 (code rope)"].parts[1]["values"] == pytest.approx([-2.0] * 4)
+    assert by["E13 (code rope)"].parts[1]["values"] == pytest.approx([-7.0] * 4)
+    assert by["E13"].parts[1]["values"] == pytest.approx([-2.0] * 4)
+    assert by["E13 (code rope)"].parts[0]["roles"] == ["absolute+rope", "mla"]
+    shown = by["E12 (code rope)"].parts[0]
+    assert [c["part"] for c in shown["conditions"]] == [
+        "absolute+rope - absolute", "absolute+rope - relative", "absolute+rope - alibi"]
+    assert shown["conditions"][0]["values"] == pytest.approx([30.0] * 4)  # 60 - 30 (RoPE: 20)

@@ -474,6 +474,22 @@ def test_the_deposit_claims_are_read_for_the_paper_codes_rope_model_too():
     assert by["NC2 (layer 1, code rope)"].verdict == "against"
     assert by["NC2 (layer 0, code rope)"].parts[0]["values"] == pytest.approx(
         [60.0 + s - 2.0 for s in range(4)])
+    assert by["NC2 (layer 0, code rope)"].parts[0]["roles"] == ["absolute+rope"]
+    # each reading is refused on its own model's learning: RoPE at its floor, trans.py's rope
+    # learned, and the reverse
+    for floored, judged in (("rope", "absolute+rope"), ("absolute+rope", "rope")):
+        results = runs("paper")
+        for r in results:
+            r.summary["chance"] = 0.025
+            if r.role == floored:
+                r.summary["test_acc"] = 0.03
+        by = verdicts(results)
+        ad = {"rope": "AD", "absolute+rope": "AD (code rope)"}
+        nc2 = {"rope": "NC2 (layer 1)", "absolute+rope": "NC2 (layer 1, code rope)"}
+        assert f"{floored} did not learn" in by[ad[floored]].parts[0]["note"]
+        assert by[ad[judged]].verdict != "inconclusive"
+        assert by[nc2[floored]].verdict == "inconclusive"
+        assert by[nc2[judged]].verdict != "inconclusive"
     # the posenc-RoPE claims read the same with or without the other model's runs
     for claim in ("AD", "NC2 (layer 0)", "NC2 (layer 1)", "NC2 (shallower half)"):
         assert by[claim].parts[0].get("values") == standard[claim].parts[0].get("values")
