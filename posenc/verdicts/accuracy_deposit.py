@@ -56,7 +56,7 @@ table's attenuation).
 A part whose runs are missing is ``inconclusive`` with the reason stated.  An ordering of
 accuracies (10, 11, NC3a, AL1's shown part, AL2) is ``ceiling`` instead when both of its sides
 average at the ceiling -- within 2 points of the task's Bayes ceiling
-(:meth:`~.accuracy_runs.Runs.ceiling_threshold`: >= 98% on a clean task, about >= 95.5% with the
+(:meth:`~.accuracy_runs.Runs.ceiling_threshold`: >= 98% on a clean task, about >= 95.6% with the
 paper's sampler) -- over at least two judged seeds: the PE, and per seed the PE it is compared with
 (the best of the others for "above all", the worst for "below all": :func:`ordering_at_ceiling`);
 margins (13b, 14) stay decidable at the ceiling.

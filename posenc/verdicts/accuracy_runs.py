@@ -75,7 +75,7 @@ class Runs(SeedRuns):
     def ceiling_threshold(self, task: str, role: str) -> float:
         """The mean accuracy (percent) at or above which the role is at the ceiling of ``task``:
         :data:`~.verdict.CEILING_MARGIN` points below its :meth:`bayes_ceiling` (98 on a clean
-        task; about 95.5 with the paper's sampler at the paper's sizes)."""
+        task; about 95.6 with the paper's sampler at the paper's sizes)."""
         return ceiling_threshold(self.bayes_ceiling(task, role))
 
     def ceiling_rule(self, task: str, roles: Iterable[str]) -> str:

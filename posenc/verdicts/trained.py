@@ -23,7 +23,7 @@ learning, not from models stopped mid-transition.  A preset meets the criterion 
 (b) **distance**: the best PE's mean test accuracy is >= :data:`BEST_DISTANCE`;
 (b') **ceiling**: no distance PE's mean is at the ceiling (within :data:`~.verdict.CEILING_MARGIN`
     points of the task's Bayes ceiling, :meth:`~.accuracy_runs.Runs.ceiling_threshold`: >= 98%
-    on the clean task, about 95.5% with the paper's sampler; where an accuracy cannot show a
+    on the clean task, about 95.6% with the paper's sampler; where an accuracy cannot show a
     lead).  This part is reported on its own: on the clean distance
     task no size of the quick model met it together with (a) (docs/reproduction.md, "Status"),
     and the quick preset was frozen with it unmet -- what keeps a verdict valid there is the

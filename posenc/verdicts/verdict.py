@@ -19,7 +19,7 @@ The verdict compares that interval with the claim's threshold ``tau`` (0 for
   per seed, the best of the PEs it is compared with -- both average within
   :data:`CEILING_MARGIN` points of their task's Bayes ceiling (the best accuracy any model can
   reach, :mod:`posenc.empirical.bayes_ceiling`: 100% with the clean samplers, so >= 98%
-  there; about 97.5% with the paper's sampler at its sizes, so about >= 95.5%): no PE can show
+  there; about 97.6% with the paper's sampler at its sizes, so about >= 95.6%): no PE can show
   a lead there, so neither the claim nor its negation is tested (:func:`at_ceiling`; the
   sides: :func:`~.accuracy_runs.ordering_at_ceiling`; the threshold of a task's runs:
   :meth:`~.accuracy_runs.Runs.ceiling_threshold`).
