@@ -73,7 +73,7 @@ class ReportInputs:
 
 def report_mode(results: list[ExperimentResult]) -> str:
     """'paper-code', 'standard' or 'mixed' from the runs' summaries."""
-    modes = {"paper-code" if r.summary.get("code") == "paper" else "standard" for r in results}
+    modes = {"paper-code" if r.paper_code else "standard" for r in results}
     return modes.pop() if len(modes) == 1 else "mixed"
 
 

@@ -237,8 +237,7 @@ def anchor_reading(result: Any) -> str:
     """The claim-id reading an anchor run's rows are filed under: "code rope" for a paper-code
     run of trans.py's rope (:data:`~posenc.roles.CODE_ROPE`), as the reports' verdicts name its
     claims; "" (posenc's RoPE ids) for any other run, whose role the rows name."""
-    paper = (getattr(result, "summary", None) or {}).get("code") == "paper"
-    return "code rope" if paper and result.role == CODE_ROPE else ""
+    return "code rope" if result.role == CODE_ROPE and result.paper_code else ""
 
 
 def anchor_rows(anchor: Anchor, statements: dict[str, str]) -> list[list[str]]:

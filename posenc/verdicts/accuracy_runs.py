@@ -45,7 +45,7 @@ class Runs(SeedRuns):
         (:data:`~posenc.roles.CODE_ROPE`): runs of that role on ``task``, every one of them in
         paper-code mode (in standard mode the role is posenc's own hybrid)."""
         runs = self.by.get((task, CODE_ROPE))
-        return bool(runs) and all(r.summary.get("code") == "paper" for r in runs.values())
+        return bool(runs) and all(r.paper_code for r in runs.values())
 
     def rope_readings(self, task: str = "distance") -> list[tuple[str, str, str]]:
         """The entries of :data:`ROPE_READINGS` these runs are read for: posenc's RoPE always,

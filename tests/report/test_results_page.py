@@ -107,7 +107,7 @@ def test_a_regimes_second_store_is_the_replication_its_first_names(tmp_path):
 class _Run:
     def __init__(self, drops, role="absolute+rope", code="paper"):
         self.role, self.seed, self.task = role, 0, "distance"
-        self.summary = {"code": code} if code else {}
+        self.paper_code = code == "paper"
         self.ablation = {"zero": {"layers": [{"drops": d} for d in drops]}}
 
 

@@ -85,6 +85,12 @@ class ExperimentResult:
         return self.summary["test_acc"]
 
     @property
+    def paper_code(self) -> bool:
+        """Whether the run trained the paper code's model of its role (paper-code mode: its
+        summary's ``code`` is ``"paper"``)."""
+        return self.summary.get("code") == "paper"
+
+    @property
     def schedule(self) -> Any:
         """The run's :class:`~posenc.empirical.training.schedule.OptimizerSchedule` (its
         ``summary["schedule"]``); None when not recorded (a result of a run measured before it
