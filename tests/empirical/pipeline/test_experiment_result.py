@@ -27,6 +27,8 @@ def test_a_well_formed_record_is_read():
     assert r.probe is None and r.trace is None and r.dynamics is None
     assert ExperimentResult.of(r) is r and ExperimentResult.of(stored()) == \
         ExperimentResult.from_stored(stored())
+    assert not r.paper_code and ExperimentResult.from_stored(stored(code="paper")).paper_code
+    assert not ExperimentResult.from_stored(stored(code="standard")).paper_code
 
 
 @pytest.mark.parametrize("data, match", [
