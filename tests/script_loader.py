@@ -1,4 +1,5 @@
-"""Import one of the repository's scripts (scripts/NAME.py) as a module, afresh, for its tests."""
+"""Import one of the repository's scripts (scripts/NAME.py) as a module, afresh, for its tests;
+and read a calibration script's plans by role and seed."""
 
 import importlib
 import sys
@@ -13,3 +14,8 @@ def load_script(monkeypatch, name: str):
     monkeypatch.syspath_prepend(str(SCRIPTS))
     sys.modules.pop(name, None)
     return importlib.import_module(name)
+
+
+def experiments_by_role_seed(plans):
+    """(role, seed) -> experiment config over every plan of a calibration rung."""
+    return {(e.tags["role"], e.train.seed): e for p in plans for e in p.experiments()}

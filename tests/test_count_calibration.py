@@ -5,7 +5,7 @@ parts (a), (c) and (c')."""
 import dataclasses
 
 import pytest
-from script_loader import load_script
+from script_loader import experiments_by_role_seed, load_script
 
 from posenc.empirical.pipeline.store import run_id
 from posenc.reproduction.plan import ReproductionPlan
@@ -14,10 +14,6 @@ from posenc.reproduction.plan import ReproductionPlan
 @pytest.fixture
 def cal(monkeypatch):
     return load_script(monkeypatch, "count_calibration")
-
-
-def _jobs(plans):
-    return {(e.tags["role"], e.train.seed): e for p in plans for e in p.experiments()}
 
 
 def test_the_first_rung_is_paper_smalls_count_sweep_of_the_codes_roles(cal):
@@ -33,8 +29,8 @@ def test_the_first_rung_is_paper_smalls_count_sweep_of_the_codes_roles(cal):
 
 @pytest.mark.parametrize("candidate", ["paper-small", "paper-small-e30"])
 def test_a_candidate_changes_only_the_budget(cal, candidate):
-    exps = _jobs(cal.plans(candidate))
-    ref = _jobs(cal.plans("paper-small"))
+    exps = experiments_by_role_seed(cal.plans(candidate))
+    ref = experiments_by_role_seed(cal.plans("paper-small"))
     assert set(exps) == {(r, s) for r in cal.ROLES for s in (1000, 1001)}
     for key, e in exps.items():
         cfg = e.train

@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from script_loader import load_script
+from script_loader import experiments_by_role_seed, load_script
 
 from posenc.empirical.pipeline.store import run_id
 from posenc.reproduction.plan import ReproductionPlan
@@ -20,10 +20,6 @@ def cal(monkeypatch):
     return load_script(monkeypatch, "deposit_calibration")
 
 
-def _by_role_seed(plans):
-    return {(e.tags["role"], e.train.seed): e for p in plans for e in p.experiments()}
-
-
 def test_the_roles_are_paper_smalls_distance_roles_with_the_scans_first(cal):
     assert set(cal.ROLES) == set(default_roles(DISTANCE)) and len(cal.ROLES) == 9
     assert cal.ROLES[:4] == cal.scan.ROLES
@@ -31,9 +27,9 @@ def test_the_roles_are_paper_smalls_distance_roles_with_the_scans_first(cal):
 
 @pytest.mark.parametrize("candidate", ["h4x16-w64", "h4x16-w64-e30"])
 def test_a_candidate_is_paper_small_at_its_regimes_shape(cal, candidate):
-    exps = _by_role_seed(cal.plans(candidate))
+    exps = experiments_by_role_seed(cal.plans(candidate))
     assert set(exps) == {(r, s) for r in cal.ROLES for s in (1000, 1001)}
-    small = _by_role_seed([ReproductionPlan(preset="paper-small", seeds=2, first_seed=1000,
+    small = experiments_by_role_seed([ReproductionPlan(preset="paper-small", seeds=2, first_seed=1000,
                                             distance_roles=cal.ROLES, count_roles=(),
                                             paper_code=True)])
     epochs = 30 if candidate.endswith("e30") else 15
